@@ -1,0 +1,13 @@
+/* cmd.h - the subcommands main() dispatches to. Each parses its own flags
+ * (getopt_long, --help prints usage and exits 0, a bad flag prints one line
+ * and returns 2) and returns the process exit code. */
+#ifndef PROFFS_CMD_H
+#define PROFFS_CMD_H
+
+int cmd_import(int argc, char **argv); /* store/cmd_import.c */
+int cmd_check(int argc, char **argv);  /* store/cmd_check.c */
+int cmd_cat(int argc, char **argv);    /* fs/cmd_cat.c */
+int cmd_mount(int argc, char **argv);  /* fs/cmd_mount.c */
+int cmd_run(int argc, char **argv);    /* sampler/cmd_run.c */
+
+#endif

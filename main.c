@@ -1,0 +1,81 @@
+/* main.c - dispatches `proffs SUBCOMMAND`; every subcommand lives in the
+ * module it belongs to (see cmd.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf_version.h>
+#include <fuse3/fuse_lowlevel.h>
+#include <lmdb.h>
+#include <protobuf-c/protobuf-c.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "cmd.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: proffs COMMAND [ARGS]\n"
+		"\n"
+		"  run      sample every process with eBPF, store, serve /prof\n"
+		"  mount    serve an existing store read-only: mount --store DIR MOUNTPOINT\n"
+		"  import   add pprof files to a store: import --store DIR FILE.pb[.gz]...\n"
+		"  cat      print what the mount serves at PATH: cat --store DIR PATH\n"
+		"  check    verify a store: check --store DIR\n"
+		"  version  print versions\n"
+		"\n"
+		"`proffs COMMAND --help` describes each command.\n");
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: proffs version\n\nPrints the version of proffs and of the libraries it was built with.\n");
+		return 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "proffs version: unexpected argument '%s'\n", argv[1]);
+		return 2;
+	}
+	printf("proffs %s\n", PROFFS_VERSION);
+	printf("libbpf %d.%d\n", LIBBPF_MAJOR_VERSION, LIBBPF_MINOR_VERSION);
+	printf("libfuse %d (built against %d.%d)\n", fuse_version(), FUSE_MAJOR_VERSION, FUSE_MINOR_VERSION);
+	printf("lmdb %s\n", mdb_version(NULL, NULL, NULL));
+	printf("zstd %s\n", ZSTD_versionString());
+	printf("zlib %s\n", zlibVersion());
+	printf("protobuf-c %s\n", protobuf_c_version());
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+} cmds[] = {
+	{ "run", cmd_run },	{ "mount", cmd_mount }, { "import", cmd_import },
+	{ "cat", cmd_cat },	{ "check", cmd_check }, { "version", cmd_version },
+};
+
+int main(int argc, char **argv)
+{
+	const char *dbg = getenv("PROFFS_DEBUG");
+
+	if (dbg && *dbg && strcmp(dbg, "0"))
+		log_level = LOG_DEBUG;
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version"))
+		return cmd_version(1, argv + 1);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "proffs: unknown command '%s' (try --help)\n", argv[1]);
+	return 2;
+}

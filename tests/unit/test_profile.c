@@ -1,0 +1,66 @@
+/* test_profile: interning, aggregation, merge with scaling, diff labels. */
+#include <stdio.h>
+#include <string.h>
+
+#include "profile.h"
+#include "test.h"
+
+static struct profile *mk(int64_t a, int64_t b)
+{
+	struct profile *p = profile__new();
+	const char *t[] = { "samples", "cpu" }, *u[] = { "count", "nanoseconds" };
+	struct prof_mapping m = { .start = 0x1000, .limit = 0x2000, .file = profile__intern_str(p, "/bin/x"), .has_functions = true };
+	uint64_t mid = profile__add_mapping(p, &m);
+	struct prof_function f1 = { .name = profile__intern_str(p, "main") };
+	struct prof_function f2 = { .name = profile__intern_str(p, "work;x") };
+	struct prof_line l1 = { profile__add_function(p, &f1), 3 }, l2 = { profile__add_function(p, &f2), 9 };
+	struct prof_location L1 = { mid, 0x1010, 1, &l1 }, L2 = { mid, 0x1020, 1, &l2 };
+	uint64_t locs[2];
+	int64_t v[2];
+
+	profile__set_value_types(p, 2, t, u);
+	locs[0] = profile__add_location(p, &L2);
+	locs[1] = profile__add_location(p, &L1);
+	v[0] = a; v[1] = a * 10;
+	profile__add_sample(p, locs, 2, NULL, 0, v);
+	v[0] = b; v[1] = b * 10;
+	profile__add_sample(p, locs + 1, 1, NULL, 0, v);
+	return p;
+}
+
+int main(void)
+{
+	struct profile *a = mk(3, 4), *b = mk(5, 1), *m, *d;
+	char name[64];
+
+	CHECK(a->nstrs > 0 && !strcmp(a->strs[0], ""), "string 0 is empty");
+	CHECK(profile__intern_str(a, "main") == profile__intern_str(a, "main"), "interning dedups");
+	m = profile__new();
+	CHECK(profile__merge(m, a, 1, NULL, 0) == 0, "merge a");
+	CHECK(profile__merge(m, b, 1, NULL, 0) == 0, "merge b");
+	CHECK(m->nsamples == 2, "merged profile aggregates identical stacks (got %u)", m->nsamples);
+	CHECK(m->nlocations == 2 && m->nfunctions == 2 && m->nmappings == 1, "symbols deduplicated");
+	CHECK(profile__total(m, 0) == 13 && profile__total(m, 1) == 130, "totals add up (%lld)", (long long)profile__total(m, 0));
+	CHECK(profile__display_value(m) == 1, "display value is the last type");
+	profile__frame_name(m, m->samples[0].locs[0], 0, true, name, sizeof(name));
+	CHECK(!strcmp(name, "work:x"), "';' in a frame is written ':' (got %s)", name);
+	d = profile__diff(a, b);
+	CHECK(d && d->nsamples == 4, "diff keeps both sides apart (got %u)", d ? d->nsamples : 0);
+	CHECK(profile__total(d, 0) == 6 - 7, "diff total is B - A");
+	{
+		int based = 0;
+		for (uint32_t i = 0; i < d->nsamples; i++) {
+			const char *v = profile__sample_label(d, &d->samples[i], "pprof::base");
+			if (v && !strcmp(v, "true")) {
+				based++;
+				CHECK(d->samples[i].values[0] < 0, "base samples are negated");
+			}
+		}
+		CHECK(based == 2, "A's samples carry pprof::base=true (%d)", based);
+	}
+	profile__free(a);
+	profile__free(b);
+	profile__free(m);
+	profile__free(d);
+	return test_done();
+}
