@@ -61,4 +61,11 @@ int tree__render(struct tree *t, const struct node *n, struct buf *out);
 /* The store's data version (cache key part). */
 uint64_t tree__version(struct tree *t);
 
+/* What n's bytes depend on besides its canon: the store's data version,
+ * mixed with the current minute for last-N windows and latest links
+ * (they move with the clock even when no data arrives) and with the clock
+ * itself for /metrics. A render cache keyed by (canon, this) never serves
+ * stale bytes. */
+uint64_t tree__node_version(struct tree *t, const struct node *n);
+
 #endif

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * profile.bpf.c - the on-CPU sampler. A perf_event program (cpu-clock, one
+ * event per CPU) writes one record per sample into a ring buffer: who ran
+ * (tgid, tid, cgroup, leader's comm) and both stacks. There is no in-kernel
+ * aggregation, so no stack-id collisions and nothing to clear; user space
+ * counts. Tracepoints on exec, fork and exit tell user space when process
+ * info must be refreshed or aged out; those records wake the reader at
+ * once, samples do not (the reader polls every ~250 ms).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "profile.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by user space before load (.rodata). target_tgid != 0 samples only
+ * that process (test tools). */
+const volatile __u32 target_tgid = 0;
+const volatile bool want_user = true;
+const volatile bool want_kernel = true;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* resized before load */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROF_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* A sample record is too big for the BPF stack: build it here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct prof_sample_ev);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+/*
+ * The user stack, innermost first, into buf (max PROF_MAX_FRAMES). Kept in
+ * its own function because the frame-pointer walk the kernel does for
+ * BPF_F_USER_STACK is a stand-in: an unwinder for code without frame
+ * pointers replaces this body, not its callers. Returns the number of
+ * frames, or -errno.
+ */
+static __noinline int user_stack(struct bpf_perf_event_data *ctx, __u64 *buf)
+{
+	long n;
+
+	if (!buf)
+		return -22;
+	n = bpf_get_stack(ctx, buf, PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+	if (n < 0)
+		return n;
+	return n / sizeof(__u64);
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct task_struct *task;
+	struct prof_sample_ev *ev;
+	long n, nk = 0, nu = 0;
+	__u64 size;
+
+	if (tid == 0) { /* the idle task: counted, never streamed */
+		count(PROF_CNT_IDLE);
+		return 0;
+	}
+	if (target_tgid && tgid != target_tgid)
+		return 0;
+	count(PROF_CNT_SAMPLES);
+	ev = bpf_map_lookup_elem(&scratch, &zero);
+	if (!ev)
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task_btf();
+	ev->type = PROF_EV_SAMPLE;
+	ev->tgid = tgid;
+	ev->tid = tid;
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->cgroup_id = bpf_get_current_cgroup_id();
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->period = ctx->sample_period;
+	ev->flags = 0;
+	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
+
+	if (want_kernel) {
+		n = bpf_get_stack(ctx, ev->frames, PROF_MAX_FRAMES * sizeof(__u64), 0);
+		if (n < 0) {
+			count(PROF_CNT_KSTACK_ERR);
+			ev->flags |= PROF_F_KERR;
+		} else {
+			nk = n / sizeof(__u64);
+			if (nk >= PROF_MAX_FRAMES) {
+				nk = PROF_MAX_FRAMES;
+				count(PROF_CNT_KTRUNC);
+				ev->flags |= PROF_F_KTRUNC;
+			}
+		}
+	}
+	/* Kernel threads have no user stack; asking would count as an error. */
+	if (want_user && BPF_CORE_READ(task, mm)) {
+		if (nk < 0 || nk > PROF_MAX_FRAMES) /* for the verifier */
+			nk = 0;
+		n = user_stack(ctx, &ev->frames[nk]);
+		if (n < 0) {
+			count(PROF_CNT_USTACK_ERR);
+			ev->flags |= PROF_F_UERR;
+		} else {
+			nu = n;
+			if (nu >= PROF_MAX_FRAMES) {
+				nu = PROF_MAX_FRAMES;
+				count(PROF_CNT_UTRUNC);
+				ev->flags |= PROF_F_UTRUNC;
+			}
+		}
+	}
+	ev->nkern = nk;
+	ev->nuser = nu;
+	size = __builtin_offsetof(struct prof_sample_ev, frames) + (nk + nu) * sizeof(__u64);
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	if (bpf_ringbuf_output(&events, ev, size, BPF_RB_NO_WAKEUP))
+		count(PROF_CNT_RINGFULL);
+	return 0;
+}
+
+static __always_inline void task_event(__u32 type, __u32 tgid, __u32 ppid,
+				       struct task_struct *task)
+{
+	struct prof_task_ev *ev;
+
+	if (target_tgid && tgid != target_tgid && ppid != target_tgid)
+		return;
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count(PROF_CNT_EVENTS_LOST);
+		return;
+	}
+	ev->type = type;
+	ev->tgid = tgid;
+	ev->ppid = ppid;
+	ev->pad = 0;
+	ev->cgroup_id = bpf_get_current_cgroup_id();
+	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
+	/* Lifecycle records are rare and time-critical (a short-lived
+	 * process's /proc entries vanish soon): wake the reader now. */
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	task_event(PROF_EV_EXEC, BPF_CORE_READ(p, tgid), 0, p);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	/* Fires per thread; only the group's end matters. */
+	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+		return 0;
+	task_event(PROF_EV_EXIT, BPF_CORE_READ(p, tgid), 0, p);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	/* Threads share their process's info already. */
+	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+		return 0;
+	task_event(PROF_EV_FORK, BPF_CORE_READ(child, tgid), BPF_CORE_READ(parent, tgid), child);
+	return 0;
+}

@@ -1,0 +1,77 @@
+/*
+ * profile.h - the records bpf/profile.bpf.c sends to user space through the
+ * ring buffer, and the indexes of its loss counters. Shared by the BPF
+ * program and sampler/; it must compile in both (no libc types: the BPF
+ * side gets __u32/__u64 from vmlinux.h, user space from linux/types.h).
+ */
+#ifndef PROFFS_BPF_PROFILE_H
+#define PROFFS_BPF_PROFILE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* The kernel caps callchains at kernel.perf_event_max_stack (127 by
+ * default); asking for more buys nothing. */
+#define PROF_MAX_FRAMES 127
+#define PROF_COMM_LEN 16
+
+enum prof_event_type {
+	PROF_EV_SAMPLE = 1,
+	PROF_EV_EXEC = 2, /* the process replaced its image: refresh its info */
+	PROF_EV_EXIT = 3, /* the thread group is gone: age its info out */
+	PROF_EV_FORK = 4, /* a new process (not a thread): inherits the parent's maps */
+};
+
+/* Flags of a sample. */
+#define PROF_F_KTRUNC 1u  /* kernel stack hit the depth cap */
+#define PROF_F_UTRUNC 2u  /* user stack hit the depth cap */
+#define PROF_F_KERR 4u    /* bpf_get_stack failed for the kernel stack */
+#define PROF_F_UERR 8u    /* ... for the user stack */
+
+/* Every record starts with this. */
+struct prof_hdr {
+	__u32 type;
+	__u32 tgid;
+};
+
+/* A sample: the header, then nkern kernel frames, then nuser user frames
+ * (innermost first each), so the record is as long as its stacks. */
+struct prof_sample_ev {
+	__u32 type;
+	__u32 tgid;
+	__u32 tid;
+	__u32 cpu;
+	__u64 cgroup_id;
+	__u64 time_ns; /* bpf_ktime_get_ns */
+	__u64 period;  /* the perf event's current sample period (ns for cpu-clock) */
+	char comm[PROF_COMM_LEN]; /* the thread group leader's name */
+	__u16 nkern, nuser;
+	__u32 flags;
+	__u64 frames[2 * PROF_MAX_FRAMES];
+};
+
+/* exec, exit and fork. For fork, tgid is the child and ppid the parent. */
+struct prof_task_ev {
+	__u32 type;
+	__u32 tgid;
+	__u32 ppid;
+	__u32 pad;
+	__u64 cgroup_id;
+	char comm[PROF_COMM_LEN];
+};
+
+/* Indexes into the per-CPU counters map. */
+enum prof_counter {
+	PROF_CNT_SAMPLES, /* samples taken (idle excluded) */
+	PROF_CNT_IDLE,    /* samples of the idle task, counted only */
+	PROF_CNT_RINGFULL,/* records dropped: ring buffer full */
+	PROF_CNT_KSTACK_ERR,
+	PROF_CNT_USTACK_ERR,
+	PROF_CNT_KTRUNC,  /* kernel stacks truncated at the depth cap */
+	PROF_CNT_UTRUNC,  /* user stacks truncated at the depth cap */
+	PROF_CNT_EVENTS_LOST, /* exec/exit/fork events dropped */
+	PROF_CNT_MAX,
+};
+
+#endif

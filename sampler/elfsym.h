@@ -1,0 +1,54 @@
+/*
+ * elfsym.h - what the symbolizer needs from one ELF file: its build id, its
+ * PT_LOAD segments (to turn a file offset into a link-time address, which
+ * covers PIE and shared-library bias) and its function symbols.
+ */
+#ifndef PROFFS_ELFSYM_H
+#define PROFFS_ELFSYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_load {
+	uint64_t vaddr, off, filesz;
+};
+
+struct elf_sym {
+	uint64_t addr, size;
+	uint32_t name; /* offset into elf_info.strs */
+};
+
+struct elf_info {
+	char build_id[41]; /* lowercase hex, "" when the file has none */
+	struct elf_load *loads;
+	size_t nloads;
+	struct elf_sym *syms; /* sorted by addr */
+	size_t nsyms;
+	char *strs; /* all symbol names, NUL-separated */
+	size_t strs_len;
+	bool has_symtab; /* .symtab found (not just .dynsym) */
+};
+
+/*
+ * Reads build id, PT_LOADs and function symbols (.symtab, else .dynsym)
+ * of the ELF file open at fd (the fd stays the caller's). want_syms false
+ * reads only headers and build id. On success *e owns malloc'd arrays
+ * until elfsym__fini(). Returns 0 or -errno (-ENOEXEC: not ELF).
+ */
+int elfsym__read(int fd, bool want_syms, struct elf_info *e);
+
+/* Replaces e's symbols with those of the (debug) file at fd, if it has a
+ * .symtab. Returns 0 or -errno; e is unchanged on error. */
+int elfsym__read_debug(int fd, struct elf_info *e);
+
+/* Link-time address of a file offset via the PT_LOAD containing it;
+ * false if no segment holds it. */
+bool elfsym__off_to_vaddr(const struct elf_info *e, uint64_t off, uint64_t *vaddr);
+
+/* Name of the function containing vaddr, or NULL. The string lives in e. */
+const char *elfsym__lookup(const struct elf_info *e, uint64_t vaddr);
+
+void elfsym__fini(struct elf_info *e);
+
+#endif

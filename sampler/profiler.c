@@ -1,0 +1,166 @@
+/*
+ * profiler.c - wiring sampler, procs, symbolizer, labeler and batch.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "labels.h"
+#include "procinfo.h"
+#include "profiler.h"
+#include "sampler.h"
+#include "stack.h"
+#include "symbolize.h"
+#include "util.h"
+
+struct profiler {
+	struct sampler *s;
+	struct symbolizer *sym;
+	struct labeler *lab;
+	struct procs *ps;
+	struct batch *b;
+	struct frame *frames;
+	uint64_t samples, nomem;
+	pthread_mutex_t lock; /* guards st */
+	struct profiler_stats st;
+};
+
+static void on_sample(void *ctx, const struct prof_sample_ev *ev)
+{
+	struct profiler *pr = ctx;
+	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
+	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
+	char comm[PROF_COMM_LEN + 1];
+
+	memcpy(comm, ev->comm, PROF_COMM_LEN);
+	comm[PROF_COMM_LEN] = 0;
+	if (batch__add(pr->b, p, ev->tgid, comm, pr->frames, n))
+		pr->nomem++;
+	else
+		pr->samples++;
+}
+
+static void on_task(void *ctx, const struct prof_task_ev *ev)
+{
+	struct profiler *pr = ctx;
+	char comm[PROF_COMM_LEN + 1];
+
+	memcpy(comm, ev->comm, PROF_COMM_LEN);
+	comm[PROF_COMM_LEN] = 0;
+	switch (ev->type) {
+	case PROF_EV_EXEC:
+		procs__exec(pr->ps, ev->tgid, comm, ev->cgroup_id);
+		break;
+	case PROF_EV_FORK:
+		procs__fork(pr->ps, ev->tgid, ev->ppid, comm, ev->cgroup_id);
+		break;
+	case PROF_EV_EXIT:
+		procs__exit(pr->ps, ev->tgid);
+		break;
+	}
+}
+
+int profiler__open(struct profiler **out, const struct profiler_opts *o)
+{
+	struct labeler_opts lo = { .cgroup_root = o->cgroup_root, .pods_root = o->pods_root };
+	struct sampler_opts so = {
+		.hz = o->hz > 0 ? o->hz : 19,
+		.target_tgid = o->target_tgid,
+		.on_sample = on_sample,
+		.on_task = on_task,
+	};
+	struct profiler *pr = calloc(1, sizeof(*pr));
+	int err = -ENOMEM;
+
+	if (!pr)
+		return -ENOMEM;
+	pthread_mutex_init(&pr->lock, NULL);
+	so.ctx = pr;
+	pr->frames = calloc(2 * PROF_MAX_FRAMES, sizeof(*pr->frames));
+	pr->sym = symbolizer__new(NULL);
+	pr->lab = labeler__new(&lo);
+	pr->b = batch__new(1000000000LL / so.hz);
+	if (!pr->frames || !pr->sym || !pr->lab || !pr->b)
+		goto err;
+	pr->ps = procs__new(&(struct procs_opts){ .sym = pr->sym, .lab = pr->lab });
+	if (!pr->ps)
+		goto err;
+	err = sampler__open(&pr->s, &so);
+	if (err)
+		goto err;
+	*out = pr;
+	return 0;
+err:
+	profiler__close(pr);
+	return err;
+}
+
+static void update_stats(struct profiler *pr)
+{
+	struct profiler_stats st = { 0 };
+	struct symbolizer_stats ss;
+	uint64_t c[PROF_CNT_MAX];
+
+	if (!sampler__counters(pr->s, c)) {
+		st.bpf_samples = c[PROF_CNT_SAMPLES];
+		st.idle = c[PROF_CNT_IDLE];
+		st.lost_ring_full = c[PROF_CNT_RINGFULL];
+		st.lost_events = c[PROF_CNT_EVENTS_LOST];
+		st.kstack_errors = c[PROF_CNT_KSTACK_ERR];
+		st.ustack_errors = c[PROF_CNT_USTACK_ERR];
+		st.ktruncated = c[PROF_CNT_KTRUNC];
+		st.utruncated = c[PROF_CNT_UTRUNC];
+	}
+	symbolizer__stats(pr->sym, &ss);
+	st.samples = pr->samples;
+	st.lost_nomem = pr->nomem;
+	st.procs = procs__count(pr->ps);
+	st.dsos = ss.dsos;
+	st.symtabs = ss.symtabs;
+	st.symbols = ss.symbols;
+	st.kernel_symbols = ss.kernel_symbols;
+	st.sym_hits = ss.hits;
+	st.sym_misses = ss.misses;
+	st.ncpus = sampler__ncpus(pr->s);
+	pthread_mutex_lock(&pr->lock);
+	pr->st = st;
+	pthread_mutex_unlock(&pr->lock);
+}
+
+int profiler__poll(struct profiler *pr, int timeout_ms)
+{
+	int n = sampler__poll(pr->s, timeout_ms);
+
+	procs__gc(pr->ps);
+	update_stats(pr);
+	return n;
+}
+
+int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
+		   int64_t *duration_ns)
+{
+	return batch__take(pr->b, out, start_ns, duration_ns);
+}
+
+void profiler__stats(struct profiler *pr, struct profiler_stats *st)
+{
+	pthread_mutex_lock(&pr->lock);
+	*st = pr->st;
+	pthread_mutex_unlock(&pr->lock);
+}
+
+void profiler__close(struct profiler *pr)
+{
+	if (!pr)
+		return;
+	sampler__close(pr->s);
+	batch__free(pr->b);
+	procs__free(pr->ps);
+	labeler__free(pr->lab);
+	symbolizer__free(pr->sym);
+	free(pr->frames);
+	pthread_mutex_destroy(&pr->lock);
+	free(pr);
+}

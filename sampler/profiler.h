@@ -1,0 +1,47 @@
+/*
+ * profiler.h - the sampling pipeline in one object: BPF sampler ->
+ * process info -> symbolization -> the open batch. The daemon's sampler
+ * thread drives it (poll, take); any thread may read its stats.
+ */
+#ifndef PROFFS_PROFILER_H
+#define PROFFS_PROFILER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile.h" /* store/profile.h */
+
+struct profiler_opts {
+	int hz;                  /* 0 = 19 */
+	pid_t target_tgid;       /* 0 = every process */
+	const char *cgroup_root; /* NULL = the cgroup2 mount */
+	const char *pods_root;   /* NULL = /var/log/pods */
+};
+
+struct profiler_stats {
+	uint64_t samples;      /* samples aggregated into batches */
+	uint64_t bpf_samples;  /* samples the BPF program took (idle excluded) */
+	uint64_t idle;
+	uint64_t lost_ring_full, lost_events, kstack_errors, ustack_errors;
+	uint64_t ktruncated, utruncated;
+	uint64_t lost_nomem;   /* dropped in user space: allocation failed */
+	uint64_t procs;
+	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
+	int ncpus;
+};
+
+struct profiler;
+
+/* Loads BPF and attaches (see sampler__open for errors). */
+int profiler__open(struct profiler **out, const struct profiler_opts *o);
+/* Handles what the ring holds, waiting up to timeout_ms. Returns the
+ * number of records or -errno. Sampler thread only. */
+int profiler__poll(struct profiler *pr, int timeout_ms);
+/* Closes the open batch (see batch__take). Sampler thread only. */
+int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
+		   int64_t *duration_ns);
+/* A consistent snapshot of the figures; thread-safe. */
+void profiler__stats(struct profiler *pr, struct profiler_stats *st);
+void profiler__close(struct profiler *pr);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * sampler.h - loading bpf/profile.bpf.c, attaching it to a cpu-clock
+ * perf event on every online CPU, and draining its ring buffer.
+ */
+#ifndef PROFFS_SAMPLER_H
+#define PROFFS_SAMPLER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpf/profile.h" /* the record layouts (store/profile.h is another file) */
+
+struct sampler;
+
+struct sampler_opts {
+	int hz;              /* samples per second per CPU; 0 = 19 */
+	pid_t target_tgid;   /* 0 = every process */
+	size_t ring_bytes;   /* 0 = sized from hz and the CPU count */
+	/* Called from sampler__poll() for each record, in ring order. The
+	 * record is only valid during the call. */
+	void (*on_sample)(void *ctx, const struct prof_sample_ev *ev);
+	void (*on_task)(void *ctx, const struct prof_task_ev *ev);
+	void *ctx;
+};
+
+/* Loads and attaches. Returns 0 or -errno with a logged reason
+ * (-EPERM/-ENOSYS etc. when the kernel or privileges do not allow BPF). */
+int sampler__open(struct sampler **out, const struct sampler_opts *o);
+/* Drains whatever is in the ring, waiting up to timeout_ms for a wakeup
+ * (lifecycle records wake at once; samples are picked up on the next
+ * poll). Returns the number of records handled or -errno. */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* Sums the per-CPU loss/volume counters (enum prof_counter). */
+int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX]);
+/* Number of CPUs with an attached event. */
+int sampler__ncpus(struct sampler *s);
+/* Detaches and frees. */
+void sampler__close(struct sampler *s);
+
+#endif

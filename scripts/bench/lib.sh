@@ -1,0 +1,88 @@
+# scripts/bench/lib.sh - helpers sourced by scripts/bench/run.sh.
+# Results live in the associative array R (name -> value); the commands
+# that made them in CMD (name -> command line), for BENCHMARKS.md.
+
+declare -gA R=()
+declare -gA CMD=()
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+
+set_kv() { R[$1]=$2; }
+
+# Drops the page cache so "cold" means cold; remembers whether it could.
+CAN_DROP=0
+if [[ -w /proc/sys/vm/drop_caches ]]; then CAN_DROP=1; fi
+drop_caches() {
+	if ((CAN_DROP)); then
+		sync
+		echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || CAN_DROP=0
+	fi
+}
+
+# run_kv PREFIX CMD...: runs CMD, keeps its key=value stdout lines as
+# R[PREFIX_key] and its command line as CMD[PREFIX].
+run_kv() {
+	local prefix=$1 out k v
+	shift
+	CMD[$prefix]="${*//$W/\$W}"
+	out=$("$@") || { log "failed: $*"; exit 1; }
+	while IFS='=' read -r k v; do
+		[[ -n $k && $k != \#* ]] && R[${prefix}_$k]=$v
+	done <<< "$out"
+}
+
+# ms_since T0: milliseconds from $EPOCHREALTIME value T0 to now.
+ms_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
+
+# time_cmd NAME N cold|warm OUTFILE CMD...: runs CMD N times with stdout to
+# OUTFILE (page cache dropped first when cold); R[NAME_first_ms] is the
+# first run, R[NAME_median_ms] the median of all, R[NAME_min_ms] the best.
+time_cmd() {
+	local name=$1 n=$2 mode=$3 outf=$4 i t0 ts=()
+	shift 4
+	CMD[$name]="${*//$W/\$W}"
+	for ((i = 0; i < n; i++)); do
+		[[ $mode = cold ]] && drop_caches
+		t0=$EPOCHREALTIME
+		"$@" > "$outf" || { log "failed: $*"; exit 1; }
+		ts+=("$(ms_since "$t0")")
+	done
+	R[${name}_first_ms]=${ts[0]}
+	R[${name}_median_ms]=$(printf '%s\n' "${ts[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+	R[${name}_min_ms]=$(printf '%s\n' "${ts[@]}" | sort -g | head -1)
+	R[${name}_runs]=$n
+	R[${name}_mode]=$mode
+	((CAN_DROP)) || R[${name}_mode]="$mode (page cache NOT dropped: no permission)"
+}
+
+# pprof_total FILE: the total of sample type 0 as go tool pprof reports it.
+pprof_total() {
+	go tool pprof -top -sample_index=0 -nodecount=1 "$1" 2>/dev/null |
+		sed -n 's/.* of \([0-9.]*\) total.*/\1/p' | head -1
+}
+
+# check_totals A B EXPECTED: both profiles hold EXPECTED samples.
+check_totals() {
+	local a b
+	a=$(pprof_total "$1")
+	b=$(pprof_total "$2")
+	R[total_proffs]=$a
+	R[total_pprof]=$b
+	if [[ $a != "$3" || $b != "$3" ]]; then
+		log "WARNING: totals differ: proffs $a, pprof $b, generated $3"
+		R[totals_ok]="NO (proffs $a, pprof $b, generated $3)"
+	else
+		R[totals_ok]="yes ($3 samples on both sides)"
+	fi
+}
+
+# ratio A B [DIGITS]: A / B.
+ratio() { awk -v a="$1" -v b="$2" -v d="${3:-1}" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.*f", d, a / b }'; }
+
+# goal VALUE OP LIMIT: "met" or "MISSED".
+goal() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
+	if (v == "" || v == "n/a") { print "not measured"; exit }
+	ok = (op == "<=") ? (v + 0 <= l + 0) : (v + 0 >= l + 0); print ok ? "met" : "MISSED" }'; }
+
+# v NAME: the value or "not measured".
+v() { if [[ -n ${R[$1]:-} ]]; then printf '%s' "${R[$1]}"; else printf 'not measured'; fi; }

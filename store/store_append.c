@@ -1,0 +1,786 @@
+/*
+ * store_append.c - one batch in, one write transaction.
+ *
+ * Symbols of the profile are interned (each profile string, mapping,
+ * function and location looked up once per batch), every sample's
+ * locations become a path in the stack tree, samples are grouped by series
+ * and written as one block keyed (type, batch start, seq), with the minute
+ * index, series last-seen times, the dirty mark of the hour and the
+ * rollups of hours that just closed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "store_int.h"
+
+#define NO_ID UINT32_MAX
+
+struct ser_cache_ent {
+	uint32_t *pairs; /* profile (key, str) indexes */
+	uint32_t n;
+	uint32_t series;
+};
+
+struct wctx {
+	struct store *s;
+	MDB_txn *txn;
+	const struct profile *p;
+	const struct store_label *extra;
+	size_t nextra;
+	uint32_t type;
+	uint64_t start;
+	uint32_t next[DB__N]; /* next free id per table, 0 = not loaded */
+	uint64_t series_next;
+	uint32_t *strs, *maps, *funcs, *locs; /* profile index -> store id */
+	struct u64map nodes;                  /* (parent << 32 | loc) -> node */
+	struct u64map ser_hash;               /* label hash -> ser_cache index */
+	struct ser_cache_ent *sc;
+	size_t nsc;
+	struct u64map touched; /* series ids in this batch */
+	struct u64map txsym[DB__N]; /* resolved in this txn, for s->pc_sym */
+	struct u64map txseries;     /* likewise for s->pc_series */
+	struct u64map txstack;      /* location path hash -> (check << 32 | leaf) */
+	uint32_t *path;             /* store location ids of one sample, root first */
+	size_t npath;
+};
+
+#define PC_SEED1 0x63616368653a3161ULL
+#define PC_SEED2 0x63616368653a3262ULL
+
+/* intern__get behind the caches. */
+static int w_intern(struct wctx *w, int dbi, int idx, const void *b, size_t len, uint32_t *id)
+{
+	uint64_t h1, h2, v;
+	int rc;
+
+	if (dbi == DB_STR && !len) {
+		*id = 0;
+		return 0;
+	}
+	h1 = hash64(b, len, PC_SEED1);
+	h2 = hash64(b, len, PC_SEED2) & 0xffffffff;
+	if ((u64map__get(&w->s->pc_sym[dbi], h1, &v) || u64map__get(&w->txsym[dbi], h1, &v)) &&
+	    v >> 32 == h2) {
+		*id = (uint32_t)v;
+		return 0;
+	}
+	rc = intern__get(w->s, w->txn, dbi, idx, b, len, &w->next[dbi], id);
+	if (!rc)
+		rc = u64map__put(&w->txsym[dbi], h1, h2 << 32 | *id);
+	return rc;
+}
+
+static void pc_merge(struct u64map *dst, struct u64map *src)
+{
+	if (dst->n + src->n > PC_MAX_ENTRIES)
+		u64map__free(dst);
+	if (src->has_max && u64map__put(dst, U64MAP_EMPTY, src->max_v))
+		goto oom;
+	for (size_t i = 0; i < src->cap; i++)
+		if (src->e[i].k != U64MAP_EMPTY && u64map__put(dst, src->e[i].k, src->e[i].v))
+			goto oom;
+	return;
+oom:
+	u64map__free(dst); /* do without */
+}
+
+/* After a commit: what this txn resolved is now safe to keep. */
+static void w_commit_caches(struct wctx *w)
+{
+	for (int i = 0; i < DB__N; i++)
+		if (w->txsym[i].n)
+			pc_merge(&w->s->pc_sym[i], &w->txsym[i]);
+	pc_merge(w->s->pc_node, &w->nodes);
+	pc_merge(w->s->pc_series, &w->txseries);
+	pc_merge(w->s->pc_stack, &w->txstack);
+}
+
+static int w_str(struct wctx *w, uint32_t pi, uint32_t *sid)
+{
+	int rc;
+
+	if (pi >= w->p->nstrs)
+		return -EINVAL;
+	if (w->strs[pi] != NO_ID) {
+		*sid = w->strs[pi];
+		return 0;
+	}
+	rc = w_intern(w, DB_STR, DB_STR_IDX, w->p->strs[pi],
+		      w->p->str_lens ? w->p->str_lens[pi] : strlen(w->p->strs[pi]), sid);
+	if (!rc)
+		w->strs[pi] = *sid;
+	return rc;
+}
+
+static int w_mapping(struct wctx *w, uint64_t mid, uint32_t *out)
+{
+	const struct prof_mapping *pm;
+	struct sym_mapping m;
+	uint8_t b[64];
+	int rc;
+
+	if (!mid) {
+		*out = 0;
+		return 0;
+	}
+	if (mid > w->p->nmappings)
+		return -EINVAL;
+	if (w->maps[mid - 1] != NO_ID) {
+		*out = w->maps[mid - 1];
+		return 0;
+	}
+	pm = &w->p->mappings[mid - 1];
+	m.start = pm->start;
+	m.limit = pm->limit;
+	m.offset = pm->offset;
+	m.has_functions = pm->has_functions;
+	if ((rc = w_str(w, pm->file, &m.file)) || (rc = w_str(w, pm->build_id, &m.build_id)))
+		return rc;
+	rc = w_intern(w, DB_MAP, DB_MAP_IDX, b, mapping__enc(&m, b), out);
+	if (!rc)
+		w->maps[mid - 1] = *out;
+	return rc;
+}
+
+static int w_function(struct wctx *w, uint64_t fid, uint32_t *out)
+{
+	const struct prof_function *pf;
+	struct sym_func f;
+	uint8_t b[48];
+	int rc;
+
+	if (!fid || fid > w->p->nfunctions)
+		return -EINVAL;
+	if (w->funcs[fid - 1] != NO_ID) {
+		*out = w->funcs[fid - 1];
+		return 0;
+	}
+	pf = &w->p->functions[fid - 1];
+	f.start_line = pf->start_line;
+	if ((rc = w_str(w, pf->name, &f.name)) ||
+	    (rc = w_str(w, pf->system_name, &f.system_name)) ||
+	    (rc = w_str(w, pf->filename, &f.filename)))
+		return rc;
+	rc = w_intern(w, DB_FUNC, DB_FUNC_IDX, b, func__enc(&f, b), out);
+	if (!rc)
+		w->funcs[fid - 1] = *out;
+	return rc;
+}
+
+static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
+{
+	const struct prof_location *pl;
+	struct sym_line *lines = NULL;
+	uint8_t stackbuf[512], *b = stackbuf;
+	uint32_t mapping;
+	int rc;
+
+	if (!lid || lid > w->p->nlocations)
+		return -EINVAL;
+	if (w->locs[lid - 1] != NO_ID) {
+		*out = w->locs[lid - 1];
+		return 0;
+	}
+	pl = &w->p->locations[lid - 1];
+	if ((rc = w_mapping(w, pl->mapping_id, &mapping)))
+		return rc;
+	if (pl->nlines) {
+		lines = calloc(pl->nlines, sizeof(*lines));
+		if (!lines)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < pl->nlines; i++) {
+		lines[i].line = pl->lines[i].line;
+		if ((rc = w_function(w, pl->lines[i].function_id, &lines[i].func)))
+			goto out;
+	}
+	if (32 + 16 * (size_t)pl->nlines > sizeof(stackbuf)) {
+		b = malloc(32 + 16 * (size_t)pl->nlines);
+		if (!b) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	rc = w_intern(w, DB_LOC, DB_LOC_IDX, b,
+		      loc__enc(mapping, pl->address, lines, pl->nlines, b), out);
+	if (!rc)
+		w->locs[lid - 1] = *out;
+out:
+	if (b != stackbuf)
+		free(b);
+	free(lines);
+	return rc;
+}
+
+/* Node of (parent, loc) in the stack tree, created if missing. */
+static int w_node(struct wctx *w, uint32_t parent, uint32_t loc, uint32_t *node)
+{
+	uint64_t ck = (uint64_t)parent << 32 | loc, cv;
+	uint8_t kb[8], nb[4];
+	MDB_val k = { 8, kb }, d;
+	int rc;
+
+	if (u64map__get(w->s->pc_node, ck, &cv) || u64map__get(&w->nodes, ck, &cv)) {
+		*node = (uint32_t)cv;
+		return 0;
+	}
+	key2(kb, parent, loc);
+	rc = mdb_get(w->txn, w->s->dbi[DB_STACK_IDX], &k, &d);
+	if (!rc) {
+		if (d.mv_size != 4)
+			return -EBADMSG;
+		*node = be32_get(d.mv_data);
+	} else if (rc == MDB_NOTFOUND) {
+		if (!w->next[DB_STACK]) {
+			MDB_cursor *c;
+			MDB_val lk, ld;
+
+			rc = mdb_cursor_open(w->txn, w->s->dbi[DB_STACK], &c);
+			if (rc)
+				return store__errno(rc);
+			rc = mdb_cursor_get(c, &lk, &ld, MDB_LAST);
+			w->next[DB_STACK] = !rc && lk.mv_size == 4 ? be32_get(lk.mv_data) + 1 : 1;
+			mdb_cursor_close(c);
+			if (rc && rc != MDB_NOTFOUND)
+				return store__errno(rc);
+		}
+		if (w->next[DB_STACK] == UINT32_MAX)
+			return -ENOSPC;
+		*node = w->next[DB_STACK]++;
+		be32_put(nb, *node);
+		d = (MDB_val){ 4, nb };
+		rc = mdb_put(w->txn, w->s->dbi[DB_STACK_IDX], &k, &d, 0);
+		if (!rc) {
+			MDB_val nk = { 4, nb }, nd = { 8, kb };
+
+			rc = mdb_put(w->txn, w->s->dbi[DB_STACK], &nk, &nd, MDB_APPEND);
+		}
+		if (rc)
+			return store__errno(rc);
+	} else {
+		return store__errno(rc);
+	}
+	return u64map__put(&w->nodes, ck, *node);
+}
+
+static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *leaf)
+{
+	uint32_t node = 0;
+	uint64_t h1, h2, v;
+	int rc;
+
+	if (sm->nlocs > w->npath) {
+		uint32_t *np = realloc(w->path, sm->nlocs * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		w->path = np;
+		w->npath = sm->nlocs;
+	}
+	/* pprof samples are leaf first; the tree is walked root first. */
+	for (uint32_t i = 0; i < sm->nlocs; i++)
+		if ((rc = w_location(w, sm->locs[sm->nlocs - 1 - i], &w->path[i])))
+			return rc;
+	/* Whole paths seen before (in any batch) skip the per-frame walk. */
+	h1 = hash64(w->path, sm->nlocs * sizeof(uint32_t), PC_SEED1);
+	h2 = hash64(w->path, sm->nlocs * sizeof(uint32_t), PC_SEED2) & 0xffffffff;
+	if ((u64map__get(w->s->pc_stack, h1, &v) || u64map__get(&w->txstack, h1, &v)) &&
+	    v >> 32 == h2) {
+		*leaf = (uint32_t)v;
+		return 0;
+	}
+	for (uint32_t i = 0; i < sm->nlocs; i++)
+		if ((rc = w_node(w, node, w->path[i], &node)))
+			return rc;
+	*leaf = node;
+	return u64map__put(&w->txstack, h1, h2 << 32 | node);
+}
+
+struct lpair {
+	const char *name, *value;
+	size_t nl, vl;
+	int prio; /* extra labels win a clash */
+};
+
+static int lpair_cmp(const void *a, const void *b)
+{
+	const struct lpair *x = a, *y = b;
+	size_t n = x->nl < y->nl ? x->nl : y->nl;
+	int c = memcmp(x->name, y->name, n);
+
+	if (c)
+		return c;
+	if (x->nl != y->nl)
+		return x->nl < y->nl ? -1 : 1;
+	return y->prio - x->prio; /* higher priority first */
+}
+
+/* Creates or finds the series of this label set. */
+static int w_series_of(struct wctx *w, struct lpair *lp, size_t n, uint32_t *id)
+{
+	size_t o = 0, len;
+	uint8_t *b;
+	uint8_t hk[8], ik[4];
+	MDB_val k, d;
+	MDB_cursor *c = NULL;
+	int rc;
+
+	qsort(lp, n, sizeof(*lp), lpair_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (o && lp[o - 1].nl == lp[i].nl && !memcmp(lp[o - 1].name, lp[i].name, lp[i].nl))
+			continue; /* same name: the first (highest priority) stays */
+		lp[o++] = lp[i];
+	}
+	len = 8 + 8 * o;
+	b = malloc(len + 8);
+	if (!b)
+		return -ENOMEM;
+	be32_put(b, w->type);
+	be32_put(b + 4, o);
+	for (size_t i = 0; i < o; i++) {
+		uint32_t ns, vs;
+
+		if ((rc = w_intern(w, DB_STR, DB_STR_IDX, lp[i].name, lp[i].nl, &ns)) ||
+		    (rc = w_intern(w, DB_STR, DB_STR_IDX, lp[i].value, lp[i].vl, &vs)))
+			goto out;
+		be32_put(b + 8 + 8 * i, ns);
+		be32_put(b + 12 + 8 * i, vs);
+	}
+	be64_put(hk, hash64(b, len, STORE_HASH_SEED));
+	{
+		uint64_t cv;
+		MDB_val v;
+
+		if ((u64map__get(w->s->pc_series, be64_get(hk), &cv) ||
+		     u64map__get(&w->txseries, be64_get(hk), &cv)) &&
+		    !table__read(w->s, w->txn, DB_SERIES, (uint32_t)cv, &v) &&
+		    v.mv_size == len + 8 && !memcmp(v.mv_data, b, len)) {
+			*id = (uint32_t)cv;
+			rc = 0;
+			goto out;
+		}
+	}
+	k = (MDB_val){ 8, hk };
+	rc = mdb_cursor_open(w->txn, w->s->dbi[DB_SERIES_IDX], &c);
+	if (rc) {
+		rc = store__errno(rc);
+		goto out;
+	}
+	for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_KEY); !rc;
+	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT_DUP)) {
+		MDB_val v;
+		uint32_t cand = be32_get(d.mv_data);
+
+		if (!table__read(w->s, w->txn, DB_SERIES, cand, &v) && v.mv_size == len + 8 &&
+		    !memcmp(v.mv_data, b, len)) {
+			*id = cand;
+			rc = u64map__put(&w->txseries, be64_get(hk), cand);
+			goto out;
+		}
+	}
+	if (rc != MDB_NOTFOUND) {
+		rc = store__errno(rc);
+		goto out;
+	}
+	/* New series: ids come from a counter, never reused after expiry. */
+	if (!w->series_next) {
+		if ((rc = meta__get_u64(w->s, w->txn, "series_next", &w->series_next)))
+			goto out;
+		if (!w->series_next)
+			w->series_next = 1;
+	}
+	if (w->series_next >= UINT32_MAX) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	*id = (uint32_t)w->series_next++;
+	if ((rc = meta__put_u64(w->s, w->txn, "series_next", w->series_next)))
+		goto out;
+	be64_put(b + len, w->start);
+	be32_put(ik, *id);
+	k = (MDB_val){ 4, ik };
+	d = (MDB_val){ len + 8, b };
+	rc = mdb_put(w->txn, w->s->dbi[DB_SERIES], &k, &d, 0);
+	if (!rc) {
+		k = (MDB_val){ 8, hk };
+		d = (MDB_val){ 4, ik };
+		rc = mdb_put(w->txn, w->s->dbi[DB_SERIES_IDX], &k, &d, 0);
+	}
+	if (!rc)
+		rc = u64map__put(&w->txseries, be64_get(hk), *id);
+	for (size_t i = 0; !rc && i < o; i++) {
+		uint8_t pk[12];
+
+		be32_put(pk, w->type);
+		memcpy(pk + 4, b + 8 + 8 * i, 8);
+		k = (MDB_val){ 12, pk };
+		d = (MDB_val){ 4, ik };
+		rc = mdb_put(w->txn, w->s->dbi[DB_POST], &k, &d, MDB_NODUPDATA);
+		if (rc == MDB_KEYEXIST)
+			rc = 0;
+	}
+	rc = store__errno(rc);
+out:
+	mdb_cursor_close(c);
+	free(b);
+	return rc;
+}
+
+/* Series of a sample, cached by its profile label indexes. */
+static int w_series(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
+{
+	uint32_t pairs[64], np = 0;
+	struct lpair lp[64 + 16];
+	size_t nlp = 0;
+	uint64_t h, ci;
+	int rc;
+
+	for (uint32_t i = 0; i < sm->nlabels && np < 64; i += 1) {
+		if (!sm->labels[i].str)
+			continue; /* numeric labels are not kept */
+		pairs[np++] = sm->labels[i].key;
+		pairs[np++] = sm->labels[i].str;
+		if (np >= 64)
+			break;
+	}
+	h = hash64(pairs, np * sizeof(uint32_t), 7);
+	if (u64map__get(&w->ser_hash, h, &ci) && w->sc[ci].n == np &&
+	    !memcmp(w->sc[ci].pairs, pairs, np * sizeof(uint32_t))) {
+		*id = w->sc[ci].series;
+		return 0;
+	}
+	for (uint32_t i = 0; i < np; i += 2) {
+		uint32_t k = pairs[i], v = pairs[i + 1];
+
+		if (k >= w->p->nstrs || v >= w->p->nstrs)
+			return -EINVAL;
+		lp[nlp++] = (struct lpair){ w->p->strs[k], w->p->strs[v],
+					    w->p->str_lens ? w->p->str_lens[k] : strlen(w->p->strs[k]),
+					    w->p->str_lens ? w->p->str_lens[v] : strlen(w->p->strs[v]), 0 };
+	}
+	for (size_t i = 0; i < w->nextra && nlp < 64 + 16; i++)
+		lp[nlp++] = (struct lpair){ w->extra[i].name, w->extra[i].value,
+					    strlen(w->extra[i].name), strlen(w->extra[i].value), 1 };
+	rc = w_series_of(w, lp, nlp, id);
+	if (rc)
+		return rc;
+	{
+		struct ser_cache_ent *nsc = realloc(w->sc, (w->nsc + 1) * sizeof(*nsc));
+
+		if (!nsc)
+			return -ENOMEM;
+		w->sc = nsc;
+		nsc[w->nsc].pairs = malloc(np * sizeof(uint32_t) + 1);
+		if (!nsc[w->nsc].pairs)
+			return -ENOMEM;
+		memcpy(nsc[w->nsc].pairs, pairs, np * sizeof(uint32_t));
+		nsc[w->nsc].n = np;
+		nsc[w->nsc].series = *id;
+		if (u64map__put(&w->ser_hash, h, w->nsc++))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The type record, created from p on first use; vmap[i] = the type's
+ * value index of p's value i. */
+static int w_type(struct wctx *w, const char *name, struct store_type *t,
+		  int *vmap)
+{
+	const struct profile *p = w->p;
+	int rc = type__get(w->s, w->txn, name, t);
+
+	if (rc == -ENOENT) {
+		struct type_ent *all;
+		size_t n;
+		uint32_t maxid = 0;
+
+		if ((rc = types__all(w->s, w->txn, &all, &n)))
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			if (all[i].t.id > maxid)
+				maxid = all[i].t.id;
+		types__free(all, n);
+		memset(t, 0, sizeof(*t));
+		t->id = maxid + 1;
+		t->period = p->period;
+		t->nvalues = p->nvalues;
+		if ((rc = w_str(w, p->period_type.type, &t->period_type)) ||
+		    (rc = w_str(w, p->period_type.unit, &t->period_unit)))
+			return rc;
+		for (uint32_t i = 0; i < p->nvalues; i++)
+			if ((rc = w_str(w, p->sample_types[i].type, &t->vtype[i])) ||
+			    (rc = w_str(w, p->sample_types[i].unit, &t->vunit[i])))
+				return rc;
+		if ((rc = type__put(w->s, w->txn, name, t)))
+			return rc;
+	} else if (rc) {
+		return rc;
+	}
+	for (uint32_t i = 0; i < p->nvalues; i++) {
+		uint32_t ts, us;
+
+		vmap[i] = -1;
+		if ((rc = w_str(w, p->sample_types[i].type, &ts)) ||
+		    (rc = w_str(w, p->sample_types[i].unit, &us)))
+			return rc;
+		for (uint32_t j = 0; j < t->nvalues; j++)
+			if (t->vtype[j] == ts && t->vunit[j] == us)
+				vmap[i] = j;
+		if (vmap[i] < 0) {
+			pr_err("store: type %s has no value type %s/%s", name,
+			       p->strs[p->sample_types[i].type], p->strs[p->sample_types[i].unit]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int next_seq(struct wctx *w, uint32_t *seq)
+{
+	uint8_t kb[BLOCK_KEY_LEN];
+	MDB_val k = { BLOCK_KEY_LEN, kb }, d;
+	MDB_cursor *c;
+	int rc;
+
+	*seq = 0;
+	block_key(kb, w->type, w->start + 1, 0);
+	rc = mdb_cursor_open(w->txn, w->s->dbi[DB_BLOCK], &c);
+	if (rc)
+		return store__errno(rc);
+	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+	if (!rc)
+		rc = mdb_cursor_get(c, &k, &d, MDB_PREV);
+	else if (rc == MDB_NOTFOUND)
+		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+	if (!rc && k.mv_size == BLOCK_KEY_LEN && be32_get(k.mv_data) == w->type &&
+	    be64_get((uint8_t *)k.mv_data + 4) == w->start)
+		*seq = be32_get((uint8_t *)k.mv_data + 12) + 1;
+	mdb_cursor_close(c);
+	return rc && rc != MDB_NOTFOUND ? store__errno(rc) : 0;
+}
+
+static void wctx_free(struct wctx *w)
+{
+	free(w->strs);
+	free(w->maps);
+	free(w->funcs);
+	free(w->locs);
+	u64map__free(&w->nodes);
+	u64map__free(&w->ser_hash);
+	u64map__free(&w->touched);
+	u64map__free(&w->txseries);
+	u64map__free(&w->txstack);
+	free(w->path);
+	for (int i = 0; i < DB__N; i++)
+		u64map__free(&w->txsym[i]);
+	for (size_t i = 0; i < w->nsc; i++)
+		free(w->sc[i].pairs);
+	free(w->sc);
+}
+
+static int append_txn(struct store *s, const char *type, uint64_t start,
+		      int64_t duration_ns, const struct profile *p,
+		      const struct store_label *extra, size_t nextra)
+{
+	struct wctx w = { .s = s, .p = p, .extra = extra, .nextra = nextra, .start = start };
+	struct store_type t;
+	struct blk_entry *ents = NULL;
+	size_t nent = 0;
+	int vmap[PROF_MAX_VALUES];
+	uint8_t *blk = NULL;
+	size_t blen;
+	uint64_t newest;
+	int rc;
+
+	w.strs = malloc((p->nstrs + 1) * sizeof(uint32_t));
+	w.maps = malloc((p->nmappings + 1) * sizeof(uint32_t));
+	w.funcs = malloc((p->nfunctions + 1) * sizeof(uint32_t));
+	w.locs = malloc((p->nlocations + 1) * sizeof(uint32_t));
+	ents = malloc((p->nsamples + 1) * sizeof(*ents));
+	if (!w.strs || !w.maps || !w.funcs || !w.locs || !ents) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	memset(w.strs, 0xff, (p->nstrs + 1) * sizeof(uint32_t));
+	memset(w.maps, 0xff, (p->nmappings + 1) * sizeof(uint32_t));
+	memset(w.funcs, 0xff, (p->nfunctions + 1) * sizeof(uint32_t));
+	memset(w.locs, 0xff, (p->nlocations + 1) * sizeof(uint32_t));
+	if (p->nstrs)
+		w.strs[0] = 0;
+
+	if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack) {
+		if (!s->pc_stack)
+			s->pc_stack = calloc(1, sizeof(*s->pc_stack));
+		if (!s->pc_sym)
+			s->pc_sym = calloc(DB__N, sizeof(*s->pc_sym));
+		if (!s->pc_node)
+			s->pc_node = calloc(1, sizeof(*s->pc_node));
+		if (!s->pc_series)
+			s->pc_series = calloc(1, sizeof(*s->pc_series));
+		if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack) {
+			rc = -ENOMEM;
+			goto out_free;
+		}
+	}
+	rc = store__txn_begin(s, false, &w.txn);
+	if (rc)
+		goto out_free;
+	if ((rc = w_type(&w, type, &t, vmap)))
+		goto out;
+	w.type = t.id;
+
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *sm = &p->samples[i];
+		struct blk_entry *e = &ents[nent];
+		bool nz = false;
+
+		memset(e->v, 0, sizeof(e->v));
+		for (uint32_t j = 0; j < p->nvalues; j++) {
+			e->v[vmap[j]] += sm->values[j];
+			nz |= sm->values[j] != 0;
+		}
+		if (!nz)
+			continue; /* nothing to add */
+		if ((rc = w_series(&w, sm, &e->series)) || (rc = w_stack(&w, sm, &e->stack)))
+			goto out;
+		nent++;
+	}
+	nent = blk_entries__normalize(ents, nent, t.nvalues);
+	if (nent) {
+		uint8_t kb[BLOCK_KEY_LEN], mk[8], sb[4];
+		MDB_val k, d;
+		uint32_t seq;
+
+		if (!s->zc)
+			s->zc = ZSTD_createCCtx();
+		if ((rc = block__encode(ents, nent, t.nvalues, duration_ns, s->zc, &blk, &blen)))
+			goto out;
+		if ((rc = next_seq(&w, &seq)))
+			goto out;
+		block_key(kb, t.id, start, seq);
+		k = (MDB_val){ BLOCK_KEY_LEN, kb };
+		d = (MDB_val){ blen, blk };
+		if ((rc = store__errno(mdb_put(w.txn, s->dbi[DB_BLOCK], &k, &d, 0))))
+			goto out;
+		key2(mk, t.id, (uint32_t)(start / 60));
+		for (size_t i = 0; i < nent; i++) {
+			struct series_rec r;
+			MDB_val sv;
+			uint8_t *nb;
+
+			if (i && ents[i].series == ents[i - 1].series)
+				continue;
+			be32_put(sb, ents[i].series);
+			k = (MDB_val){ 8, mk };
+			d = (MDB_val){ 4, sb };
+			rc = mdb_put(w.txn, s->dbi[DB_MINUTE], &k, &d, MDB_NODUPDATA);
+			if (rc && rc != MDB_KEYEXIST) {
+				rc = store__errno(rc);
+				goto out;
+			}
+			/* last seen */
+			if ((rc = table__read(s, w.txn, DB_SERIES, ents[i].series, &sv)) ||
+			    (rc = series__dec(sv.mv_data, sv.mv_size, &r)))
+				goto out;
+			if ((uint64_t)r.last_seen >= start)
+				continue;
+			nb = malloc(sv.mv_size);
+			if (!nb) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			memcpy(nb, sv.mv_data, sv.mv_size);
+			be64_put(nb + sv.mv_size - 8, start);
+			k = (MDB_val){ 4, sb };
+			d = (MDB_val){ sv.mv_size, nb };
+			rc = store__errno(mdb_put(w.txn, s->dbi[DB_SERIES], &k, &d, 0));
+			free(nb);
+			if (rc)
+				goto out;
+		}
+		/* The hour's rollup no longer covers its raw data. */
+		key2(mk, t.id, (uint32_t)(start / HOUR_S));
+		k = (MDB_val){ 8, mk };
+		d = (MDB_val){ 1, (void *)"" };
+		if ((rc = store__errno(mdb_put(w.txn, s->dbi[DB_DIRTY], &k, &d, 0))))
+			goto out;
+		if ((rc = block__newest(s, w.txn, t.id, &newest)) ||
+		    (rc = rollup__update(s, w.txn, &t, newest)))
+			goto out;
+	}
+	if ((rc = meta__put_u64(s, w.txn, "last_commit", (uint64_t)now_s())))
+		goto out;
+	rc = store__txn_commit(s, w.txn);
+	w.txn = NULL;
+	if (!rc)
+		w_commit_caches(&w);
+out:
+	store__txn_abort(s, w.txn);
+out_free:
+	free(blk);
+	free(ents);
+	wctx_free(&w);
+	return rc;
+}
+
+int store__append(struct store *s, const char *type, int64_t time_ns,
+		  int64_t duration_ns, const struct profile *p,
+		  const struct store_label *extra, size_t nextra)
+{
+	int64_t now = now_s();
+	int rc = 0;
+
+	if (s->readonly)
+		return -EROFS;
+	if (!type || !*type || strlen(type) > 256 || strchr(type, '/') || !p ||
+	    !p->nvalues || p->nvalues > PROF_MAX_VALUES || time_ns < 0) {
+		pr_err("store: append: bad batch (type, values or time)");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < nextra; i++)
+		if (!extra[i].name || !*extra[i].name || !extra[i].value)
+			return -EINVAL;
+	/* Retention at most once a minute; the size bound every time (a
+	 * cheap stat of the databases when there is room). */
+	if (s->retention_s && now - s->last_retention >= 60) {
+		s->last_retention = now;
+		store__expire(s, now);
+	} else {
+		store__expire(s, 0);
+	}
+	for (int attempt = 0; attempt < 6; attempt++) {
+		rc = append_txn(s, type, (uint64_t)(time_ns / 1000000000), duration_ns, p,
+				extra, nextra);
+		if (rc != -ENOSPC)
+			break;
+		/* The map is full despite the watermarks (fragmentation,
+		 * readers pinning old pages): free more, then retry. */
+		pr_warn("store: map full, deleting oldest data (attempt %d)", attempt + 1);
+		{
+			MDB_txn *txn;
+			uint64_t nd = 0;
+			int erc = store__txn_begin(s, false, &txn);
+
+			if (erc)
+				break;
+			erc = expire__size(s, txn, 0.5 - 0.08 * attempt, &nd);
+			if (!erc)
+				erc = store__txn_commit(s, txn);
+			else
+				store__txn_abort(s, txn);
+			if (erc || !nd) {
+				if (erc)
+					pr_err("store: cannot free space: %s", strerror(-erc));
+				if (!nd && attempt >= 2)
+					break;
+			}
+		}
+	}
+	if (rc)
+		pr_err("store: append of a %s batch failed: %s", type, strerror(-rc));
+	return rc;
+}

@@ -1,0 +1,357 @@
+/*
+ * store_intern.c - interned tables (strings, functions, mappings,
+ * locations), their record encodings, and profile types.
+ *
+ * Content is found through an index keyed by hash64 of the record's bytes
+ * holding every id with that hash (DUPSORT), and verified byte for byte,
+ * because LMDB keys are limited to 511 bytes and strings are not.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, MDB_val *v)
+{
+	uint8_t kb[4];
+	MDB_val k = { 4, kb };
+	int rc;
+
+	be32_put(kb, id);
+	rc = mdb_get(txn, s->dbi[dbi], &k, v);
+	return store__errno(rc);
+}
+
+char *str__dup(struct store *s, MDB_txn *txn, uint32_t sid)
+{
+	MDB_val v;
+	char *r;
+
+	if (!sid)
+		return strdup("");
+	if (table__read(s, txn, DB_STR, sid, &v)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	r = malloc(v.mv_size + 1);
+	if (!r)
+		return NULL;
+	memcpy(r, v.mv_data, v.mv_size);
+	r[v.mv_size] = 0;
+	return r;
+}
+
+int intern__find(struct store *s, MDB_txn *txn, int dbi, int idx, const void *b,
+		 size_t len, uint32_t *id)
+{
+	uint8_t hk[8];
+	MDB_val k = { 8, hk }, d, v;
+	MDB_cursor *c;
+	int rc;
+
+	*id = 0;
+	if (dbi == DB_STR && len == 0)
+		return 0; /* "" is string 0 */
+	be64_put(hk, hash64(b, len, STORE_HASH_SEED));
+	rc = mdb_cursor_open(txn, s->dbi[idx], &c);
+	if (rc)
+		return store__errno(rc);
+	rc = mdb_cursor_get(c, &k, &d, MDB_SET_KEY);
+	while (!rc) {
+		uint32_t cand;
+
+		if (d.mv_size != 4) {
+			rc = -EBADMSG;
+			break;
+		}
+		cand = be32_get(d.mv_data);
+		if (!table__read(s, txn, dbi, cand, &v) && v.mv_size == len &&
+		    !memcmp(v.mv_data, b, len)) {
+			*id = cand;
+			break;
+		}
+		rc = mdb_cursor_get(c, &k, &d, MDB_NEXT_DUP);
+	}
+	mdb_cursor_close(c);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	return store__errno(rc);
+}
+
+int intern__get(struct store *s, MDB_txn *txn, int dbi, int idx, const void *b,
+		size_t len, uint32_t *next, uint32_t *id)
+{
+	uint8_t hk[8], ik[4];
+	MDB_val k, d;
+	int rc;
+
+	rc = intern__find(s, txn, dbi, idx, b, len, id);
+	if (rc || *id || (dbi == DB_STR && len == 0))
+		return rc;
+	if (!*next) {
+		MDB_cursor *c;
+
+		rc = mdb_cursor_open(txn, s->dbi[dbi], &c);
+		if (rc)
+			return store__errno(rc);
+		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+		if (!rc && k.mv_size == 4)
+			*next = be32_get(k.mv_data) + 1;
+		else
+			*next = 1;
+		mdb_cursor_close(c);
+		if (rc && rc != MDB_NOTFOUND)
+			return store__errno(rc);
+	}
+	if (*next == UINT32_MAX)
+		return -ENOSPC;
+	*id = (*next)++;
+	be32_put(ik, *id);
+	k = (MDB_val){ 4, ik };
+	d = (MDB_val){ len, (void *)b };
+	rc = mdb_put(txn, s->dbi[dbi], &k, &d, MDB_APPEND);
+	if (rc)
+		return store__errno(rc);
+	be64_put(hk, hash64(b, len, STORE_HASH_SEED));
+	k = (MDB_val){ 8, hk };
+	d = (MDB_val){ 4, ik };
+	rc = mdb_put(txn, s->dbi[idx], &k, &d, 0);
+	return store__errno(rc);
+}
+
+/* ---- record encodings: varints, so small ids cost a byte or two ---- */
+
+size_t func__enc(const struct sym_func *f, uint8_t *out)
+{
+	size_t n = 0;
+
+	n += varint_put(out + n, f->name);
+	n += varint_put(out + n, f->system_name);
+	n += varint_put(out + n, f->filename);
+	n += varint_put(out + n, zigzag(f->start_line));
+	return n;
+}
+
+#define GETV(var)                                        \
+	do {                                             \
+		size_t _l = varint_get(p, end - p, &(var)); \
+		if (!_l)                                 \
+			return -EBADMSG;                 \
+		p += _l;                                 \
+	} while (0)
+
+int func__dec(const void *b, size_t len, struct sym_func *f)
+{
+	const uint8_t *p = b, *end = p + len;
+	uint64_t a, c, d, e;
+
+	GETV(a);
+	GETV(c);
+	GETV(d);
+	GETV(e);
+	if (p != end || a > UINT32_MAX || c > UINT32_MAX || d > UINT32_MAX)
+		return -EBADMSG;
+	f->name = a;
+	f->system_name = c;
+	f->filename = d;
+	f->start_line = unzigzag(e);
+	return 0;
+}
+
+size_t mapping__enc(const struct sym_mapping *m, uint8_t *out)
+{
+	size_t n = 0;
+
+	n += varint_put(out + n, m->start);
+	n += varint_put(out + n, m->limit);
+	n += varint_put(out + n, m->offset);
+	n += varint_put(out + n, m->file);
+	n += varint_put(out + n, m->build_id);
+	out[n++] = m->has_functions;
+	return n;
+}
+
+int mapping__dec(const void *b, size_t len, struct sym_mapping *m)
+{
+	const uint8_t *p = b, *end = p + len;
+	uint64_t f, bid;
+
+	GETV(m->start);
+	GETV(m->limit);
+	GETV(m->offset);
+	GETV(f);
+	GETV(bid);
+	if (end - p != 1 || f > UINT32_MAX || bid > UINT32_MAX)
+		return -EBADMSG;
+	m->file = f;
+	m->build_id = bid;
+	m->has_functions = *p;
+	return 0;
+}
+
+size_t loc__enc(uint32_t mapping, uint64_t addr, const struct sym_line *l,
+		uint32_t nl, uint8_t *out)
+{
+	size_t n = 0;
+
+	n += varint_put(out + n, mapping);
+	n += varint_put(out + n, addr);
+	n += varint_put(out + n, nl);
+	for (uint32_t i = 0; i < nl; i++) {
+		n += varint_put(out + n, l[i].func);
+		n += varint_put(out + n, zigzag(l[i].line));
+	}
+	return n;
+}
+
+int loc__dec(const void *b, size_t len, uint32_t *mapping, uint64_t *addr,
+	     struct sym_line **lines, uint32_t *nl)
+{
+	const uint8_t *p = b, *end = p + len;
+	uint64_t m, n, f, ln;
+	struct sym_line *l = NULL;
+
+	*lines = NULL;
+	*nl = 0;
+	GETV(m);
+	GETV(*addr);
+	GETV(n);
+	if (m > UINT32_MAX || n > len)
+		return -EBADMSG;
+	*mapping = m;
+	if (n) {
+		l = calloc(n, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		size_t a = varint_get(p, end - p, &f), c;
+
+		if (!a)
+			goto bad;
+		p += a;
+		c = varint_get(p, end - p, &ln);
+		if (!c || f > UINT32_MAX)
+			goto bad;
+		p += c;
+		l[i].func = f;
+		l[i].line = unzigzag(ln);
+	}
+	if (p != end)
+		goto bad;
+	*lines = l;
+	*nl = n;
+	return 0;
+bad:
+	free(l);
+	return -EBADMSG;
+}
+
+/* ---- types: name -> id u32, period i64, period type/unit sids, n,
+ * (type sid, unit sid) * n, all big-endian ---- */
+
+int type__dec(const void *b, size_t len, struct store_type *t)
+{
+	const uint8_t *p = b;
+
+	if (len < 21)
+		return -EBADMSG;
+	t->id = be32_get(p);
+	t->period = (int64_t)be64_get(p + 4);
+	t->period_type = be32_get(p + 12);
+	t->period_unit = be32_get(p + 16);
+	t->nvalues = p[20];
+	if (!t->nvalues || t->nvalues > PROF_MAX_VALUES || len != 21 + 8 * t->nvalues)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < t->nvalues; i++) {
+		t->vtype[i] = be32_get(p + 21 + 8 * i);
+		t->vunit[i] = be32_get(p + 25 + 8 * i);
+	}
+	return 0;
+}
+
+int type__get(struct store *s, MDB_txn *txn, const char *name, struct store_type *t)
+{
+	MDB_val k = { strlen(name), (void *)name }, d;
+	int rc;
+
+	if (!k.mv_size || k.mv_size > 256)
+		return -ENOENT;
+	rc = mdb_get(txn, s->dbi[DB_TYPE], &k, &d);
+	if (rc)
+		return store__errno(rc);
+	return type__dec(d.mv_data, d.mv_size, t);
+}
+
+int type__put(struct store *s, MDB_txn *txn, const char *name,
+	      const struct store_type *t)
+{
+	uint8_t b[21 + 8 * PROF_MAX_VALUES];
+	MDB_val k = { strlen(name), (void *)name }, d = { 21 + 8 * t->nvalues, b };
+
+	if (!k.mv_size || k.mv_size > 256)
+		return -EINVAL;
+	be32_put(b, t->id);
+	be64_put(b + 4, (uint64_t)t->period);
+	be32_put(b + 12, t->period_type);
+	be32_put(b + 16, t->period_unit);
+	b[20] = t->nvalues;
+	for (uint32_t i = 0; i < t->nvalues; i++) {
+		be32_put(b + 21 + 8 * i, t->vtype[i]);
+		be32_put(b + 25 + 8 * i, t->vunit[i]);
+	}
+	return store__errno(mdb_put(txn, s->dbi[DB_TYPE], &k, &d, 0));
+}
+
+void types__free(struct type_ent *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(t[i].name);
+	free(t);
+}
+
+int types__all(struct store *s, MDB_txn *txn, struct type_ent **out, size_t *n)
+{
+	MDB_cursor *c;
+	MDB_val k, d;
+	struct type_ent *v = NULL, *nv;
+	size_t cnt = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	rc = mdb_cursor_open(txn, s->dbi[DB_TYPE], &c);
+	if (rc)
+		return store__errno(rc);
+	for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+		nv = realloc(v, (cnt + 1) * sizeof(*v));
+		if (!nv) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		v = nv;
+		if (type__dec(d.mv_data, d.mv_size, &v[cnt].t)) {
+			rc = -EBADMSG;
+			goto out;
+		}
+		v[cnt].name = strndup(k.mv_data, k.mv_size);
+		if (!v[cnt].name) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		cnt++;
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+out:
+	mdb_cursor_close(c);
+	if (rc) {
+		types__free(v, cnt);
+		return store__errno(rc);
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}

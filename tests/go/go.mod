@@ -1,0 +1,3 @@
+module proffs.test/profgen
+
+go 1.19

@@ -1,0 +1,66 @@
+/*
+ * truth - the ground-truth workload: main calls iterateLong() then
+ * iterateShort(), both call iterate(n) with 10:1 work, forever (or for
+ * argv[1] seconds). With frame pointers and no inlining, a correct
+ * profiler attributes 10/11 = 90.9% of this process's samples to
+ * main;iterateLong;iterate and 9.1% to main;iterateShort;iterate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define UNIT 2000000UL
+
+volatile unsigned long sink;
+
+/* Called first by iterate() so that iterate is not a leaf: GCC sets up no
+ * frame pointer in a leaf that needs no stack, and a frameless leaf hides
+ * its caller from a frame-pointer walk. */
+__attribute__((noinline)) void touch(void)
+{
+	__asm__ volatile("");
+}
+
+/* The volatile stores after each call keep the calls from becoming tail
+ * calls (a tail call would drop the caller's frame). */
+__attribute__((noinline)) void iterate(unsigned long n)
+{
+	unsigned long x;
+
+	touch();
+	x = sink;
+	for (unsigned long i = 0; i < n; i++)
+		x = x * 6364136223846793005UL + 1442695040888963407UL;
+	sink = x;
+}
+
+__attribute__((noinline)) void iterateLong(void)
+{
+	iterate(10 * UNIT);
+	sink++;
+}
+
+__attribute__((noinline)) void iterateShort(void)
+{
+	iterate(UNIT);
+	sink++;
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 0;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		iterateLong();
+		iterateShort();
+		if (secs > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
+				break;
+		}
+	}
+	sink++;
+	return 0;
+}

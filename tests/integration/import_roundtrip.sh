@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# import_roundtrip.sh - Go's own CPU and heap profiles go into a store with
+# `proffs import` and come back out of `proffs cat` (the bytes the mount
+# serves) with the same numbers, as go tool pprof sees them:
+#   - merged/cpu/<range>/profile.pb and merged/heap/...: pprof -top and -raw
+#     read them, protoc --decode too; totals per sample type equal the
+#     input's; flat and cum per function equal pprof's on the input;
+#   - folded.txt sums to the total, top.txt agrees, the SVG is well-formed;
+#   - --type and --label: the type directory and label pair are listed.
+# san: yes
+set -u
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+PROFFS=${PROFFS:-$ROOT/build/proffs}
+fail=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fail=1; }
+
+for t in go protoc xmllint; do
+	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+done
+[[ -x $PROFFS ]] || { echo "FAIL: $PROFFS not built"; exit 1; }
+T=$(mktemp -d /tmp/import_roundtrip.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+S=$T/store
+
+. "$ROOT/tests/go/build.sh"
+build_profgen "$T" || { echo "FAIL: go build of tests/go"; exit 1; }
+export GOCACHE=$T/gocache GOPATH=$T/gopath GOTOOLCHAIN=local
+t0=$(date -u +%s)
+"$PROFGEN" -cpu "$T/cpu.pb.gz" -heap "$T/heap.pb.gz" -dur 1200ms >/dev/null || { echo "FAIL: profgen"; exit 1; }
+t1=$(date -u +%s)
+# A range holding the profiles' start times, minute-aligned.
+range="$(date -u -d @$((t0 / 60 * 60 - 60)) +%Y-%m-%dT%H:%M)..$(date -u -d @$((t1 / 60 * 60 + 120)) +%Y-%m-%dT%H:%M)"
+
+raw_totals() {
+	go tool pprof -raw "$1" 2>/dev/null | awk '
+		/^Samples:/ { s = 1; getline; next }
+		/^Locations/ { s = 0 }
+		s && /^ *-?[0-9]+( +-?[0-9]+)*:/ {
+			sub(/:.*/, ""); n = split($0, f, " ")
+			for (i = 1; i <= n; i++) t[i] += f[i]; nt = n
+		}
+		END { for (i = 1; i <= nt; i++) printf "%s%d", (i > 1 ? " " : ""), t[i]; print "" }'
+}
+go_top() {
+	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -unit="$2" "$1" 2>/dev/null | awk -v u="$2" '
+		f {
+			flat = $1; cum = $4; sub(u "$", "", flat); sub(u "$", "", cum)
+			name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name)
+			sub(/ \(inline\)$/, "", name)
+			printf "%s\t%s\t%s\n", name, flat, cum
+		}
+		/^ +flat +flat%/ { f = 1 }' | sort
+}
+
+out=$("$PROFFS" import --store "$S" "$T/cpu.pb.gz" "$T/heap.pb.gz" 2>&1); rc=$?
+[[ $rc == 0 && $out == *": cpu,"* && $out == *": heap,"* ]] && ok "imported as cpu and heap" \
+	|| { bad "import: rc $rc: $out"; exit 1; }
+
+for kind in cpu heap; do
+	unit=ns; [[ $kind == heap ]] && unit=B
+	p=merged/$kind/$range
+	if ! "$PROFFS" cat --store "$S" "$p/profile.pb" >"$T/$kind.pb" 2>"$T/err"; then
+		bad "$kind: proffs cat $p/profile.pb: $(cat "$T/err")"
+		continue
+	fi
+	go tool pprof -top "$T/$kind.pb" >/dev/null 2>&1 && go tool pprof -raw "$T/$kind.pb" >/dev/null 2>&1 \
+		&& ok "$kind: go tool pprof -top and -raw read $p/profile.pb" || bad "$kind: pprof cannot read it"
+	protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" profile.proto <"$T/$kind.pb" >/dev/null 2>&1 \
+		&& ok "$kind: protoc --decode" || bad "$kind: protoc --decode"
+	want=$(raw_totals "$T/$kind.pb.gz"); got=$(raw_totals "$T/$kind.pb")
+	[[ -n $want && $want == "$got" ]] && ok "$kind: totals equal the input's ($want)" || bad "$kind: totals '$got' != '$want'"
+	cmp -s <(go_top "$T/$kind.pb.gz" $unit) <(go_top "$T/$kind.pb" $unit) \
+		&& ok "$kind: flat and cum per function equal the input's" \
+		|| { bad "$kind: pprof -top differs"; diff <(go_top "$T/$kind.pb.gz" $unit) <(go_top "$T/$kind.pb" $unit) | head; }
+	total=${want##* }
+	"$PROFFS" cat --store "$S" "$p/folded.txt" >"$T/$kind.folded" 2>/dev/null
+	sum=$(awk '{s += $NF} END {print s + 0}' "$T/$kind.folded")
+	[[ -s $T/$kind.folded && $sum == "$total" ]] && ! grep -qvE '^(.*) ([0-9]+)$' "$T/$kind.folded" \
+		&& ok "$kind: folded.txt well-formed, sums to $total" || bad "$kind: folded.txt sum $sum != $total"
+	"$PROFFS" cat --store "$S" "$p/top.txt" >"$T/$kind.top" 2>/dev/null
+	grep -q "Total: $total" "$T/$kind.top" && ok "$kind: top.txt total $total" || bad "$kind: top.txt: $(head -1 "$T/$kind.top")"
+	"$PROFFS" cat --store "$S" "$p/flamegraph.svg" >"$T/$kind.svg" 2>/dev/null
+	xmllint --noout "$T/$kind.svg" 2>/dev/null && ok "$kind: flamegraph.svg well-formed" || bad "$kind: svg"
+done
+
+# --type and --label
+out=$("$PROFFS" import --store "$S" --type custom --label node=web-3 "$T/cpu.pb.gz" 2>&1); rc=$?
+[[ $rc == 0 && $out == *": custom,"* ]] && ok "--type custom accepted" || bad "import --type: rc $rc: $out"
+ls_types=$("$PROFFS" cat --store "$S" / 2>/dev/null)
+ls_custom=$("$PROFFS" cat --store "$S" custom 2>/dev/null)
+[[ $ls_types == *custom* && $ls_types == *cpu* && $ls_types == *heap* ]] && ok "root lists cpu, heap, custom" \
+	|| bad "root listing: $ls_types"
+[[ $ls_custom == *"node=web-3"* ]] && ok "custom/ lists node=web-3" || bad "custom listing: $ls_custom"
+
+((fail == 0)) && echo "all passed" || echo "some checks FAILED"
+exit $fail

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# pprof_formats.sh - proffs' pprof decoder, encoder and renderers against
+# real profiles written by Go's runtime/pprof, checked with the real tools:
+# go tool pprof (-top, -raw, -diff_base), protoc --decode, xmllint.
+#   - the Go program's CPU and heap profiles decode;
+#   - encode(decode(x)) passes go tool pprof -top/-raw and protoc --decode,
+#     and pprof reads exactly the same numbers from it as from x;
+#   - totals per sample type equal those go tool pprof -raw reads from x;
+#   - folded lines match ^(.*) ([0-9]+)$, frames are real function names,
+#     counts sum to the total; the diff folded has two count columns;
+#   - top.txt flat/cum per function equal go tool pprof -top's;
+#   - the SVG is well-formed and names the heaviest functions;
+#   - profile__diff read by pprof equals pprof's own -diff_base;
+#   - every crafted bad file is refused with its reason.
+# (pprofcat is the plain build's; a sanitizer pass would test nothing more)
+set -u
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
+PC=$TESTS_BIN/pprofcat
+fail=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fail=1; }
+
+for t in go protoc xmllint; do
+	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+done
+[[ -x $PC && -x $TESTS_BIN/pprofbad ]] || { echo "FAIL: $PC or pprofbad not built"; exit 1; }
+
+T=$(mktemp -d /tmp/pprof_formats.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+# Build the Go program offline, caches inside the temp dir.
+. "$ROOT/tests/go/build.sh"
+build_profgen "$T" || { echo "FAIL: go build of tests/go"; exit 1; }
+export GOCACHE=$T/gocache GOPATH=$T/gopath GOTOOLCHAIN=local # for go tool pprof
+"$T/profgen" -cpu "$T/cpu.pb.gz" -heap "$T/heap.pb.gz" -dur 1500ms >/dev/null || { echo "FAIL: profgen"; exit 1; }
+"$T/profgen" -cpu "$T/cpu2.pb.gz" -heap "$T/heap2.pb.gz" -dur 800ms >/dev/null || { echo "FAIL: profgen 2"; exit 1; }
+
+# Sums each value column of `go tool pprof -raw` samples: "v1 v2 ...".
+raw_totals() {
+	go tool pprof -raw "$1" 2>/dev/null | awk '
+		/^Samples:/ { s = 1; getline; next }
+		/^Locations/ { s = 0 }
+		s && /^ *-?[0-9]+( +-?[0-9]+)*:/ {
+			sub(/:.*/, ""); n = split($0, f, " ")
+			for (i = 1; i <= n; i++) t[i] += f[i]; nt = n
+		}
+		END { for (i = 1; i <= nt; i++) printf "%s%d", (i > 1 ? " " : ""), t[i]; print "" }'
+}
+# `go tool pprof -top` rows as "name<TAB>flat<TAB>cum" in raw units.
+go_top() {
+	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -unit="$2" "$1" 2>/dev/null | awk -v u="$2" '
+		f {
+			flat = $1; cum = $4; sub(u "$", "", flat); sub(u "$", "", cum)
+			name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name)
+			sub(/ \(inline\)$/, "", name) # pprof marks inlined functions
+			printf "%s\t%s\t%s\n", name, flat, cum
+		}
+		/^ +flat +flat%/ { f = 1 }' | sort
+}
+# Our top.txt in the same shape.
+our_top() {
+	awk 'f { name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name); printf "%s\t%s\t%s\n", name, $1, $4 }
+	     /^ +flat +flat%/ { f = 1 }' "$1" | sort
+}
+
+for kind in cpu heap; do
+	in=$T/$kind.pb.gz
+	unit=ns; [[ $kind == heap ]] && unit=B
+	if "$PC" check "$in"; then ok "$kind: Go profile decodes"; else bad "$kind: Go profile refused"; continue; fi
+
+	"$PC" encode "$in" >"$T/$kind.enc.pb" || bad "$kind: encode"
+	go tool pprof -top "$T/$kind.enc.pb" >"$T/$kind.enc.top" 2>&1 && ok "$kind: go tool pprof -top reads our encoding" \
+		|| { bad "$kind: go tool pprof -top"; cat "$T/$kind.enc.top"; }
+	go tool pprof -raw "$T/$kind.enc.pb" >/dev/null 2>&1 && ok "$kind: go tool pprof -raw reads our encoding" \
+		|| bad "$kind: go tool pprof -raw"
+	protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" profile.proto \
+		<"$T/$kind.enc.pb" >"$T/$kind.txtpb" 2>&1 && grep -q '^string_table: ""' "$T/$kind.txtpb" \
+		&& ok "$kind: protoc --decode, string_table[0] is \"\"" || bad "$kind: protoc --decode"
+	[[ $(grep -c '^default_sample_type\|^period:' "$T/$kind.txtpb") -ge 1 ]] || bad "$kind: period missing"
+	if [[ $kind == cpu ]]; then
+		grep -q '^  has_functions: true' "$T/$kind.txtpb" && ok "cpu: has_functions kept" || bad "cpu: has_functions lost"
+		grep -q '^duration_nanos: [1-9]' "$T/$kind.txtpb" && ok "cpu: duration_nanos kept" || bad "cpu: duration_nanos lost"
+	fi
+	grep -q '^time_nanos: [1-9]' "$T/$kind.txtpb" || bad "$kind: time_nanos lost"
+	"$PC" encode "$T/$kind.enc.pb" | cmp -s - "$T/$kind.enc.pb" && ok "$kind: encode(decode(encode(x))) is byte-identical" \
+		|| bad "$kind: re-encoding differs"
+
+	# Totals: what pprof reads from the original, from our encoding, and what we read.
+	want=$(raw_totals "$in")
+	got=$(raw_totals "$T/$kind.enc.pb")
+	ours=$("$PC" totals "$in" | awk '{printf "%s%s", (NR > 1 ? " " : ""), $2} END {print ""}')
+	[[ -n $want && $want == "$got" && $want == "$ours" ]] && ok "$kind: totals per sample type equal ($want)" \
+		|| bad "$kind: totals: pprof on input '$want', pprof on ours '$got', our decoder '$ours'"
+	# Same numbers through pprof's report on both files.
+	cmp -s <(go_top "$in" $unit) <(go_top "$T/$kind.enc.pb" $unit) && ok "$kind: pprof -top identical on input and our encoding" \
+		|| { bad "$kind: pprof -top differs"; diff <(go_top "$in" $unit) <(go_top "$T/$kind.enc.pb" $unit) | head; }
+
+	# folded.txt
+	"$PC" folded "$in" >"$T/$kind.folded" || bad "$kind: folded"
+	total=$(echo "$want" | awk '{print $NF}') # the displayed (last) value
+	if [[ -s $T/$kind.folded ]] && ! grep -qvE '^(.*) ([0-9]+)$' "$T/$kind.folded"; then
+		ok "$kind: every folded line matches ^(.*) ([0-9]+)\$ ($(wc -l <"$T/$kind.folded") lines)"
+	else
+		bad "$kind: folded lines malformed"
+	fi
+	sum=$(awk '{s += $NF} END {print s + 0}' "$T/$kind.folded")
+	[[ $sum == "$total" ]] && ok "$kind: folded counts sum to the total $total" || bad "$kind: folded sum $sum != $total"
+	go_top "$in" $unit | cut -f1 >"$T/$kind.names"
+	sed 's/ [0-9]*$//' "$T/$kind.folded" | tr ';' '\n' | sort -u >"$T/$kind.frames"
+	extra=$(comm -23 "$T/$kind.frames" <(sort -u "$T/$kind.names"))
+	[[ -z $extra ]] && ok "$kind: every folded frame is a function pprof knows (no split names)" \
+		|| bad "$kind: folded frames pprof does not know: $(echo $extra | head -c 300)"
+	LC_ALL=C sort -c "$T/$kind.folded" && ok "$kind: folded sorted" || bad "$kind: folded not sorted"
+
+	# top.txt against pprof -top
+	"$PC" top "$in" >"$T/$kind.top" || bad "$kind: top"
+	if cmp -s <(go_top "$in" $unit) <(our_top "$T/$kind.top"); then
+		ok "$kind: top.txt flat and cum equal pprof -top for all $(wc -l <"$T/$kind.names") functions"
+	else
+		bad "$kind: top.txt differs from pprof -top"
+		diff <(go_top "$in" $unit) <(our_top "$T/$kind.top") | head -20
+	fi
+
+	# flamegraph.svg
+	"$PC" svg "$in" >"$T/$kind.svg" || bad "$kind: svg"
+	xmllint --noout "$T/$kind.svg" && ok "$kind: svg is well-formed XML" || bad "$kind: svg not well-formed"
+	missing="" found=0
+	while IFS=$'\t' read -r name flat cum; do
+		found=$((found + 1))
+		grep -qF "data-n=\"$name\"" "$T/$kind.svg" || missing="$missing $name"
+	done < <(go_top "$in" $unit | awk -F'\t' -v t="$total" '$2 * 100 >= t' | sort -t$'\t' -k2,2nr | head -3)
+	[[ -z $missing && $found -ge 1 ]] && ok "$kind: svg names the (up to 3) heaviest functions of >= 1% flat" || bad "$kind: svg lacks$missing"
+	grep -q '<script' "$T/$kind.svg" && ! grep -q 'href=' "$T/$kind.svg" && ok "$kind: svg self-contained" \
+		|| bad "$kind: svg not self-contained"
+done
+
+# Diff: pprof reading profile__diff must equal pprof's own -diff_base.
+for kind in cpu heap; do
+	unit=ns; [[ $kind == heap ]] && unit=B
+	"$PC" diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.diff.pb" || bad "$kind: diff"
+	a=$(go tool pprof -top -nodefraction=0 -nodecount=1000000 -unit=$unit "$T/$kind.diff.pb" 2>&1 | sed -n '/^Showing/,$p')
+	b=$(go tool pprof -top -nodefraction=0 -nodecount=1000000 -unit=$unit -diff_base "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" 2>&1 | sed -n '/^Showing/,$p')
+	[[ -n $a && $a == "$b" ]] && ok "$kind: pprof -top of our diff equals pprof -top -diff_base" \
+		|| { bad "$kind: diff differs"; diff <(echo "$a") <(echo "$b") | head -20; }
+	"$PC" folded-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.fdiff" || bad "$kind: folded-diff"
+	if [[ -s $T/$kind.fdiff ]] && ! grep -qvE '^(.*) ([0-9]+) ([0-9]+)$' "$T/$kind.fdiff"; then
+		ok "$kind: diff folded lines have two count columns"
+	else
+		bad "$kind: diff folded malformed"
+	fi
+	sa=$(awk '{s += $(NF-1)} END {print s + 0}' "$T/$kind.fdiff"); sb=$(awk '{s += $NF} END {print s + 0}' "$T/$kind.fdiff")
+	ta=$(raw_totals "$T/${kind}.pb.gz" | awk '{print $NF}'); tb=$(raw_totals "$T/${kind}2.pb.gz" | awk '{print $NF}')
+	[[ $sa == "$ta" && $sb == "$tb" ]] && ok "$kind: diff folded columns sum to each side's total ($ta, $tb)" \
+		|| bad "$kind: diff folded sums $sa/$sb vs $ta/$tb"
+	"$PC" svg-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.diff.svg" && xmllint --noout "$T/$kind.diff.svg" \
+		&& ok "$kind: diff svg well-formed" || bad "$kind: diff svg"
+done
+
+# The crafted bad files.
+mkdir -p "$T/bad"
+"$TESTS_BIN/pprofbad" "$T/bad" >"$T/bad.list" || bad "pprofbad"
+n=0
+while IFS=$'\t' read -r name expect; do
+	n=$((n + 1))
+	out=$("$PC" check "$T/bad/$name.pb" 2>&1); rc=$?
+	if [[ $rc == 1 && $out == "$T/bad/$name.pb: "*"$expect"* && $(echo "$out" | wc -l) == 1 ]]; then
+		ok "bad $name refused: ${out#"$T"/bad/}"
+	else
+		bad "bad $name: rc $rc, '$out' (want '$expect')"
+	fi
+done <"$T/bad.list"
+((n >= 20)) || bad "only $n bad files"
+
+((fail == 0)) && echo "all passed" || echo "some checks FAILED"
+exit $fail

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# pprof_import_bad.sh - `proffs import` refuses every crafted malformed
+# file (tests/unit/pprof_bad.h) with "FILE: reason" and a non-zero exit,
+# stores nothing of the run (the store files stay byte-identical, even when
+# a good file is in the same command), and the flags behave: --help exits
+# 0, a bad flag prints one line and exits 2.
+# san: yes
+set -u
+ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+PROFFS=${PROFFS:-$ROOT/build/proffs}
+TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
+fail=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fail=1; }
+
+[[ -x $PROFFS && -x $TESTS_BIN/pprofbad ]] || { echo "FAIL: $PROFFS or pprofbad not built"; exit 1; }
+T=$(mktemp -d /tmp/pprof_import_bad.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+S=$T/store
+mkdir -p "$T/bad"
+"$TESTS_BIN/pprofbad" "$T/bad" >"$T/bad.list" || { echo "FAIL: pprofbad"; exit 1; }
+
+# Flags.
+out=$("$PROFFS" import --help 2>&1); rc=$?
+[[ $rc == 0 && $out == *"usage: proffs import"* ]] && ok "--help exits 0 with usage" || bad "--help: rc $rc"
+out=$("$PROFFS" import --bogus 2>&1); rc=$?
+[[ $rc == 2 && $(echo "$out" | wc -l) == 1 ]] && ok "bad flag: one line, exit 2 ($out)" || bad "bad flag: rc $rc '$out'"
+out=$("$PROFFS" import "$T/bad/good.pb" 2>&1); rc=$?
+[[ $rc == 2 && $out == *"--store"* ]] && ok "missing --store: exit 2 ($out)" || bad "missing --store: rc $rc '$out'"
+out=$("$PROFFS" import --store "$S" 2>&1); rc=$?
+[[ $rc == 2 ]] && ok "no files: exit 2 ($out)" || bad "no files: rc $rc"
+out=$("$PROFFS" import --store "$S" --type 'a/b' "$T/bad/good.pb" 2>&1); rc=$?
+[[ $rc == 2 && ! -e $S ]] && ok "bad --type refused before touching the store ($out)" || bad "bad --type: rc $rc"
+out=$("$PROFFS" import --store "$S" --label novalue "$T/bad/good.pb" 2>&1); rc=$?
+[[ $rc == 2 ]] && ok "bad --label refused ($out)" || bad "bad --label: rc $rc"
+
+# A store with one good import.
+out=$("$PROFFS" import --store "$S" "$T/bad/good.pb" 2>&1); rc=$?
+[[ $rc == 0 && $out == *"cpu"* ]] && ok "good file imported as cpu ($out)" || { bad "good import: rc $rc '$out'"; exit 1; }
+snap() { (cd "$S" && find . -type f | sort | xargs sha256sum); }
+before=$(snap)
+
+n=0
+while IFS=$'\t' read -r name expect; do
+	n=$((n + 1))
+	f=$T/bad/$name.pb
+	out=$("$PROFFS" import --store "$S" "$T/bad/good.pb" "$f" 2>&1); rc=$?
+	line=$(echo "$out" | grep -F "$f: " | head -1)
+	if [[ $rc != 0 && $line == "$f: "*"$expect"* && $(echo "$line" | wc -l) == 1 ]]; then
+		ok "$name: exit $rc, '${line#"$T"/bad/}'"
+	else
+		bad "$name: rc $rc, output '$out' (want '$f: ...$expect...')"
+	fi
+	[[ $(snap) == "$before" ]] || bad "$name: the store changed although the import was refused"
+done <"$T/bad.list"
+((n >= 20)) && ok "$n crafted bad files, store byte-identical after each" || bad "only $n bad files"
+
+# A file that does not exist is named too.
+out=$("$PROFFS" import --store "$S" "$T/nope.pb" 2>&1); rc=$?
+[[ $rc != 0 && $out == *"$T/nope.pb: "* ]] && ok "missing file named: ${out%%$'\n'*}" || bad "missing file: rc $rc '$out'"
+[[ $(snap) == "$before" ]] || bad "store changed after a missing file"
+
+out=$("$PROFFS" check --store "$S" 2>&1); rc=$?
+[[ $rc == 0 ]] && ok "proffs check passes afterwards" || bad "proffs check: rc $rc: $out"
+
+((fail == 0)) && echo "all passed" || echo "some checks FAILED"
+exit $fail

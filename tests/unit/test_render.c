@@ -1,0 +1,327 @@
+/*
+ * test_render.c - folded.txt, top.txt, the differential folded format and
+ * flamegraph.svg on a hand-built profile whose expected output is worked
+ * out by hand: comm first, ';' in names, kernel "_[k]", unsymbolized
+ * "module+0xOFFSET", inlined frames, label-only differences merged, zero
+ * counts dropped, recursion counted once in cum; XML escaping and validity
+ * (xmllint when installed); a large random profile stays light.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "profile.h"
+#include "render.h"
+#include "test.h"
+
+struct ids {
+	uint64_t main_, ab, work, evil, rec, ksys, lib, inl;
+};
+
+static uint64_t fn_loc(struct profile *p, uint64_t map, const char *name, uint64_t addr)
+{
+	struct prof_function f = { .name = profile__intern_str(p, name),
+				   .system_name = profile__intern_str(p, name) };
+	struct prof_line l = { profile__add_function(p, &f), 1 };
+	struct prof_location loc = { .mapping_id = map, .address = addr, .nlines = 1, .lines = &l };
+
+	return profile__add_location(p, &loc);
+}
+
+static void add(struct profile *p, const char *comm, const char *pid, int64_t n,
+		uint32_t nl, const uint64_t *locs)
+{
+	struct prof_label lab[2];
+	uint32_t k = 0;
+	int64_t v[2] = { n, n * 10 };
+
+	if (comm)
+		lab[k++] = (struct prof_label){ .key = profile__intern_str(p, "comm"),
+						.str = profile__intern_str(p, comm) };
+	if (pid)
+		lab[k++] = (struct prof_label){ .key = profile__intern_str(p, "pid"),
+						.str = profile__intern_str(p, pid) };
+	profile__add_sample(p, locs, nl, lab, k, v);
+}
+
+/* The hand-worked profile; `work_scale` multiplies the samples ending in
+ * work so a second copy makes a diff. */
+static struct profile *build(int64_t work_scale)
+{
+	struct profile *p = profile__new();
+	const char *types[] = { "samples", "cpu" }, *units[] = { "count", "nanoseconds" };
+	struct prof_mapping m1 = { .start = 0x400000, .limit = 0x500000,
+				   .file = profile__intern_str(p, "/usr/bin/prog"), .has_functions = true };
+	struct prof_mapping mk = { .start = 0xffffffff81000000ULL, .limit = 0xffffffff82000000ULL,
+				   .file = profile__intern_str(p, "[kernel.kallsyms]"), .has_functions = true };
+	struct prof_mapping ml = { .start = 0x7f0000000000ULL, .limit = 0x7f0000100000ULL, .offset = 0x1000,
+				   .file = profile__intern_str(p, "/usr/lib/libfoo.so") };
+	uint64_t a1, ak, al;
+	struct ids i;
+
+	profile__set_value_types(p, 2, types, units);
+	p->period_type.type = profile__intern_str(p, "cpu");
+	p->period_type.unit = profile__intern_str(p, "nanoseconds");
+	p->period = 10;
+	a1 = profile__add_mapping(p, &m1);
+	ak = profile__add_mapping(p, &mk);
+	al = profile__add_mapping(p, &ml);
+	i.main_ = fn_loc(p, a1, "main", 0x401000);
+	i.ab = fn_loc(p, a1, "a;b", 0x401100);
+	i.work = fn_loc(p, a1, "work", 0x401200);
+	i.evil = fn_loc(p, a1, "evil<&>\"'x", 0x401300);
+	i.rec = fn_loc(p, a1, "rec", 0x401400);
+	i.ksys = fn_loc(p, ak, "do_syscall_64", 0xffffffff81001000ULL);
+	{
+		struct prof_location l = { .mapping_id = al, .address = 0x7f0000000234ULL };
+
+		i.lib = profile__add_location(p, &l);
+	}
+	{
+		struct prof_function fi = { .name = profile__intern_str(p, "inl_inner") };
+		struct prof_function fo = { .name = profile__intern_str(p, "inl_outer") };
+		struct prof_line lines[2] = { { profile__add_function(p, &fi), 5 },
+					      { profile__add_function(p, &fo), 9 } };
+		struct prof_location l = { .mapping_id = a1, .address = 0x401500, .nlines = 2, .lines = lines };
+
+		i.inl = profile__add_location(p, &l);
+	}
+	{
+		uint64_t s1[] = { i.work, i.ab, i.main_ };
+		uint64_t s2[] = { i.ksys, i.work, i.main_ };
+		uint64_t s3[] = { i.rec, i.rec, i.rec, i.main_ };
+		uint64_t s4[] = { i.lib, i.main_ };
+		uint64_t s5[] = { i.inl, i.main_ };
+		uint64_t s7[] = { i.evil, i.main_ };
+
+		add(p, "prog", "1", 5 * work_scale, 3, s1);
+		add(p, "prog", "1", 3, 3, s2);
+		add(p, NULL, NULL, 4, 4, s3);
+		add(p, "prog", "1", 2, 2, s4);
+		add(p, "prog", "1", 1, 2, s5);
+		add(p, "prog", "2", 5 * work_scale, 3, s1); /* same text, other pid */
+		add(p, "prog", "3", 0, 2, s7);             /* zero: omitted */
+		add(p, "prog", "1", 6, 2, s7);
+	}
+	return p;
+}
+
+static const char expect_folded[] =
+	"main;rec;rec;rec 40\n"
+	"prog;main;a:b;work 100\n"
+	"prog;main;evil<&>\"'x 60\n"
+	"prog;main;inl_outer;inl_inner 10\n"
+	"prog;main;libfoo.so+0x1234 20\n"
+	"prog;main;work;do_syscall_64_[k] 30\n";
+
+/* Finds the top.txt row for name; returns 1 and fills flat/cum. */
+static int top_row(const char *top, const char *name, long long *flat, long long *cum)
+{
+	const char *l = top;
+
+	while (l && *l) {
+		const char *e = strchr(l, '\n');
+		char nm[256];
+		double a, b, c;
+
+		if (sscanf(l, "%lld %lf%% %lf%% %lld %lf%% %255[^\n]", flat, &a, &b, cum, &c, nm) == 6 &&
+		    !strcmp(nm, name))
+			return 1;
+		l = e ? e + 1 : NULL;
+	}
+	return 0;
+}
+
+static int xmllint_ok(const struct buf *b, const char *what)
+{
+	char path[] = "/tmp/test_render_XXXXXX";
+	int fd = mkstemp(path), rc;
+	char cmd[256];
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, b->data, b->len) != (ssize_t)b->len) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	close(fd);
+	if (system("command -v xmllint >/dev/null 2>&1")) {
+		printf("skip %s: xmllint not installed\n", what);
+		unlink(path);
+		return 1;
+	}
+	snprintf(cmd, sizeof(cmd), "xmllint --noout %s", path);
+	rc = system(cmd);
+	unlink(path);
+	return rc == 0;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+int main(void)
+{
+	struct profile *a = build(1), *b = build(2), *d = NULL;
+	struct buf f1 = { 0 }, f2 = { 0 }, t = { 0 }, fd = { 0 }, s1 = { 0 }, s2 = { 0 }, sd = { 0 }, td = { 0 };
+	long long flat, cum;
+
+	/* folded.txt */
+	CHECK(render__folded(a, &f1) == 0, "render folded");
+	CHECK(f1.data && !strcmp(f1.data, expect_folded), "folded output is exactly as worked out:\n%s", f1.data);
+	CHECK(render__folded(a, &f2) == 0 && f1.len == f2.len && !memcmp(f1.data, f2.data, f1.len),
+	      "folded is deterministic");
+
+	/* top.txt */
+	CHECK(render__top(a, &t) == 0, "render top:\n%s", t.data);
+	CHECK(t.data && !strncmp(t.data, "Type: cpu  Unit: nanoseconds  Total: 260", 40), "top header has total 260");
+	CHECK(top_row(t.data, "work", &flat, &cum) && flat == 100 && cum == 130, "work flat 100 cum 130");
+	CHECK(top_row(t.data, "rec", &flat, &cum) && flat == 40 && cum == 40, "rec cum counted once despite recursion (40)");
+	CHECK(top_row(t.data, "main", &flat, &cum) && flat == 0 && cum == 260, "main flat 0 cum 260");
+	CHECK(top_row(t.data, "do_syscall_64_[k]", &flat, &cum) && flat == 30, "kernel frame flat 30");
+	CHECK(top_row(t.data, "libfoo.so+0x1234", &flat, &cum) && flat == 20, "unsymbolized frame flat 20");
+	CHECK(top_row(t.data, "inl_outer", &flat, &cum) && flat == 0 && cum == 10, "inlined outer frame cum 10");
+	{
+		const char *w = strstr(t.data, "  work\n"), *e = strstr(t.data, "  evil"), *r = strstr(t.data, "  rec\n");
+
+		CHECK(w && e && r && w < e && e < r, "rows sorted by flat: work, evil, rec");
+		CHECK(strstr(t.data, "100.00%") != NULL, "sum%% reaches 100.00%%");
+	}
+
+	/* differential folded */
+	CHECK(render__folded_diff(a, b, &fd) == 0, "render folded diff:\n%s", fd.data);
+	CHECK(fd.data && strstr(fd.data, "prog;main;a:b;work 100 200\n") &&
+	      strstr(fd.data, "main;rec;rec;rec 40 40\n"), "diff lines carry countA countB");
+	{
+		int lines = count(fd.data, "\n"), ok = 1;
+		const char *l = fd.data;
+
+		for (int k = 0; k < lines; k++) {
+			const char *e = strchr(l, '\n');
+			long long x, y;
+			const char *sp = e - 1;
+
+			while (sp > l && *sp != ' ')
+				sp--;
+			sp--;
+			while (sp > l && *sp != ' ')
+				sp--;
+			if (sscanf(sp, " %lld %lld", &x, &y) != 2)
+				ok = 0;
+			l = e + 1;
+		}
+		CHECK(lines == 6 && ok, "every diff line has two count columns (%d lines)", lines);
+	}
+
+	/* flamegraph.svg */
+	CHECK(render__svg(a, "test <profile> & co", &s1) == 0, "render svg (%zu bytes)", s1.len);
+	CHECK(s1.data && strstr(s1.data, ">work<") && strstr(s1.data, "do_syscall_64_[k]") &&
+	      strstr(s1.data, "all (260, 100.00%)") && strstr(s1.data, "prog (220, 84.62%)"), "svg names the heaviest frames with counts and shares");
+	CHECK(strstr(s1.data, "evil&lt;&amp;&gt;&quot;&apos;x") && !strstr(s1.data, "evil<"),
+	      "svg escapes markup in names");
+	CHECK(strstr(s1.data, "<script") &&
+	      count(s1.data, "http") == 1, "svg is self-contained (one http: the xmlns)");
+	CHECK(xmllint_ok(&s1, "svg") == 1, "svg is well-formed XML (xmllint)");
+	CHECK(render__svg(a, "test <profile> & co", &s2) == 0 && s1.len == s2.len &&
+	      !memcmp(s1.data, s2.data, s1.len), "svg is deterministic");
+
+	/* the pprof-style diff renders: base percentages, coloured flame */
+	d = profile__diff(a, b);
+	CHECK(d != NULL, "profile__diff");
+	if (d) {
+		CHECK(render__top(d, &td) == 0 && strstr(td.data, "Total: 260 (base)"),
+		      "top of a diff is relative to the base total:\n%s", td.data);
+		CHECK(top_row(td.data, "work", &flat, &cum) && flat == 100 && cum == 100,
+		      "diff top: work grew by 100");
+		CHECK(render__svg(d, "diff", &sd) == 0 && strstr(sd.data, "A total 260, B total 360"),
+		      "diff svg states both totals");
+		CHECK(strstr(sd.data, "rgb(255,") && xmllint_ok(&sd, "diff svg") == 1,
+		      "diff svg colours growth red and is well-formed");
+	}
+
+	/* empty profile: valid, tiny outputs */
+	{
+		struct profile *e = profile__new();
+		const char *types[] = { "samples" }, *units[] = { "count" };
+		struct buf ef = { 0 }, et = { 0 }, es = { 0 };
+
+		profile__set_value_types(e, 1, types, units);
+		CHECK(render__folded(e, &ef) == 0 && ef.len == 0, "empty profile: empty folded");
+		CHECK(render__top(e, &et) == 0 && strstr(et.data, "Total: 0"), "empty profile: top with total 0");
+		CHECK(render__svg(e, "empty", &es) == 0 && xmllint_ok(&es, "empty svg") == 1,
+		      "empty profile: valid svg");
+		buf__free(&ef);
+		buf__free(&et);
+		buf__free(&es);
+		profile__free(e);
+	}
+
+	/* a large random profile: 30k stacks stay light */
+	{
+		struct profile *big = profile__new();
+		const char *types[] = { "samples" }, *units[] = { "count" };
+		struct prof_mapping m = { .start = 0x1000, .limit = 0x100000,
+					  .file = profile__intern_str(big, "/bin/big"), .has_functions = true };
+		uint64_t mid, locs[2000], stack[48];
+		struct buf bs = { 0 }, bf = { 0 };
+		unsigned seed = 12345;
+		char name[32];
+		struct timespec t0, t1;
+		double ms;
+
+		profile__set_value_types(big, 1, types, units);
+		mid = profile__add_mapping(big, &m);
+		for (int k = 0; k < 2000; k++) {
+			snprintf(name, sizeof(name), "func_%04d", k);
+			locs[k] = fn_loc(big, mid, name, 0x1000 + 16 * k);
+		}
+		for (int s = 0; s < 30000; s++) {
+			int depth = 10 + (int)(rand_r(&seed) % 38);
+			int64_t v = 1 + (rand_r(&seed) % 100 == 0 ? 1000 : rand_r(&seed) % 5);
+
+			for (int k = 0; k < depth; k++) {
+				/* shared roots, diverse leaves */
+				unsigned r = rand_r(&seed);
+				int idx = k < 3 ? k : (int)(r % (k < 8 ? 20u : 2000u));
+
+				stack[depth - 1 - k] = locs[idx];
+			}
+			profile__add_sample(big, stack, (uint32_t)depth, NULL, 0, &v);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(render__svg(big, "big", &bs) == 0, "big svg renders");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		CHECK(bs.len < 4u << 20, "30k stacks give a light svg: %zu bytes, %d frames, %.0f ms",
+		      bs.len, count(bs.data, "<g class=\"f\""), ms);
+		CHECK(strstr(bs.data, "small frames)") != NULL, "narrow frames are coalesced");
+		CHECK(xmllint_ok(&bs, "big svg") == 1, "big svg is well-formed");
+		CHECK(render__folded(big, &bf) == 0 && count(bf.data, "\n") == 30000,
+		      "big folded has 30000 lines (%d)", count(bf.data, "\n"));
+		buf__free(&bs);
+		buf__free(&bf);
+		profile__free(big);
+	}
+
+	buf__free(&f1);
+	buf__free(&f2);
+	buf__free(&t);
+	buf__free(&fd);
+	buf__free(&s1);
+	buf__free(&s2);
+	buf__free(&sd);
+	buf__free(&td);
+	profile__free(a);
+	profile__free(b);
+	profile__free(d);
+	return test_done();
+}

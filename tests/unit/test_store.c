@@ -1,0 +1,534 @@
+/*
+ * test_store: append, list, latest, merge, selections (=, !=, =~ anchored),
+ * value-type mapping, rollup equivalence (a day via rollups == the same day
+ * merged minute by minute from raw blocks), retention, diff of values,
+ * persistence across reopen, and a check that finds planted corruption.
+ */
+#include <errno.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile.h"
+#include "store.h"
+#include "store_int.h"
+#include "test.h"
+
+static const char *vt[] = { "samples", "cpu" }, *vu[] = { "count", "nanoseconds" };
+
+static struct profile *mk(void)
+{
+	struct profile *p = profile__new();
+
+	profile__set_value_types(p, 2, vt, vu);
+	p->period_type.type = profile__intern_str(p, "cpu");
+	p->period_type.unit = profile__intern_str(p, "nanoseconds");
+	p->period = 10000000;
+	return p;
+}
+
+/* Adds a sample: frames root first in a "a;b;c" string. */
+static void add(struct profile *p, const char *comm, const char *pid, const char *stack,
+		int64_t n)
+{
+	struct prof_mapping m = { .start = 0x400000, .limit = 0x500000,
+				  .file = profile__intern_str(p, "/usr/bin/app"),
+				  .build_id = profile__intern_str(p, "abcdef"),
+				  .has_functions = true };
+	uint64_t mid = profile__add_mapping(p, &m), locs[64];
+	char buf[512], *save, *tok;
+	uint32_t n_ = 0;
+	struct prof_label l[2] = { { .key = profile__intern_str(p, "comm"),
+				     .str = profile__intern_str(p, comm) },
+				   { .key = profile__intern_str(p, "pid"),
+				     .str = profile__intern_str(p, pid) } };
+	int64_t v[2] = { n, n * 10000000 };
+	char *frames[64];
+	int nf = 0;
+
+	snprintf(buf, sizeof(buf), "%s", stack);
+	for (tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save))
+		frames[nf++] = tok;
+	for (int i = nf - 1; i >= 0; i--) { /* leaf first */
+		struct prof_function f = { .name = profile__intern_str(p, frames[i]),
+					   .system_name = profile__intern_str(p, frames[i]),
+					   .filename = profile__intern_str(p, "app.c") };
+		struct prof_line ln = { profile__add_function(p, &f), 10 + i };
+		struct prof_location L = { mid, 0x400000 + 16 * (uint64_t)(frames[i][0] + 7 * i), 1, &ln };
+
+		locs[n_++] = profile__add_location(p, &L);
+	}
+	profile__add_sample(p, locs, n_, l, 2, v);
+}
+
+/* Canonical text of a profile: sorted lines "comm pid root;..;leaf v0 v1". */
+static char *canon(const struct profile *p)
+{
+	char **lines = calloc(p->nsamples + 1, sizeof(char *));
+	size_t total = 1, o = 0;
+	char *out;
+
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		const char *c = profile__sample_label(p, s, "comm"), *pid = profile__sample_label(p, s, "pid");
+		char st[4096] = "";
+		size_t sl = 0;
+
+		for (uint32_t j = s->nlocs; j-- > 0;) {
+			const struct prof_location *L = &p->locations[s->locs[j] - 1];
+			const struct prof_function *f = &p->functions[L->lines[0].function_id - 1];
+			const struct prof_mapping *m = &p->mappings[L->mapping_id - 1];
+
+			sl += snprintf(st + sl, sizeof(st) - sl, "%s%s@%s:%llx", sl ? ";" : "",
+				       p->strs[f->name], p->strs[m->file], (unsigned long long)L->address);
+		}
+		if (asprintf(&lines[i], "%s %s %s %lld %lld\n", c ? c : "-", pid ? pid : "-", st,
+			     (long long)s->values[0], (long long)s->values[1]) < 0)
+			abort();
+		total += strlen(lines[i]);
+	}
+	out = malloc(total);
+	out[0] = 0;
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		size_t l = strlen(lines[i]);
+
+		memcpy(out + o, lines[i], l + 1);
+		o += l;
+		free(lines[i]);
+	}
+	free(lines);
+	return out;
+}
+
+static int scmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *canon_sorted(const struct profile *p)
+{
+	char *c = canon(p), *save, *tok, **v = NULL, *out;
+	size_t n = 0, total = 1, o = 0;
+
+	for (tok = strtok_r(c, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
+		v = realloc(v, (n + 1) * sizeof(*v));
+		v[n++] = tok;
+		total += strlen(tok) + 1;
+	}
+	qsort(v, n, sizeof(*v), scmp);
+	out = malloc(total);
+	out[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		o += sprintf(out + o, "%s\n", v[i]);
+	free(v);
+	free(c);
+	return out;
+}
+
+static int64_t total0(const struct profile *p)
+{
+	return p ? profile__total(p, 0) : -1;
+}
+
+static struct profile *merge(struct store *s, const char *type,
+			     const struct store_matcher *m, size_t nm, int64_t from,
+			     int64_t to)
+{
+	struct store_sel sel = { type, m, nm };
+	struct profile *p = NULL;
+	int rc = store__merge(s, &sel, from, to, &p);
+
+	if (rc)
+		printf("merge: %s\n", strerror(-rc));
+	return p;
+}
+
+static int64_t sel_total(struct store *s, const char *name, const char *value,
+			 enum store_match_op op, int64_t from, int64_t to)
+{
+	struct store_matcher m = { name, value, op };
+	struct profile *p;
+	int64_t t;
+
+	if (store_matcher__init(&m))
+		return -2;
+	p = merge(s, "cpu", &m, 1, from, to);
+	t = total0(p);
+	profile__free(p);
+	store_matcher__fini(&m);
+	return t;
+}
+
+static int raw_count(struct store *s, int db)
+{
+	MDB_txn *txn;
+	MDB_stat st;
+
+	if (store__txn_begin(s, true, &txn))
+		return -1;
+	mdb_stat(txn, s->dbi[db], &st);
+	store__txn_abort(s, txn);
+	return (int)st.ms_entries;
+}
+
+static uint64_t rnd = 88172645463325252ULL;
+static uint64_t xr(void)
+{
+	rnd ^= rnd << 13;
+	rnd ^= rnd >> 7;
+	rnd ^= rnd << 17;
+	return rnd;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/test_store.XXXXXX", cmd[256];
+	struct store_opts o = { 0 };
+	struct store *s = NULL;
+	struct store_label extra[] = { { "node", "web-3" } };
+	const int64_t T0 = 1697022660; /* 2023-10-11T11:11:00 */
+	struct profile *p;
+	char **pairs, **types;
+	int64_t *mins, latest;
+	size_t np, nmin, nt;
+	FILE *devnull = fopen("/dev/null", "w");
+	int rc;
+
+	if (!mkdtemp(dir))
+		return 1;
+	o.dir = dir;
+	CHECK(store__open(&s, &o) == 0, "open a new store in %s", dir);
+
+	/* Batch 1 at T0, batch 2 at T0+10, batch 3 a minute later. */
+	p = mk();
+	add(p, "api", "100", "main;serve;parse", 5);
+	add(p, "api", "100", "main;serve;write", 3);
+	add(p, "apix", "200", "main;loop", 7);
+	add(p, "db", "300", "main;query;scan", 11);
+	rc = store__append(s, "cpu", T0 * 1000000000LL, 10000000000LL, p, extra, 1);
+	CHECK(rc == 0, "append batch 1 (%d)", rc);
+	profile__free(p);
+	p = mk();
+	add(p, "api", "100", "main;serve;parse", 2);
+	add(p, "db", "300", "main;query", 1);
+	CHECK(store__append(s, "cpu", (T0 + 10) * 1000000000LL, 10000000000LL, p, extra, 1) == 0,
+	      "append batch 2");
+	profile__free(p);
+	p = mk();
+	add(p, "api", "101", "main;serve;parse", 4);
+	CHECK(store__append(s, "cpu", (T0 + 60) * 1000000000LL, 10000000000LL, p, extra, 1) == 0,
+	      "append batch 3 (next minute)");
+	profile__free(p);
+
+	CHECK(store__types(s, &types, &nt) == 0 && nt == 1 && !strcmp(types[0], "cpu"),
+	      "types: cpu only");
+	store__free_strv(types, nt);
+
+	{
+		struct store_sel sel = { "cpu", NULL, 0 };
+		const char *want[] = { "comm=api", "comm=apix", "comm=db", "node=web-3",
+				       "pid=100", "pid=101", "pid=200", "pid=300" };
+		bool same;
+
+		rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+		CHECK(rc == 0, "list cpu");
+		same = np == 8;
+		for (size_t i = 0; same && i < np; i++)
+			same = !strcmp(pairs[i], want[i]);
+		CHECK(same, "list pairs are every pair, sorted (%zu)", np);
+		for (size_t i = 0; i < np; i++)
+			printf("     pair %s\n", pairs[i]);
+		CHECK(nmin == 2 && mins[0] == T0 && mins[1] == T0 + 60, "list minutes (%zu)", nmin);
+		store__free_strv(pairs, np);
+		free(mins);
+		CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0 + 60,
+		      "latest minute");
+	}
+	{
+		struct store_matcher m = { "comm", "db", STORE_EQ };
+		struct store_sel sel = { "cpu", &m, 1 };
+
+		store_matcher__init(&m);
+		rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+		CHECK(rc == 0 && np == 3 && !strcmp(pairs[0], "comm=db") &&
+		      !strcmp(pairs[1], "node=web-3") && !strcmp(pairs[2], "pid=300"),
+		      "list under comm=db narrows pairs (%zu)", np);
+		CHECK(rc == 0 && nmin == 1 && mins[0] == T0, "list under comm=db: one minute");
+		store__free_strv(pairs, np);
+		free(mins);
+		CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0,
+		      "latest minute under comm=db");
+	}
+	{
+		struct store_sel sel = { "heap", NULL, 0 };
+
+		CHECK(store__list(s, &sel, &pairs, &np, &mins, &nmin) == -ENOENT,
+		      "unknown type: -ENOENT");
+		CHECK(store__merge(s, &sel, T0, T0 + 60, &p) == -ENOENT, "merge unknown type: -ENOENT");
+	}
+
+	/* Merge of the first minute. */
+	p = merge(s, "cpu", NULL, 0, T0, T0 + 60);
+	CHECK(p && total0(p) == 5 + 3 + 7 + 11 + 2 + 1, "merge minute total %lld", (long long)total0(p));
+	CHECK(p && profile__total(p, 1) == 29 * 10000000LL, "second value type summed");
+	CHECK(p && p->nvalues == 2 && !strcmp(p->strs[p->sample_types[1].type], "cpu") &&
+	      !strcmp(p->strs[p->sample_types[1].unit], "nanoseconds"), "value types kept");
+	CHECK(p && p->period == 10000000 && !strcmp(p->strs[p->period_type.type], "cpu"),
+	      "period kept");
+	CHECK(p && p->time_nanos == T0 * 1000000000LL && p->duration_nanos == 60000000000LL,
+	      "window = the minute");
+	if (p) {
+		char *c = canon_sorted(p);
+
+		printf("%s", c);
+		CHECK(strstr(c, "api 100 main@/usr/bin/app:") && strstr(c, " 7 70000000\n"),
+		      "stacks, mapping files and labels survive");
+		CHECK(!strstr(c, "node"), "only comm and pid become sample labels");
+		{
+			int has = 0;
+			for (uint32_t i = 0; i < p->nsamples; i++) {
+				const char *cm = profile__sample_label(p, &p->samples[i], "comm");
+				const struct prof_sample *sm = &p->samples[i];
+				if (cm && !strcmp(cm, "api") && sm->values[0] == 7 && sm->nlocs == 3) {
+					const struct prof_location *L = &p->locations[sm->locs[0] - 1];
+					has = !strcmp(p->strs[p->functions[L->lines[0].function_id - 1].name],
+						      "parse") &&
+					      L->lines[0].line == 12 &&
+					      !strcmp(p->strs[p->mappings[L->mapping_id - 1].build_id], "abcdef");
+				}
+			}
+			CHECK(has, "api parse stack aggregated over two batches (5+2), leaf first, line and build id kept");
+		}
+		free(c);
+	}
+	profile__free(p);
+
+	/* Selections. */
+	CHECK(sel_total(s, "comm", "api", STORE_EQ, T0, T0 + 120) == 5 + 3 + 2 + 4, "comm=api");
+	CHECK(sel_total(s, "comm", "api", STORE_NEQ, T0, T0 + 120) == 7 + 11 + 1, "comm!=api");
+	CHECK(sel_total(s, "comm", "ap", STORE_RE, T0, T0 + 120) == 0, "comm=~ap is anchored");
+	CHECK(sel_total(s, "comm", "ap.*", STORE_RE, T0, T0 + 120) == 14 + 7, "comm=~ap.*");
+	CHECK(sel_total(s, "comm", "api|db", STORE_RE, T0, T0 + 120) == 14 + 12, "comm=~api|db");
+	CHECK(sel_total(s, "pid", "101", STORE_EQ, T0, T0 + 120) == 4, "pid=101");
+	CHECK(sel_total(s, "nolabel", "x", STORE_NEQ, T0, T0 + 120) == 0,
+	      "a label a series lacks never matches, not even !=");
+	CHECK(sel_total(s, "comm", "nosuch", STORE_EQ, T0, T0 + 120) == 0, "unknown value: empty");
+	{
+		struct store_matcher m[2] = { { "comm", "api", STORE_EQ }, { "pid", "100", STORE_EQ } };
+		p = merge(s, "cpu", m, 2, T0, T0 + 120);
+		CHECK(total0(p) == 10, "two matchers AND together");
+		profile__free(p);
+	}
+	p = merge(s, "cpu", NULL, 0, T0 + 120, T0 + 180);
+	CHECK(p && p->nsamples == 0 && p->nvalues == 2, "empty range: empty valid profile");
+	profile__free(p);
+
+	/* Value types: a subset maps by name, an unknown type is refused. */
+	{
+		const char *t1[] = { "cpu" }, *u1[] = { "nanoseconds" };
+		const char *t2[] = { "alloc_space" }, *u2[] = { "bytes" };
+		struct profile *r = profile__new();
+		uint64_t loc;
+		struct prof_function f = { .name = profile__intern_str(r, "only") };
+		struct prof_line ln = { 0, 1 };
+		struct prof_location L = { 0, 0x10, 1, &ln };
+		int64_t v = 500;
+
+		profile__set_value_types(r, 1, t1, u1);
+		ln.function_id = profile__add_function(r, &f);
+		loc = profile__add_location(r, &L);
+		profile__add_sample(r, &loc, 1, NULL, 0, &v);
+		CHECK(store__append(s, "cpu", (T0 + 180) * 1000000000LL, 10000000000LL, r, NULL, 0) == 0,
+		      "a batch with a subset of the value types is accepted");
+		profile__free(r);
+		p = merge(s, "cpu", NULL, 0, T0 + 180, T0 + 240);
+		CHECK(p && profile__total(p, 0) == 0 && profile__total(p, 1) == 500,
+		      "subset values land in their own column");
+		CHECK(p && p->nsamples == 1 && p->samples[0].nlabels == 0, "no labels: none invented");
+		profile__free(p);
+		r = profile__new();
+		profile__set_value_types(r, 1, t2, u2);
+		f.name = profile__intern_str(r, "only");
+		ln.function_id = profile__add_function(r, &f);
+		loc = profile__add_location(r, &L);
+		profile__add_sample(r, &loc, 1, NULL, 0, &v);
+		CHECK(store__append(s, "cpu", (T0 + 240) * 1000000000LL, 10000000000LL, r, NULL, 0) ==
+			      -EINVAL,
+		      "a batch with an unknown value type is refused");
+		profile__free(r);
+	}
+
+	/* Diff of two minutes. */
+	{
+		struct profile *a = merge(s, "cpu", NULL, 0, T0, T0 + 60);
+		struct profile *b = merge(s, "cpu", NULL, 0, T0 + 60, T0 + 120);
+		struct profile *d = a && b ? profile__diff(a, b) : NULL;
+
+		CHECK(d && profile__total(d, 0) == 4 - 29, "diff total = B - A (%lld)",
+		      (long long)total0(d));
+		profile__free(a);
+		profile__free(b);
+		profile__free(d);
+	}
+
+	CHECK(store__check(s, stdout) == 0, "check: sound");
+
+	/* Persistence. */
+	store__close(s);
+	s = NULL;
+	o.readonly = true;
+	CHECK(store__open(&s, &o) == 0, "reopen read-only");
+	CHECK(sel_total(s, "comm", "api", STORE_EQ, T0, T0 + 120) == 14, "data survives reopen");
+	p = mk();
+	CHECK(store__append(s, "cpu", T0 * 1000000000LL, 1, p, NULL, 0) == -EROFS,
+	      "read-only store refuses appends");
+	profile__free(p);
+	store__close(s);
+	o.readonly = false;
+
+	/* Rollups: 26 hours of random batches every 5 minutes. */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
+	system(cmd);
+	CHECK(store__open(&s, &o) == 0, "fresh store for rollups");
+	{
+		const int64_t D0 = 1697068800; /* 2023-10-12T00:00 */
+		const char *comms[] = { "a", "b", "c" }, *fr[] = { "x", "y", "z", "w" };
+		int64_t sum = 0;
+		struct profile *day, *acc;
+		char *c1, *c2;
+		bool ok = true;
+
+		for (int64_t t = D0 - 1800; t < D0 + 86400 + 3600; t += 300) {
+			p = mk();
+			for (int i = 0; i < 12; i++) {
+				char st[128] = "main";
+				int d = 1 + xr() % 4;
+				int64_t n = 1 + xr() % 9;
+
+				for (int j = 0; j < d; j++) {
+					strcat(st, ";");
+					strcat(st, fr[xr() % 4]);
+				}
+				add(p, comms[xr() % 3], "1", st, n);
+				if (t >= D0 && t < D0 + 86400)
+					sum += n;
+			}
+			ok &= store__append(s, "cpu", t * 1000000000LL, 300000000000LL, p, NULL, 0) == 0;
+			profile__free(p);
+		}
+		CHECK(ok, "appended 26 hours of batches");
+		CHECK(raw_count(s, DB_ROLLUP) >= 25, "rollups built for closed hours (%d)",
+		      raw_count(s, DB_ROLLUP));
+		CHECK(raw_count(s, DB_DIRTY) == 1, "only the open hour is dirty (%d)",
+		      raw_count(s, DB_DIRTY));
+		day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
+		acc = mk();
+		for (int64_t t = D0; t < D0 + 86400; t += 60) {
+			/* Minute merges never use rollups. */
+			p = merge(s, "cpu", NULL, 0, t, t + 60);
+			if (!p || profile__merge(acc, p, 1, NULL, 0))
+				ok = false;
+			profile__free(p);
+		}
+		CHECK(ok, "merged the day minute by minute");
+		CHECK(total0(day) == sum && total0(acc) == sum, "day totals: rollups %lld, raw %lld, expected %lld",
+		      (long long)total0(day), (long long)total0(acc), (long long)sum);
+		c1 = canon_sorted(day);
+		c2 = canon_sorted(acc);
+		CHECK(!strcmp(c1, c2), "day via rollups == day via raw blocks, sample for sample (%zu bytes)",
+		      strlen(c1));
+		free(c1);
+		free(c2);
+		profile__free(day);
+		profile__free(acc);
+		/* A half-hour-aligned range mixes rollups and raw blocks. */
+		day = merge(s, "cpu", NULL, 0, D0 + 1800, D0 + 3 * 3600 + 1800);
+		acc = mk();
+		for (int64_t t = D0 + 1800; t < D0 + 3 * 3600 + 1800; t += 60) {
+			p = merge(s, "cpu", NULL, 0, t, t + 60);
+			profile__merge(acc, p, 1, NULL, 0);
+			profile__free(p);
+		}
+		c1 = canon_sorted(day);
+		c2 = canon_sorted(acc);
+		CHECK(!strcmp(c1, c2) && total0(day) > 0, "partial hours + whole hours == raw");
+		free(c1);
+		free(c2);
+		profile__free(day);
+		profile__free(acc);
+
+		/* An old batch into a closed hour re-dirties it; the rollup
+		 * is rebuilt in the same transaction. */
+		p = mk();
+		add(p, "a", "1", "main;late", 1000);
+		CHECK(store__append(s, "cpu", (D0 + 7200 + 5) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
+		      "late batch into a closed hour");
+		profile__free(p);
+		day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
+		CHECK(total0(day) == sum + 1000, "rollup rebuilt after a late batch (%lld)",
+		      (long long)total0(day));
+		profile__free(day);
+		CHECK(store__check(s, stdout) == 0, "check after rollups: sound");
+
+		/* Retention: keep the last 2 hours relative to "now" = end. */
+		store__close(s);
+		o.retention_s = 2 * 3600;
+		CHECK(store__open(&s, &o) == 0, "reopen with retention 2h");
+		CHECK(store__expire(s, D0 + 86400 + 3600) == 0, "expire");
+		{
+			struct store_sel sel = { "cpu", NULL, 0 };
+			struct store_stats st;
+
+			rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+			CHECK(rc == 0 && nmin > 0 && mins[0] == D0 + 86400 - 3600,
+			      "retention: oldest minute is now-2h (%lld)", nmin ? (long long)mins[0] : 0LL);
+			store__free_strv(pairs, np);
+			free(mins);
+			store__stats(s, &st);
+			CHECK(st.dropped_blocks > 250, "dropped blocks counted (%llu)",
+			      (unsigned long long)st.dropped_blocks);
+			CHECK(st.nblocks == 24, "24 blocks left (%llu)", (unsigned long long)st.nblocks);
+		}
+		day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
+		CHECK(day && total0(day) > 0 && total0(day) < sum / 10, "expired data is gone from merges");
+		profile__free(day);
+		CHECK(store__check(s, stdout) == 0, "check after retention: sound");
+	}
+
+	/* Series GC: a series seen only in expired data disappears. */
+	{
+		struct store_sel sel = { "cpu", NULL, 0 };
+		bool hasb = false;
+
+		rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+		for (size_t i = 0; i < np; i++)
+			hasb |= !strcmp(pairs[i], "comm=b");
+		CHECK(rc == 0 && hasb, "recent series still listed");
+		store__free_strv(pairs, np);
+		free(mins);
+	}
+
+	/* check must find corruption: drop a string and a stack node. */
+	{
+		MDB_txn *txn;
+		uint8_t kb[4];
+		MDB_val k = { 4, kb };
+
+		store__txn_begin(s, false, &txn);
+		be32_put(kb, 3);
+		mdb_del(txn, s->dbi[DB_STR], &k, NULL);
+		be32_put(kb, 2);
+		mdb_del(txn, s->dbi[DB_STACK], &k, NULL);
+		store__txn_commit(s, txn);
+		rc = store__check(s, devnull);
+		CHECK(rc >= 2, "check finds a deleted string and stack node (%d problems)", rc);
+		store__check(s, stdout);
+	}
+	store__close(s);
+	fclose(devnull);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	system(cmd);
+	return test_done();
+}
