@@ -886,12 +886,14 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-/* A mountpoint whose FUSE daemon died answers ENOTCONN; detach it. */
+/* A mountpoint whose FUSE daemon died answers ENOTCONN; detach it.
+ * statfs, unlike stat, is never answered from the kernel's attribute
+ * cache, so it sees a dead connection at once. */
 static void detach_stale(const char *mp)
 {
-	struct stat st;
+	struct statvfs sv;
 
-	if (stat(mp, &st) == 0 || errno != ENOTCONN)
+	if (statvfs(mp, &sv) == 0 || errno != ENOTCONN)
 		return;
 	pr_warn("%s: stale mount (transport endpoint not connected), detaching",
 		mp);

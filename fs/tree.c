@@ -34,6 +34,8 @@ struct tree {
 	uint64_t types_version;
 	char **types;
 	size_t ntypes;
+	int64_t last_commit; /* of the store at types_version; 0 = unknown */
+	int64_t born;        /* tree__new() time: mtime when nothing better */
 	struct tree_counters c;
 };
 
@@ -59,6 +61,7 @@ struct tree *tree__new(struct store *s, const struct tree_opts *o)
 	if (!t)
 		return NULL;
 	t->s = s;
+	t->born = now_s();
 	if (o)
 		t->o = *o;
 	pthread_mutex_init(&t->lock, NULL);
@@ -107,6 +110,11 @@ static int types_refresh(struct tree *t)
 	err = store__types(t->s, &names, &n);
 	if (err)
 		return err;
+	{
+		struct store_stats st;
+
+		t->last_commit = store__stats(t->s, &st) ? 0 : st.last_commit;
+	}
 	store__free_strv(t->types, t->ntypes);
 	t->types = names;
 	t->ntypes = n;
@@ -282,10 +290,46 @@ static enum node_kind kind_of(enum path_node pn)
 	}
 }
 
+/*
+ * The mtime of a node: stable while its content is, so that `tar` and
+ * rsync do not see a file change under them. A closed window: its end.
+ * Anything else changes with commits, so the last commit time; a last-N
+ * window also moves each minute; /metrics changes all the time.
+ */
+static int64_t node_mtime(struct tree *t, const struct path_query *q,
+			  bool immutable, int64_t now)
+{
+	int64_t from, to, m, minute = now - (now % 60);
+
+	if (q->node == PN_METRICS)
+		return now;
+	if (q->node == PN_README)
+		return t->born;
+	if (immutable && q->has_ra) {
+		path_range__window(&q->ra, now, &from, &m);
+		if (q->has_rb) {
+			path_range__window(&q->rb, now, &from, &to);
+			if (to > m)
+				m = to;
+		}
+		return m;
+	}
+	pthread_mutex_lock(&t->lock);
+	if (types_refresh(t) || !t->last_commit)
+		m = t->born;
+	else
+		m = t->last_commit;
+	pthread_mutex_unlock(&t->lock);
+	if ((q->has_ra && q->ra.kind == RANGE_LAST) ||
+	    (q->has_rb && q->rb.kind == RANGE_LAST))
+		m = m > minute ? m : minute;
+	return m;
+}
+
 int tree__resolve(struct tree *t, const char *path, struct node *out)
 {
 	struct path_query *q;
-	int64_t now = now_s(), from, to, m;
+	int64_t now = now_s(), m;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -330,16 +374,7 @@ int tree__resolve(struct tree *t, const char *path, struct node *out)
 		goto err_out;
 	}
 	out->immutable = path_query__immutable(q, now);
-	out->mtime = now;
-	if (out->immutable && q->has_ra) {
-		path_range__window(&q->ra, now, &from, &to);
-		out->mtime = to;
-		if (q->has_rb) {
-			path_range__window(&q->rb, now, &from, &to);
-			if (to > out->mtime)
-				out->mtime = to;
-		}
-	}
+	out->mtime = node_mtime(t, q, out->immutable, now);
 	out->q = q;
 	return 0;
 err_out:

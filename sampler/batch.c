@@ -30,6 +30,7 @@ struct batch {
 	uint64_t kmap; /* mapping id of [kernel.kallsyms] in p, 0 = not yet */
 	struct hmap labels; /* pid + 1 -> struct label_set * */
 	struct hmap locs;   /* hash(pid, gen, addr) / hash(addr) -> loc id */
+	struct hmap bare;   /* hash(mapping id, addr) -> id of a line-less location */
 	uint64_t *stack;    /* scratch: location ids of one sample */
 };
 
@@ -40,6 +41,7 @@ static void batch__reset_caches(struct batch *b)
 			free(b->labels.vals[i]);
 	hmap__fini(&b->labels);
 	hmap__fini(&b->locs);
+	hmap__fini(&b->bare);
 	b->kmap = 0;
 }
 
@@ -195,7 +197,24 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 		loc.nlines = 1;
 		loc.lines = &line;
 	}
-	id = profile__add_location(b->p, &loc);
+	if (!loc.nlines) {
+		/* Unresolved frames of different processes (forked children,
+		 * shared libraries) meet here; find them ourselves rather than
+		 * ask profile__add_location to compare two line-less locations
+		 * (memcmp of a NULL lines array: undefined, and UBSan aborts). */
+		uint64_t w[2] = { loc.mapping_id, loc.address };
+		uint64_t k2 = hash64(w, sizeof(w), 0x11e);
+
+		k2 = k2 ? k2 : 1;
+		id = (uintptr_t)hmap__get(&b->bare, k2);
+		if (!id) {
+			id = profile__add_location(b->p, &loc);
+			if (id && hmap__put(&b->bare, k2, (void *)(uintptr_t)id))
+				return 0;
+		}
+	} else {
+		id = profile__add_location(b->p, &loc);
+	}
 	if (id && hmap__put(&b->locs, k, (void *)(uintptr_t)id))
 		return 0;
 	return id;

@@ -180,14 +180,11 @@ static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
 	return 0;
 }
 
-int elfsym__read(int fd, bool want_syms, struct elf_info *e)
+static int read_elf(Elf *elf, bool want_syms, struct elf_info *e)
 {
-	Elf *elf;
 	int err;
 
 	memset(e, 0, sizeof(*e));
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -ENOEXEC;
 	if (elf_kind(elf) != ELF_K_ELF) {
@@ -205,6 +202,18 @@ out:
 	if (err)
 		elfsym__fini(e);
 	return err;
+}
+
+int elfsym__read(int fd, bool want_syms, struct elf_info *e)
+{
+	elf_version(EV_CURRENT);
+	return read_elf(elf_begin(fd, ELF_C_READ_MMAP, NULL), want_syms, e);
+}
+
+int elfsym__read_mem(const void *image, size_t size, struct elf_info *e)
+{
+	elf_version(EV_CURRENT);
+	return read_elf(elf_memory((char *)image, size), true, e);
 }
 
 int elfsym__read_debug(int fd, struct elf_info *e)

@@ -38,6 +38,9 @@ struct elf_info {
  */
 int elfsym__read(int fd, bool want_syms, struct elf_info *e);
 
+/* The same for an ELF image in memory (the vDSO), symbols included. */
+int elfsym__read_mem(const void *image, size_t size, struct elf_info *e);
+
 /* Replaces e's symbols with those of the (debug) file at fd, if it has a
  * .symtab. Returns 0 or -errno; e is unchanged on error. */
 int elfsym__read_debug(int fd, struct elf_info *e);

@@ -42,7 +42,7 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 
 			if (!v)
 				miss_maps = true;
-			else if (!v->file && !procs__jit_symbol(ps, p, look))
+			else if (!v->file && v->path[0] != '[' && !procs__jit_symbol(ps, p, look))
 				miss_jit = true;
 		}
 		if (miss_maps || miss_jit)
@@ -60,6 +60,8 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 		f->off = a - f->vma->start + f->vma->pgoff;
 		if (f->vma->file)
 			f->name = symbolizer__lookup(sym, f->vma->dso, look - f->vma->start + f->vma->pgoff);
+		else if (!strcmp(f->vma->path, "[vdso]"))
+			f->name = symbolizer__vdso(sym, look - f->vma->start + f->vma->pgoff);
 		else
 			f->name = procs__jit_symbol(ps, p, look);
 	}

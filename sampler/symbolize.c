@@ -24,6 +24,8 @@ struct symbolizer {
 	struct ksym *ksyms;
 	size_t nksyms;
 	char *kstrs;
+	struct elf_info vdso;
+	bool has_vdso;
 	struct hmap dsos;    /* hash(dev, ino) -> struct dso * */
 	struct hmap symtabs; /* hash(build id) -> struct symtab * */
 	/* symtabs without a build id belong to their dso alone */
@@ -100,6 +102,34 @@ static int load_kallsyms(struct symbolizer *s)
 	return err;
 }
 
+/* Our own vDSO: its extent from /proc/self/maps, its image in memory. */
+static void load_vdso(struct symbolizer *s)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uint64_t start, end;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "[vdso]") || sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) != 2)
+			continue;
+		s->has_vdso = !elfsym__read_mem((const void *)(uintptr_t)start, end - start, &s->vdso);
+		break;
+	}
+	fclose(f);
+}
+
+const char *symbolizer__vdso(struct symbolizer *s, uint64_t off)
+{
+	uint64_t vaddr;
+	const char *name = NULL;
+
+	if (s->has_vdso && elfsym__off_to_vaddr(&s->vdso, off, &vaddr))
+		name = elfsym__lookup(&s->vdso, vaddr);
+	return name;
+}
+
 struct symbolizer *symbolizer__new(const char *debug_root)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
@@ -115,6 +145,7 @@ struct symbolizer *symbolizer__new(const char *debug_root)
 	err = load_kallsyms(s);
 	if (err)
 		goto err;
+	load_vdso(s);
 	return s;
 err:
 	symbolizer__free(s);
@@ -150,6 +181,7 @@ void symbolizer__free(struct symbolizer *s)
 			symtab__free(s->symtabs.vals[i]);
 	hmap__fini(&s->dsos);
 	hmap__fini(&s->symtabs);
+	elfsym__fini(&s->vdso);
 	free(s->ksyms);
 	free(s->kstrs);
 	free(s->debug_root);

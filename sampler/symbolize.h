@@ -60,6 +60,10 @@ struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev,
 /* Function name at file offset off of d, or NULL; counts hits/misses. */
 const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off);
 
+/* Function name at offset off of the vDSO (the same image in every
+ * process of this kernel, so read once from our own), or NULL. */
+const char *symbolizer__vdso(struct symbolizer *s, uint64_t off);
+
 void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st);
 
 /* A process's perf map (JIT symbols). */

@@ -164,6 +164,11 @@ static uint64_t idpos_find(const struct idpos *v, size_t n, uint64_t id)
 {
 	size_t lo = 0, hi = n;
 
+	/* Ids are almost always 1..n (Go and pprof__encode write them so):
+	 * then the sorted table is indexed by id - 1 directly. */
+	if (n && v[n - 1].id == n)
+		return id && id <= n ? v[id - 1].pos : UINT64_MAX;
+
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -517,9 +522,48 @@ out:
 	return rc;
 }
 
+/*
+ * protobuf-c allocates one struct per sub-message, so a crafted message of
+ * many tiny samples could blow up far beyond its size. Budget the unpack:
+ * generous for real profiles (they need about 10x), fatal for bombs.
+ */
+struct pb_budget {
+	size_t left;
+	bool hit;
+};
+
+/* 64 bytes of structs per input byte covers even messages of empty
+ * entries (2 bytes each, ~80 bytes unpacked); 4 GiB caps the worst. */
+static size_t unpack_budget(size_t len)
+{
+	uint64_t b = (uint64_t)len * 64 + (64ULL << 20);
+
+	return b > (4ULL << 30) ? (size_t)(4ULL << 30) : (size_t)b;
+}
+
+static void *pb_alloc(void *data, size_t size)
+{
+	struct pb_budget *b = data;
+
+	if (size > b->left) {
+		b->hit = true;
+		return NULL;
+	}
+	b->left -= size;
+	return malloc(size);
+}
+
+static void pb_free(void *data, void *ptr)
+{
+	(void)data;
+	free(ptr);
+}
+
 int pprof__decode(const void *buf, size_t len, struct profile **out, char *err,
 		  size_t errsz)
 {
+	struct pb_budget budget = { 0 };
+	ProtobufCAllocator alloc = { .alloc = pb_alloc, .free = pb_free, .allocator_data = &budget };
 	const uint8_t *in = buf;
 	uint8_t *raw = NULL;
 	size_t rawlen = len;
@@ -543,9 +587,14 @@ int pprof__decode(const void *buf, size_t len, struct profile **out, char *err,
 		seterr(err, errsz, "larger than %llu bytes", PPROF_MAX_DECOMPRESSED);
 		return -EINVAL;
 	}
-	m = perftools__profiles__profile__unpack(NULL, rawlen, in);
+	budget.left = unpack_budget(rawlen);
+	m = perftools__profiles__profile__unpack(&alloc, rawlen, in);
 	if (!m) {
-		seterr(err, errsz, "not a valid protobuf Profile message (truncated or corrupt)");
+		if (budget.hit)
+			seterr(err, errsz, "implausibly many entries for its size (more than %zu MiB to unpack)",
+			       unpack_budget(rawlen) >> 20);
+		else
+			seterr(err, errsz, "not a valid protobuf Profile message (truncated or corrupt)");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -555,7 +604,7 @@ int pprof__decode(const void *buf, size_t len, struct profile **out, char *err,
 	rc = convert(m, maps, funcs, locs, out, err, errsz);
 out:
 	if (m)
-		perftools__profiles__profile__free_unpacked(m, NULL);
+		perftools__profiles__profile__free_unpacked(m, &alloc);
 	free(maps);
 	free(funcs);
 	free(locs);
@@ -612,8 +661,18 @@ int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen)
 	m.n_sample_type = p->nvalues;
 	m.sample_type = stp;
 
+	/* A mapping some location resolved to a function is symbolized
+	 * whatever its flag says; telling pprof so keeps it from trying to
+	 * symbolize it again from local binaries. */
+	for (uint32_t i = 0; i < p->nlocations; i++) {
+		uint64_t m = p->locations[i].mapping_id;
+
+		if (m && m <= p->nmappings && p->locations[i].nlines)
+			mp[m - 1].has_functions = 1;
+	}
 	for (uint32_t i = 0; i < p->nmappings; i++) {
 		const struct prof_mapping *pm = &p->mappings[i];
+		protobuf_c_boolean sym = mp[i].has_functions;
 
 		perftools__profiles__mapping__init(&mp[i]);
 		mp[i].id = i + 1;
@@ -622,7 +681,7 @@ int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen)
 		mp[i].file_offset = pm->offset;
 		mp[i].filename = pm->file;
 		mp[i].build_id = pm->build_id;
-		mp[i].has_functions = pm->has_functions;
+		mp[i].has_functions = pm->has_functions || sym;
 		mpp[i] = &mp[i];
 	}
 	m.n_mapping = p->nmappings;

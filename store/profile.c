@@ -357,7 +357,8 @@ static bool location_eq(const struct profile *p, uint32_t i, const void *key)
 
 	return a->mapping_id == b->mapping_id && a->address == b->address &&
 	       a->nlines == b->nlines &&
-	       !memcmp(a->lines, b->lines, (size_t)a->nlines * sizeof(*a->lines));
+	       (!a->nlines || /* lines may be NULL then: memcmp(NULL) is UB */
+		!memcmp(a->lines, b->lines, (size_t)a->nlines * sizeof(*a->lines)));
 }
 
 uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
@@ -431,8 +432,10 @@ static bool sample_eq(const struct profile *p, uint32_t i, const void *key)
 	const struct samplekey *k = key;
 
 	return s->nlocs == k->nlocs && s->nlabels == k->nlabels &&
-	       !memcmp(s->locs, k->locs, (size_t)k->nlocs * sizeof(*k->locs)) &&
-	       !memcmp(s->labels, k->labels, (size_t)k->nlabels * sizeof(*k->labels));
+	       (!k->nlocs ||
+		!memcmp(s->locs, k->locs, (size_t)k->nlocs * sizeof(*k->locs))) &&
+	       (!k->nlabels ||
+		!memcmp(s->labels, k->labels, (size_t)k->nlabels * sizeof(*k->labels)));
 }
 
 int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,

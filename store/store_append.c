@@ -35,6 +35,7 @@ struct wctx {
 	uint32_t next[DB__N]; /* next free id per table, 0 = not loaded */
 	uint64_t series_next;
 	uint32_t *strs, *maps, *funcs, *locs; /* profile index -> store id */
+	uint64_t *strh;                       /* profile string hashes, 0 = not yet */
 	struct u64map nodes;                  /* (parent << 32 | loc) -> node */
 	struct u64map ser_hash;               /* label hash -> ser_cache index */
 	struct ser_cache_ent *sc;
@@ -42,34 +43,33 @@ struct wctx {
 	struct u64map touched; /* series ids in this batch */
 	struct u64map txsym[DB__N]; /* resolved in this txn, for s->pc_sym */
 	struct u64map txseries;     /* likewise for s->pc_series */
-	struct u64map txstack;      /* location path hash -> (check << 32 | leaf) */
+	struct u64map txstack;      /* location path hash -> leaf node */
+	struct u64map txlocfp;      /* location fingerprint -> location */
 	uint32_t *path;             /* store location ids of one sample, root first */
 	size_t npath;
 };
 
 #define PC_SEED1 0x63616368653a3161ULL
-#define PC_SEED2 0x63616368653a3262ULL
 
-/* intern__get behind the caches. */
+/* intern__get behind the caches, keyed by a 64-bit hash of the content
+ * (a collision needs ~2^32 distinct symbols to become likely). */
 static int w_intern(struct wctx *w, int dbi, int idx, const void *b, size_t len, uint32_t *id)
 {
-	uint64_t h1, h2, v;
+	uint64_t h, v;
 	int rc;
 
 	if (dbi == DB_STR && !len) {
 		*id = 0;
 		return 0;
 	}
-	h1 = hash64(b, len, PC_SEED1);
-	h2 = hash64(b, len, PC_SEED2) & 0xffffffff;
-	if ((u64map__get(&w->s->pc_sym[dbi], h1, &v) || u64map__get(&w->txsym[dbi], h1, &v)) &&
-	    v >> 32 == h2) {
+	h = hash64(b, len, PC_SEED1);
+	if (u64map__get(&w->s->pc_sym[dbi], h, &v) || u64map__get(&w->txsym[dbi], h, &v)) {
 		*id = (uint32_t)v;
 		return 0;
 	}
 	rc = intern__get(w->s, w->txn, dbi, idx, b, len, &w->next[dbi], id);
 	if (!rc)
-		rc = u64map__put(&w->txsym[dbi], h1, h2 << 32 | *id);
+		rc = u64map__put(&w->txsym[dbi], h, *id);
 	return rc;
 }
 
@@ -96,6 +96,7 @@ static void w_commit_caches(struct wctx *w)
 	pc_merge(w->s->pc_node, &w->nodes);
 	pc_merge(w->s->pc_series, &w->txseries);
 	pc_merge(w->s->pc_stack, &w->txstack);
+	pc_merge(w->s->pc_locfp, &w->txlocfp);
 }
 
 static int w_str(struct wctx *w, uint32_t pi, uint32_t *sid)
@@ -170,12 +171,66 @@ static int w_function(struct wctx *w, uint64_t fid, uint32_t *out)
 	return rc;
 }
 
+/* Hash of profile string si, computed once per batch. */
+static uint64_t w_strhash(struct wctx *w, uint32_t si)
+{
+	const struct profile *p = w->p;
+
+	if (si >= p->nstrs)
+		return 0;
+	if (!w->strh[si])
+		w->strh[si] = hash64(p->strs[si], p->str_lens ? p->str_lens[si] : strlen(p->strs[si]),
+				     0x73747268) | 1;
+	return w->strh[si];
+}
+
+/* A fingerprint of a location by its content in the profile (strings, not
+ * ids), so a location seen in an earlier batch is found with one hash and
+ * one lookup, without interning its functions and strings again. */
+static uint64_t w_locfp(struct wctx *w, const struct prof_location *pl)
+{
+	const struct profile *p = w->p;
+	uint64_t b[8 + 5 * 8], *q = b;
+	uint32_t nl = pl->nlines < 8 ? pl->nlines : 8;
+
+	*q++ = pl->address;
+	*q++ = pl->nlines;
+	if (pl->mapping_id && pl->mapping_id <= p->nmappings) {
+		const struct prof_mapping *pm = &p->mappings[pl->mapping_id - 1];
+
+		*q++ = pm->start;
+		*q++ = pm->limit;
+		*q++ = pm->offset | (uint64_t)pm->has_functions << 63;
+		*q++ = w_strhash(w, pm->file);
+		*q++ = w_strhash(w, pm->build_id);
+	}
+	for (uint32_t i = 0; i < nl; i++) {
+		const struct prof_line *l = &pl->lines[i];
+
+		*q++ = (uint64_t)l->line;
+		if (l->function_id && l->function_id <= p->nfunctions) {
+			const struct prof_function *f = &p->functions[l->function_id - 1];
+
+			*q++ = (uint64_t)f->start_line;
+			*q++ = w_strhash(w, f->name);
+			*q++ = w_strhash(w, f->system_name);
+			*q++ = w_strhash(w, f->filename);
+		}
+	}
+	/* Inline chains deeper than 8 are rare: their tail goes by length
+	 * only, and the location is then never served from this cache. */
+	if (pl->nlines > 8)
+		return 0;
+	return hash64(b, (q - b) * sizeof(*b), 0x6c6f63667031ULL) | 1;
+}
+
 static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 {
 	const struct prof_location *pl;
 	struct sym_line *lines = NULL;
 	uint8_t stackbuf[512], *b = stackbuf;
 	uint32_t mapping;
+	uint64_t fp, v;
 	int rc;
 
 	if (!lid || lid > w->p->nlocations)
@@ -185,6 +240,11 @@ static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 		return 0;
 	}
 	pl = &w->p->locations[lid - 1];
+	fp = w_locfp(w, pl);
+	if (fp && (u64map__get(w->s->pc_locfp, fp, &v) || u64map__get(&w->txlocfp, fp, &v))) {
+		*out = w->locs[lid - 1] = (uint32_t)v;
+		return 0;
+	}
 	if ((rc = w_mapping(w, pl->mapping_id, &mapping)))
 		return rc;
 	if (pl->nlines) {
@@ -206,8 +266,11 @@ static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 	}
 	rc = w_intern(w, DB_LOC, DB_LOC_IDX, b,
 		      loc__enc(mapping, pl->address, lines, pl->nlines, b), out);
-	if (!rc)
+	if (!rc) {
 		w->locs[lid - 1] = *out;
+		if (fp)
+			rc = u64map__put(&w->txlocfp, fp, *out);
+	}
 out:
 	if (b != stackbuf)
 		free(b);
@@ -269,7 +332,7 @@ static int w_node(struct wctx *w, uint32_t parent, uint32_t loc, uint32_t *node)
 static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *leaf)
 {
 	uint32_t node = 0;
-	uint64_t h1, h2, v;
+	uint64_t h, v;
 	int rc;
 
 	if (sm->nlocs > w->npath) {
@@ -285,10 +348,8 @@ static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *leaf)
 		if ((rc = w_location(w, sm->locs[sm->nlocs - 1 - i], &w->path[i])))
 			return rc;
 	/* Whole paths seen before (in any batch) skip the per-frame walk. */
-	h1 = hash64(w->path, sm->nlocs * sizeof(uint32_t), PC_SEED1);
-	h2 = hash64(w->path, sm->nlocs * sizeof(uint32_t), PC_SEED2) & 0xffffffff;
-	if ((u64map__get(w->s->pc_stack, h1, &v) || u64map__get(&w->txstack, h1, &v)) &&
-	    v >> 32 == h2) {
+	h = hash64(w->path, sm->nlocs * sizeof(uint32_t), PC_SEED1);
+	if (u64map__get(w->s->pc_stack, h, &v) || u64map__get(&w->txstack, h, &v)) {
 		*leaf = (uint32_t)v;
 		return 0;
 	}
@@ -296,7 +357,7 @@ static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *leaf)
 		if ((rc = w_node(w, node, w->path[i], &node)))
 			return rc;
 	*leaf = node;
-	return u64map__put(&w->txstack, h1, h2 << 32 | node);
+	return u64map__put(&w->txstack, h, node);
 }
 
 struct lpair {
@@ -566,6 +627,7 @@ static int next_seq(struct wctx *w, uint32_t *seq)
 static void wctx_free(struct wctx *w)
 {
 	free(w->strs);
+	free(w->strh);
 	free(w->maps);
 	free(w->funcs);
 	free(w->locs);
@@ -574,6 +636,7 @@ static void wctx_free(struct wctx *w)
 	u64map__free(&w->touched);
 	u64map__free(&w->txseries);
 	u64map__free(&w->txstack);
+	u64map__free(&w->txlocfp);
 	free(w->path);
 	for (int i = 0; i < DB__N; i++)
 		u64map__free(&w->txsym[i]);
@@ -600,8 +663,9 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 	w.maps = malloc((p->nmappings + 1) * sizeof(uint32_t));
 	w.funcs = malloc((p->nfunctions + 1) * sizeof(uint32_t));
 	w.locs = malloc((p->nlocations + 1) * sizeof(uint32_t));
+	w.strh = calloc(p->nstrs + 1, sizeof(uint64_t));
 	ents = malloc((p->nsamples + 1) * sizeof(*ents));
-	if (!w.strs || !w.maps || !w.funcs || !w.locs || !ents) {
+	if (!w.strs || !w.maps || !w.funcs || !w.locs || !w.strh || !ents) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -612,7 +676,9 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 	if (p->nstrs)
 		w.strs[0] = 0;
 
-	if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack) {
+	if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack || !s->pc_locfp) {
+		if (!s->pc_locfp)
+			s->pc_locfp = calloc(1, sizeof(*s->pc_locfp));
 		if (!s->pc_stack)
 			s->pc_stack = calloc(1, sizeof(*s->pc_stack));
 		if (!s->pc_sym)
@@ -621,7 +687,7 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 			s->pc_node = calloc(1, sizeof(*s->pc_node));
 		if (!s->pc_series)
 			s->pc_series = calloc(1, sizeof(*s->pc_series));
-		if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack) {
+		if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack || !s->pc_locfp) {
 			rc = -ENOMEM;
 			goto out_free;
 		}

@@ -115,6 +115,7 @@ int store__open(struct store **out, const struct store_opts *o)
 	if (!s)
 		return -ENOMEM;
 	pthread_rwlock_init(&s->resize_lock, NULL);
+	pthread_rwlock_init(&s->sc_lock, NULL);
 	s->dir = strdup(o->dir);
 	s->max_size = o->max_size ? o->max_size : 4ULL << 30;
 	s->retention_s = o->retention_s;
@@ -204,7 +205,12 @@ void store__close(struct store *s)
 	if (s->pc_stack)
 		u64map__free(s->pc_stack);
 	free(s->pc_stack);
+	if (s->pc_locfp)
+		u64map__free(s->pc_locfp);
+	free(s->pc_locfp);
 	pthread_rwlock_destroy(&s->resize_lock);
+	stackcache__free(s);
+	pthread_rwlock_destroy(&s->sc_lock);
 	free(s->dir);
 	free(s);
 }

@@ -60,6 +60,19 @@ extern const char *const store_db_names[DB__N];
 #define BLOCK_KEY_LEN 16
 #define HOUR_S 3600
 
+/* ---- hash map u64 -> u64 (open addressing; for per-call caches) ---- */
+struct u64map_ent {
+	uint64_t k, v;
+};
+struct u64map {
+	/* One array of pairs (one cache line per probe); the key
+	 * UINT64_MAX marks an empty slot and is kept aside. */
+	struct u64map_ent *e;
+	size_t cap, n;
+	bool has_max;
+	uint64_t max_v;
+};
+#define U64MAP_EMPTY UINT64_MAX
 struct store {
 	MDB_env *env;
 	MDB_dbi dbi[DB__N];
@@ -75,10 +88,16 @@ struct store {
 	void *zc;               /* ZSTD_CCtx of the (single) appending thread */
 	/* Caches of the appending thread, holding committed ids only (ids of
 	 * interned tables never change once committed): content hash ->
-	 * (check hash << 32 | id) per table, (parent << 32 | loc) -> node,
+	 * id per table, (parent << 32 | loc) -> node,
 	 * series content hash -> id (verified on use: series can expire). */
 	struct u64map *pc_sym; /* [DB__N] */
 	struct u64map *pc_node, *pc_series, *pc_stack;
+	struct u64map *pc_locfp; /* profile location fingerprint -> location */
+	/* Read side: stack id -> location path (store_cache.c). */
+	pthread_rwlock_t sc_lock;
+	struct u64map sc_map;
+	uint32_t *sc_pool;
+	size_t sc_n, sc_cap;
 };
 
 #define PC_MAX_ENTRIES (4u << 20) /* a cache this full starts over */
@@ -94,22 +113,17 @@ int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn);
 int store__txn_commit(struct store *s, MDB_txn *txn);
 void store__txn_abort(struct store *s, MDB_txn *txn);
 
-/* ---- hash map u64 -> u64 (open addressing; for per-call caches) ---- */
-struct u64map_ent {
-	uint64_t k, v;
-};
-struct u64map {
-	/* One array of pairs (one cache line per probe); the key
-	 * UINT64_MAX marks an empty slot and is kept aside. */
-	struct u64map_ent *e;
-	size_t cap, n;
-	bool has_max;
-	uint64_t max_v;
-};
-#define U64MAP_EMPTY UINT64_MAX
 int u64map__put(struct u64map *m, uint64_t k, uint64_t v); /* 0 / -ENOMEM */
 bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v);
 void u64map__free(struct u64map *m);
+
+/* Stack path cache (store_cache.c): get copies the path (store location
+ * ids, leaf first) into *buf (grown as needed) and returns 1, or 0 when
+ * absent, or -ENOMEM. */
+int stackcache__get(struct store *s, uint32_t stack, uint32_t **buf, size_t *cap,
+		    uint32_t *n);
+void stackcache__put(struct store *s, uint32_t stack, const uint32_t *path, uint32_t n);
+void stackcache__free(struct store *s);
 
 /* ---- interned tables ---- */
 /* Finds content b[len] in table dbi (with index idx); *id = 0 if absent.

@@ -73,7 +73,8 @@ int store__types(struct store *s, char ***names, size_t *n)
 			t[i].name = NULL;
 		}
 	}
-	qsort(v, o, sizeof(*v), strv_cmp);
+	if (o) /* qsort(NULL, 0) is undefined */
+		qsort(v, o, sizeof(*v), strv_cmp);
 	*names = v;
 	*n = o;
 	v = NULL;
@@ -208,7 +209,8 @@ int store__list(struct store *s, const struct store_sel *sel, char ***pairs,
 	}
 	mdb_cursor_close(c);
 	c = NULL;
-	qsort(pv, np, sizeof(*pv), strv_cmp);
+	if (np)
+		qsort(pv, np, sizeof(*pv), strv_cmp);
 
 	rc = mdb_cursor_open(txn, s->dbi[DB_MINUTE], &c);
 	if (rc) {
@@ -299,7 +301,11 @@ out:
 	return rc;
 }
 
-/* ---- merge ---- */
+/* ---- merge ----
+ * Entries of every block are first summed per (label set, stack) in a
+ * hash map (an hour of raw blocks repeats most pairs hundreds of times),
+ * then each distinct pair becomes one profile sample. Label sets are the
+ * (comm, pid) of the series. */
 
 struct mctx {
 	struct store *s;
@@ -307,16 +313,23 @@ struct mctx {
 	struct profile *p;
 	const struct series_set *ss;
 	struct u64map str, func, map, loc; /* store id -> profile id */
-	struct u64map node;                /* node -> (parent << 32 | profile loc) */
-	struct u64map stk;                 /* stack -> offset in locpool */
+	struct u64map node;                /* node -> (parent << 32 | store loc) */
+	uint32_t *spath;                   /* one stack's store locations */
+	size_t spcap;
+	uint64_t *tmp; /* one stack's profile locations, leaf first */
+	size_t ntmp;
+	struct u64map stk; /* stack -> (offset in locpool << 16 | length) */
 	uint64_t *locpool;
 	size_t npool, cappool;
-	struct u64map ser; /* series -> index into serlab */
-	struct prof_label (*serlab)[2];
-	uint8_t *sernl;
-	size_t nser;
-	uint64_t *tmp; /* one stack, leaf first */
-	size_t ntmp;
+	struct u64map ser;   /* series -> label set index */
+	struct u64map lsidx; /* (comm sid << 32 | pid sid) -> label set index */
+	struct prof_label (*lab)[2];
+	uint8_t *nlab;
+	size_t nls;
+	struct u64map agg; /* (label set << 32 | stack) -> entry */
+	uint64_t *akey;
+	int64_t *aval;
+	size_t nagg, capagg;
 	uint32_t comm_key, pid_key; /* store sids */
 };
 
@@ -439,29 +452,23 @@ out:
 	return rc;
 }
 
-/* Locations of a stack, leaf first, into m->tmp; returns the count. */
-static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
+/* Store locations of a stack, leaf first, into m->spath. */
+static int m_path(struct mctx *m, uint32_t stack, uint32_t *n)
 {
-	uint64_t v;
-	uint32_t node = stack;
-	size_t cnt = 0;
-	int rc;
+	uint32_t node = stack, cnt = 0;
+	int rc = stackcache__get(m->s, stack, &m->spath, &m->spcap, n);
 
-	if (u64map__get(&m->stk, stack, &v)) {
-		*locs = m->locpool + (v >> 16);
-		*n = v & 0xffff;
-		return 0;
-	}
+	if (rc)
+		return rc < 0 ? rc : 0;
 	while (node) {
-		uint32_t parent;
-		uint64_t ploc;
+		uint64_t v;
+		uint32_t parent, loc;
 
 		if (u64map__get(&m->node, node, &v)) {
 			parent = v >> 32;
-			ploc = (uint32_t)v;
+			loc = (uint32_t)v;
 		} else {
 			MDB_val d;
-			uint32_t loc;
 
 			if ((rc = table__read(m->s, m->txn, DB_STACK, node, &d)))
 				return rc == -ENOENT ? -EBADMSG : rc;
@@ -469,32 +476,47 @@ static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
 				return -EBADMSG;
 			parent = be32_get(d.mv_data);
 			loc = be32_get((uint8_t *)d.mv_data + 4);
-			if ((rc = m_location(m, loc, &ploc)))
-				return rc;
-			if (ploc > UINT32_MAX)
-				return -E2BIG;
-			if ((rc = u64map__put(&m->node, node, (uint64_t)parent << 32 | ploc)))
+			if ((rc = u64map__put(&m->node, node, (uint64_t)parent << 32 | loc)))
 				return rc;
 		}
 		if (cnt >= 0xffff || parent >= node)
 			return -EBADMSG; /* parents are always older: no cycles */
-		if (cnt == m->ntmp) {
-			size_t nc = m->ntmp ? m->ntmp * 2 : 128;
-			uint64_t *nt = realloc(m->tmp, nc * sizeof(*nt));
+		if (cnt == m->spcap) {
+			size_t nc = m->spcap ? m->spcap * 2 : 128;
+			uint32_t *np = realloc(m->spath, nc * sizeof(*np));
 
-			if (!nt)
+			if (!np)
 				return -ENOMEM;
-			m->tmp = nt;
-			m->ntmp = nc;
+			m->spath = np;
+			m->spcap = nc;
 		}
-		m->tmp[cnt++] = ploc;
+		m->spath[cnt++] = loc;
 		node = parent;
 	}
-	if (m->npool + cnt > m->cappool) {
+	stackcache__put(m->s, stack, m->spath, cnt);
+	*n = cnt;
+	return 0;
+}
+
+/* Profile locations of a stack, leaf first: *locs points into m->locpool
+ * (valid until the next call). */
+static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
+{
+	uint64_t v;
+	int rc;
+
+	if (u64map__get(&m->stk, stack, &v)) {
+		*locs = m->locpool + (v >> 16);
+		*n = v & 0xffff;
+		return 0;
+	}
+	if ((rc = m_path(m, stack, n)))
+		return rc;
+	if (m->npool + *n > m->cappool) {
 		size_t nc = m->cappool ? m->cappool * 2 : 4096;
 		uint64_t *np;
 
-		while (nc < m->npool + cnt)
+		while (nc < m->npool + *n)
 			nc *= 2;
 		np = realloc(m->locpool, nc * sizeof(*np));
 		if (!np)
@@ -502,12 +524,13 @@ static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
 		m->locpool = np;
 		m->cappool = nc;
 	}
-	memcpy(m->locpool + m->npool, m->tmp, cnt * sizeof(uint64_t));
-	if ((rc = u64map__put(&m->stk, stack, (uint64_t)m->npool << 16 | cnt)))
+	for (uint32_t i = 0; i < *n; i++)
+		if ((rc = m_location(m, m->spath[i], &m->locpool[m->npool + i])))
+			return rc;
+	if ((rc = u64map__put(&m->stk, stack, (uint64_t)m->npool << 16 | *n)))
 		return rc;
 	*locs = m->locpool + m->npool;
-	*n = cnt;
-	m->npool += cnt;
+	m->npool += *n;
 	return 0;
 }
 
@@ -518,62 +541,128 @@ static bool m_want(void *ctx, uint32_t series)
 	return series_set__has(m->ss, series);
 }
 
-/* Sample labels of a series: its comm and pid. */
-static int m_series(struct mctx *m, uint32_t series, size_t *idx)
+/* Label set of a series: its comm and pid. */
+static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 {
 	struct series_rec r;
-	uint64_t v;
+	uint32_t comm = 0, pid = 0;
+	uint64_t v, lk;
 	int rc;
 
 	if (u64map__get(&m->ser, series, &v)) {
-		*idx = v;
+		*ls = (uint32_t)v;
 		return 0;
 	}
 	if ((rc = series__read(m->s, m->txn, series, &r)))
 		return rc == -ENOENT ? -EBADMSG : rc;
-	if (m->nser % 64 == 0) {
-		void *a = realloc(m->serlab, (m->nser + 64) * sizeof(*m->serlab));
-		void *b;
-
-		if (!a)
-			return -ENOMEM;
-		m->serlab = a;
-		b = realloc(m->sernl, m->nser + 64);
-		if (!b)
-			return -ENOMEM;
-		m->sernl = b;
-	}
-	m->sernl[m->nser] = 0;
 	for (uint32_t i = 0; i < r.npairs; i++) {
 		uint32_t ns = be32_get(r.pairs + 8 * i), vs = be32_get(r.pairs + 8 * i + 4);
-		struct prof_label *l;
 
-		if (!ns || (ns != m->comm_key && ns != m->pid_key) || m->sernl[m->nser] >= 2)
-			continue;
-		l = &m->serlab[m->nser][m->sernl[m->nser]++];
-		memset(l, 0, sizeof(*l));
-		if ((rc = m_str(m, ns, &l->key)) || (rc = m_str(m, vs, &l->str)))
-			return rc;
-		if (!l->str) /* an empty value cannot be a string label */
-			m->sernl[m->nser]--;
+		if (ns && ns == m->comm_key)
+			comm = vs;
+		else if (ns && ns == m->pid_key)
+			pid = vs;
 	}
-	*idx = m->nser++;
-	return u64map__put(&m->ser, series, *idx);
+	lk = (uint64_t)comm << 32 | pid;
+	if (!u64map__get(&m->lsidx, lk, &v)) {
+		uint8_t n = 0;
+
+		if (m->nls % 64 == 0) {
+			void *a = realloc(m->lab, (m->nls + 64) * sizeof(*m->lab));
+
+			if (!a)
+				return -ENOMEM;
+			m->lab = a;
+			a = realloc(m->nlab, m->nls + 64);
+			if (!a)
+				return -ENOMEM;
+			m->nlab = a;
+		}
+		/* An empty value cannot be a string label: left out. */
+		if (comm) {
+			m->lab[m->nls][n] = (struct prof_label){ 0 };
+			if ((rc = m_str(m, m->comm_key, &m->lab[m->nls][n].key)) ||
+			    (rc = m_str(m, comm, &m->lab[m->nls][n].str)))
+				return rc;
+			n++;
+		}
+		if (pid) {
+			m->lab[m->nls][n] = (struct prof_label){ 0 };
+			if ((rc = m_str(m, m->pid_key, &m->lab[m->nls][n].key)) ||
+			    (rc = m_str(m, pid, &m->lab[m->nls][n].str)))
+				return rc;
+			n++;
+		}
+		m->nlab[m->nls] = n;
+		v = m->nls++;
+		if ((rc = u64map__put(&m->lsidx, lk, v)))
+			return rc;
+	}
+	*ls = (uint32_t)v;
+	return u64map__put(&m->ser, series, v);
 }
 
 static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
 {
 	struct mctx *m = ctx;
-	uint64_t *locs;
-	uint32_t n;
-	size_t si;
+	uint32_t ls;
+	uint64_t k, i;
 	int rc;
 
 	if (nv != m->p->nvalues)
 		return -EBADMSG;
-	if ((rc = m_series(m, series, &si)) || (rc = m_stack(m, stack, &locs, &n)))
+	if ((rc = m_series(m, series, &ls)))
 		return rc;
-	return profile__add_sample(m->p, locs, n, m->serlab[si], m->sernl[si], v);
+	k = (uint64_t)ls << 32 | stack;
+	if (!u64map__get(&m->agg, k, &i)) {
+		if (m->nagg == m->capagg) {
+			size_t nc = m->capagg ? m->capagg * 2 : 4096;
+			uint64_t *nk = realloc(m->akey, nc * sizeof(*nk));
+			int64_t *nvv;
+
+			if (!nk)
+				return -ENOMEM;
+			m->akey = nk;
+			nvv = realloc(m->aval, nc * nv * sizeof(*nvv));
+			if (!nvv)
+				return -ENOMEM;
+			m->aval = nvv;
+			m->capagg = nc;
+		}
+		i = m->nagg++;
+		m->akey[i] = k;
+		memset(m->aval + i * nv, 0, nv * sizeof(int64_t));
+		if ((rc = u64map__put(&m->agg, k, i)))
+			return rc;
+	}
+	for (uint32_t j = 0; j < nv; j++)
+		m->aval[i * nv + j] += v[j];
+	return 0;
+}
+
+/* The summed entries become the profile's samples, in first-seen order
+ * (deterministic: blocks are read in key order). */
+static int m_emit(struct mctx *m)
+{
+	uint32_t nv = m->p->nvalues;
+	int rc;
+
+	for (size_t i = 0; i < m->nagg; i++) {
+		uint32_t ls = m->akey[i] >> 32, n;
+		uint64_t *locs;
+		bool nz = false;
+
+		for (uint32_t j = 0; j < nv; j++)
+			nz |= m->aval[i * nv + j] != 0;
+		if (!nz)
+			continue;
+		if ((rc = m_stack(m, (uint32_t)m->akey[i], &locs, &n)))
+			return rc;
+		if ((rc = profile__add_sample(m->p, locs, n, m->lab[ls], m->nlab[ls],
+					      m->aval + i * nv)))
+			return rc;
+	}
+	return 0;
 }
 
 static int m_block(struct mctx *m, const MDB_val *d)
@@ -696,6 +785,8 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		rc = store__errno(rc);
 		goto out;
 	}
+	if ((rc = m_emit(&m)))
+		goto out;
 done:
 	rc = 0;
 	*out = m.p;
@@ -716,11 +807,16 @@ out:
 	u64map__free(&m.map);
 	u64map__free(&m.loc);
 	u64map__free(&m.node);
-	u64map__free(&m.stk);
 	u64map__free(&m.ser);
-	free(m.locpool);
-	free(m.serlab);
-	free(m.sernl);
+	u64map__free(&m.lsidx);
+	u64map__free(&m.agg);
+	free(m.spath);
 	free(m.tmp);
+	u64map__free(&m.stk);
+	free(m.locpool);
+	free(m.lab);
+	free(m.nlab);
+	free(m.akey);
+	free(m.aval);
 	return rc;
 }

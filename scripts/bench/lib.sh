@@ -86,3 +86,19 @@ goal() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
 
 # v NAME: the value or "not measured".
 v() { if [[ -n ${R[$1]:-} ]]; then printf '%s' "${R[$1]}"; else printf 'not measured'; fi; }
+
+# perf_top NAME CMD...: profiles CMD (stdout discarded) with perf and keeps
+# the top of the report (children included: which of our functions the
+# time goes under) in $W/perf.NAME.txt, for BENCHMARKS.md.
+perf_top() {
+	local name=$1
+	shift
+	[[ ${PERF:-1} = 1 ]] && command -v perf >/dev/null || return 0
+	perf record -q -F 499 --call-graph dwarf,16384 -o "$W/perf.$name.data" "$@" \
+		>/dev/null 2>"$W/perf.$name.err" || { log "perf of $name failed"; return 0; }
+	perf report -i "$W/perf.$name.data" --children --stdio -g none \
+		--percent-limit 4 2>/dev/null | grep -E '^ +[0-9]' |
+		awk '{ $3 = ""; print }' | head -30 > "$W/perf.$name.txt" || true
+	CMD[perf_$name]="perf record -F 499 --call-graph dwarf ${*//$W/\$W}"
+	rm -f "$W/perf.$name.data"
+}

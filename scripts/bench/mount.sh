@@ -42,10 +42,17 @@ if mount_store "$W/week"; then
 	CMD[ls_cmd_week]="ls \$MNT/cpu"
 	set_kv ls_week_minutes "$(grep -c '^[0-9]\{4\}-' "$W/ls.out" || true)"
 	umount_store
+	# Reference: ls of a tmpfs directory holding the same names, to show
+	# what ls itself costs (start-up, sorting 10k names).
+	LSREF=$(mktemp -d /dev/shm/proffs-bench-ls.XXXXXX)
+	(cd "$LSREF" && xargs mkdir -p < "$W/ls.out")
+	time_cmd ls_cmd_tmpfs 5 warm "$W/ls.ref" ls "$LSREF"
+	CMD[ls_cmd_tmpfs]="ls /dev/shm/DIR (same names)"
+	rm -rf "$LSREF"
 fi
 
 # --- the rest on the 24 h store (or the hour if the day was skipped)
-if [[ -d $W/day ]]; then RS=$W/day; RS_START=$DAY; else RS=$W/hour; RS_START=$HOUR; fi
+if [[ -d $W/day ]]; then RS=$W/day RS_START=$DAY RS_MIN=1440; else RS=$W/hour RS_START=$HOUR RS_MIN=60; fi
 minute_name() { date -u -d "@$1" +%Y-%m-%dT%H:%M; }
 
 if mount_store "$RS"; then
@@ -53,7 +60,7 @@ if mount_store "$RS"; then
 	# dropped, ten minutes never read before.
 	files=()
 	for ((i = 0; i < 10; i++)); do
-		files+=("$MNT/cpu/$(minute_name $(( RS_START + 3600 + i * 97 * 60 )))/profile.pb")
+		files+=("$MNT/cpu/$(minute_name $(( RS_START + (1 + i * (RS_MIN - 2) / 10) * 60 )))/profile.pb")
 	done
 	drop_caches
 	fs_kv fb first-byte "${files[@]}"
@@ -82,7 +89,7 @@ if mount_store "$RS"; then
 	# render (no cache hit); one list per reader count.
 	for n in 1 4 16; do
 		list=$W/paths.$n
-		for ((k = 0; k < 1440; k++)); do
+		for ((k = 0; k < RS_MIN; k++)); do
 			for len in $(( 10 + n )) $(( 30 + n )); do
 				a=$(( RS_START + k * 60 ))
 				echo "@$a @$(( a + len * 60 ))"

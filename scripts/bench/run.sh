@@ -8,7 +8,7 @@
 # minutes. Env: BUILD (default build), BENCH_DIR (scratch, default a fresh
 # mktemp -d under /var/tmp, removed at the end unless KEEP=1), OUT (default
 # $ROOT/BENCHMARKS.md), SKIP_DAY=1 / SKIP_MOUNT=1 to leave parts out,
-# PERF=1 to record perf profiles of the store renders into the scratch dir.
+# PERF=0 to skip the perf profiles of renders and ingest put in the report.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -60,8 +60,10 @@ set_kv pprof_bytes "$(du -sb "$W/pprof" | cut -f1)"
 set_kv pprof_files "$(ls "$W/pprof" | wc -l)"
 set_kv folded_bytes "$(stat -c %s "$W/folded.zst")"
 if command -v mdb_copy >/dev/null; then
-	mdb_copy -c "$W/hour" "$W/hour.compact" 2>/dev/null && mkdir -p "$W/hour.compact" || true
-	[[ -d $W/hour.compact ]] && set_kv store_compact "$(du -sb "$W/hour.compact" | cut -f1)"
+	mkdir -p "$W/hour.compact"
+	if mdb_copy -c "$W/hour" "$W/hour.compact" 2>/dev/null; then
+		set_kv store_compact "$(du -sb "$W/hour.compact" | cut -f1)"
+	fi
 fi
 
 # ------------------------------------------------------ renders of the hour
@@ -80,15 +82,13 @@ run_kv inproc "$TB/bench_render" --store "$W/hour" --repeat 5 \
 log "baseline: go tool pprof -proto merging ${R[pprof_files]} per-batch files"
 time_cmd pprof_merge 1 cold "$W/pprof_merged.pb" \
 	go tool pprof -proto -symbolize=none "$W"/pprof/batch-*.pb.gz
+CMD[pprof_merge]='go tool pprof -proto -symbolize=none $W/pprof/batch-*.pb.gz'
 # The same totals on both sides, or the comparison means nothing.
 check_totals "$W/hour_profile.pb" "$W/pprof_merged.pb" "$S"
 
-if [[ ${PERF:-0} = 1 ]] && command -v perf >/dev/null; then
-	perf record -g -o "$W/perf.hour.data" "$PROFFS" cat --store "$W/hour" \
-		"/merged/cpu/$HOUR_NAME/profile.pb" >/dev/null 2>&1 || true
-	perf report -i "$W/perf.hour.data" --no-children --stdio 2>/dev/null |
-		grep -v '^#' | grep -v '^$' | head -60 > "$W/perf.hour.txt" || true
-fi
+log "perf profiles of the hour render and of ingest"
+perf_top hour_render "$PROFFS" cat --store "$W/hour" "/merged/cpu/$HOUR_NAME/profile.pb"
+perf_top ingest "$TB/bench_gen" day --start "$HOUR" --batches 90 --store "$W/perf-ingest"
 
 # ---------------------------------------------------------------- the day
 if [[ ${SKIP_DAY:-0} != 1 ]]; then
@@ -103,12 +103,7 @@ if [[ ${SKIP_DAY:-0} != 1 ]]; then
 	set_kv cat_day_pb_bytes "$(stat -c %s "$W/day_profile.pb")"
 	run_kv dayin "$TB/bench_render" --store "$W/day" --repeat 3 \
 		--from "$DAY" --to $(( DAY + 86400 ))
-	if [[ ${PERF:-0} = 1 ]] && command -v perf >/dev/null; then
-		perf record -g -o "$W/perf.day.data" "$PROFFS" cat --store "$W/day" \
-			"/merged/cpu/$DAY_NAME/profile.pb" >/dev/null 2>&1 || true
-		perf report -i "$W/perf.day.data" --no-children --stdio 2>/dev/null |
-			grep -v '^#' | grep -v '^$' | head -60 > "$W/perf.day.txt" || true
-	fi
+	perf_top day_render "$PROFFS" cat --store "$W/day" "/merged/cpu/$DAY_NAME/profile.pb"
 fi
 
 # ---------------------------------------------------------------- the mount

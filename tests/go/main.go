@@ -5,7 +5,11 @@
 // in distinct, non-inlined functions with different amounts of work, so the
 // profile has several stacks and functions of clearly different weight.
 //
-//	profgen -cpu cpu.pb.gz -heap heap.pb.gz [-dur 1.5s]
+//	profgen -cpu cpu.pb.gz -heap heap.pb.gz [-dur 1.5s] [-allocs F]
+//	        [-goroutine F] [-mutex F] [-block F]
+//
+// The optional profiles come from runtime/pprof's named profiles, with
+// some lock contention staged for mutex and block.
 package main
 
 import (
@@ -74,11 +78,40 @@ func allocSmall(n int) []*[64]byte {
 	return keep
 }
 
+// contend makes goroutines fight over one mutex so the mutex and block
+// profiles have samples.
+//
+//go:noinline
+func contend() {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				mu.Lock()
+				time.Sleep(20 * time.Microsecond)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 func main() {
 	cpu := flag.String("cpu", "", "write the CPU profile here")
 	heap := flag.String("heap", "", "write the heap profile here")
 	dur := flag.Duration("dur", 1500*time.Millisecond, "how long to burn")
+	named := map[string]*string{
+		"allocs":    flag.String("allocs", "", "write the allocs profile here"),
+		"goroutine": flag.String("goroutine", "", "write the goroutine profile here"),
+		"mutex":     flag.String("mutex", "", "write the mutex profile here"),
+		"block":     flag.String("block", "", "write the block profile here"),
+	}
 	flag.Parse()
+	runtime.SetMutexProfileFraction(1)
+	runtime.SetBlockProfileRate(1)
 	if *cpu == "" || *heap == "" {
 		fmt.Fprintln(os.Stderr, "usage: profgen -cpu FILE -heap FILE [-dur D]")
 		os.Exit(2)
@@ -125,6 +158,21 @@ func main() {
 		os.Exit(1)
 	}
 	h.Close()
+	contend()
+	for _, name := range []string{"allocs", "goroutine", "mutex", "block"} {
+		if *named[name] == "" {
+			continue
+		}
+		f, err := os.Create(*named[name])
+		if err == nil {
+			err = pprof.Lookup(name).WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	runtime.KeepAlive(big)
 	runtime.KeepAlive(small)
 	fmt.Println(sink != 42)

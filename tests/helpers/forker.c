@@ -1,6 +1,6 @@
 /*
  * forker - forks N children (argv[1], default 200) one after another; each
- * renames itself "fkchild", burns MS milliseconds of CPU (argv[2],
+ * renames itself "fkchild" (or argv[3]), burns MS milliseconds of CPU (argv[2],
  * default 50) in childWork() and exits. Short-lived processes like these
  * die before a profiler's next poll. At the end prints the children's
  * total CPU time in nanoseconds ("children_cpu_ns N") so a test can
@@ -44,6 +44,7 @@ __attribute__((noinline)) void childWork(int ms)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 200, ms = argc > 2 ? atoi(argv[2]) : 50;
+	const char *name = argc > 3 ? argv[3] : "fkchild";
 	struct rusage ru;
 
 	for (int i = 0; i < n; i++) {
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
 		if (p < 0)
 			return 1;
 		if (p == 0) {
-			prctl(PR_SET_NAME, "fkchild");
+			prctl(PR_SET_NAME, name);
 			childWork(ms);
 			_exit(0);
 		}

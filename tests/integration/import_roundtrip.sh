@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# import_roundtrip.sh - Go's own CPU and heap profiles go into a store with
+# import_roundtrip.sh - Go's own CPU, heap, allocs, goroutine, mutex and
+# block profiles go into a store with
 # `proffs import` and come back out of `proffs cat` (the bytes the mount
 # serves) with the same numbers, as go tool pprof sees them:
-#   - merged/cpu/<range>/profile.pb and merged/heap/...: pprof -top and -raw
+#   - each is filed under its short type name (cpu, heap, alloc, ...);
+#   - merged/<type>/<range>/profile.pb: pprof -top and -raw
 #     read them, protoc --decode too; totals per sample type equal the
 #     input's; flat and cum per function equal pprof's on the input;
 #   - folded.txt sums to the total, top.txt agrees, the SVG is well-formed;
@@ -27,7 +29,9 @@ S=$T/store
 build_profgen "$T" || { echo "FAIL: go build of tests/go"; exit 1; }
 export GOCACHE=$T/gocache GOPATH=$T/gopath GOTOOLCHAIN=local
 t0=$(date -u +%s)
-"$PROFGEN" -cpu "$T/cpu.pb.gz" -heap "$T/heap.pb.gz" -dur 1200ms >/dev/null || { echo "FAIL: profgen"; exit 1; }
+"$PROFGEN" -cpu "$T/cpu.pb.gz" -heap "$T/heap.pb.gz" -dur 1200ms -allocs "$T/allocs.pb.gz" \
+	-goroutine "$T/goroutine.pb.gz" -mutex "$T/mutex.pb.gz" -block "$T/block.pb.gz" >/dev/null \
+	|| { echo "FAIL: profgen"; exit 1; }
 t1=$(date -u +%s)
 # A range holding the profiles' start times, minute-aligned.
 range="$(date -u -d @$((t0 / 60 * 60 - 60)) +%Y-%m-%dT%H:%M)..$(date -u -d @$((t1 / 60 * 60 + 120)) +%Y-%m-%dT%H:%M)"
@@ -40,10 +44,20 @@ raw_totals() {
 			sub(/:.*/, ""); n = split($0, f, " ")
 			for (i = 1; i <= n; i++) t[i] += f[i]; nt = n
 		}
-		END { for (i = 1; i <= nt; i++) printf "%s%d", (i > 1 ? " " : ""), t[i]; print "" }'
+		END { for (i = 1; i <= nt; i++) printf "%s%.0f", (i > 1 ? " " : ""), t[i]; print "" }'
 }
-go_top() {
-	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -unit="$2" "$1" 2>/dev/null | awk -v u="$2" '
+# The sample type pprof shows by default, and the total of a type.
+disp_type() { go tool pprof -top "$1" 2>/dev/null | awk '/^Type:/ { print $2; exit }'; }
+total_of() { # FILE TYPE
+	local hdr tot
+	hdr=$(go tool pprof -raw "$1" 2>/dev/null | awk '/^Samples:/ { getline; print; exit }')
+	tot=$(raw_totals "$1")
+	awk -v h="$hdr" -v t="$tot" -v want="$2" 'BEGIN {
+		n = split(h, hs, " "); split(t, ts, " ")
+		for (i = 1; i <= n; i++) { split(hs[i], tu, "/"); if (tu[1] == want) print ts[i] } }'
+}
+go_top() { # FILE UNIT SAMPLE_INDEX
+	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -unit="$2" -sample_index="$3" "$1" 2>/dev/null | awk -v u="$2" '
 		f {
 			flat = $1; cum = $4; sub(u "$", "", flat); sub(u "$", "", cum)
 			name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name)
@@ -53,13 +67,20 @@ go_top() {
 		/^ +flat +flat%/ { f = 1 }' | sort
 }
 
-out=$("$PROFFS" import --store "$S" "$T/cpu.pb.gz" "$T/heap.pb.gz" 2>&1); rc=$?
-[[ $rc == 0 && $out == *": cpu,"* && $out == *": heap,"* ]] && ok "imported as cpu and heap" \
+kinds="cpu heap allocs goroutine mutex block"
+out=$("$PROFFS" import --store "$S" $(for k in $kinds; do echo "$T/$k.pb.gz"; done) 2>&1); rc=$?
+[[ $rc == 0 ]] && ok "imported Go's cpu, heap, allocs, goroutine, mutex and block profiles" \
 	|| { bad "import: rc $rc: $out"; exit 1; }
+# The default type names (SPEC: the first sample type, mapped to a short name).
+for k in $kinds; do
+	want=$k; [[ $k == allocs ]] && want=alloc
+	[[ $out == *"$T/$k.pb.gz: $want,"* ]] && ok "$k.pb.gz filed as type $want" || bad "$k.pb.gz not filed as $want: $out"
+done
 
-for kind in cpu heap; do
-	unit=ns; [[ $kind == heap ]] && unit=B
-	p=merged/$kind/$range
+for kind in $kinds; do
+	unit=ns type=$kind
+	case $kind in heap) unit=B ;; allocs) unit=B type=alloc ;; goroutine) unit=count ;; esac
+	p=merged/$type/$range
 	if ! "$PROFFS" cat --store "$S" "$p/profile.pb" >"$T/$kind.pb" 2>"$T/err"; then
 		bad "$kind: proffs cat $p/profile.pb: $(cat "$T/err")"
 		continue
@@ -70,12 +91,16 @@ for kind in cpu heap; do
 		&& ok "$kind: protoc --decode" || bad "$kind: protoc --decode"
 	want=$(raw_totals "$T/$kind.pb.gz"); got=$(raw_totals "$T/$kind.pb")
 	[[ -n $want && $want == "$got" ]] && ok "$kind: totals equal the input's ($want)" || bad "$kind: totals '$got' != '$want'"
-	cmp -s <(go_top "$T/$kind.pb.gz" $unit) <(go_top "$T/$kind.pb" $unit) \
-		&& ok "$kind: flat and cum per function equal the input's" \
-		|| { bad "$kind: pprof -top differs"; diff <(go_top "$T/$kind.pb.gz" $unit) <(go_top "$T/$kind.pb" $unit) | head; }
-	total=${want##* }
+	dt=$(disp_type "$T/$kind.pb.gz"); dm=$(disp_type "$T/$kind.pb")
+	[[ -n $dt && $dt == "$dm" ]] && ok "$kind: pprof shows $dt by default, as for the input" \
+		|| bad "$kind: pprof shows '$dm' by default, the input '$dt' (default_sample_type lost?)"
+	cmp -s <(go_top "$T/$kind.pb.gz" $unit "$dt") <(go_top "$T/$kind.pb" $unit "$dt") \
+		&& ok "$kind: flat and cum per function of $dt equal the input's" \
+		|| { bad "$kind: pprof -top differs"; diff <(go_top "$T/$kind.pb.gz" $unit "$dt") <(go_top "$T/$kind.pb" $unit "$dt") | head; }
+	# The text files show what the served profile.pb shows by default.
+	total=$(total_of "$T/$kind.pb" "$dm")
 	"$PROFFS" cat --store "$S" "$p/folded.txt" >"$T/$kind.folded" 2>/dev/null
-	sum=$(awk '{s += $NF} END {print s + 0}' "$T/$kind.folded")
+	sum=$(awk '{s += $NF} END {printf "%.0f\n", s}' "$T/$kind.folded")
 	[[ -s $T/$kind.folded && $sum == "$total" ]] && ! grep -qvE '^(.*) ([0-9]+)$' "$T/$kind.folded" \
 		&& ok "$kind: folded.txt well-formed, sums to $total" || bad "$kind: folded.txt sum $sum != $total"
 	"$PROFFS" cat --store "$S" "$p/top.txt" >"$T/$kind.top" 2>/dev/null
@@ -89,7 +114,8 @@ out=$("$PROFFS" import --store "$S" --type custom --label node=web-3 "$T/cpu.pb.
 [[ $rc == 0 && $out == *": custom,"* ]] && ok "--type custom accepted" || bad "import --type: rc $rc: $out"
 ls_types=$("$PROFFS" cat --store "$S" / 2>/dev/null)
 ls_custom=$("$PROFFS" cat --store "$S" custom 2>/dev/null)
-[[ $ls_types == *custom* && $ls_types == *cpu* && $ls_types == *heap* ]] && ok "root lists cpu, heap, custom" \
+[[ $ls_types == *custom* && $ls_types == *cpu* && $ls_types == *heap* && $ls_types == *goroutine* ]] \
+	&& ok "root lists cpu, heap, goroutine, custom" \
 	|| bad "root listing: $ls_types"
 [[ $ls_custom == *"node=web-3"* ]] && ok "custom/ lists node=web-3" || bad "custom listing: $ls_custom"
 

@@ -9,7 +9,8 @@
 #   - folded lines match ^(.*) ([0-9]+)$, frames are real function names,
 #     counts sum to the total; the diff folded has two count columns;
 #   - top.txt flat/cum per function equal go tool pprof -top's;
-#   - the SVG is well-formed and names the heaviest functions;
+#   - the SVG is well-formed, names the heaviest functions, and its script
+#     hovers, zooms and resets (tests/tools/svg_zoom.js under node, if any);
 #   - profile__diff read by pprof equals pprof's own -diff_base;
 #   - every crafted bad file is refused with its reason.
 # (pprofcat is the plain build's; a sanitizer pass would test nothing more)
@@ -45,7 +46,7 @@ raw_totals() {
 			sub(/:.*/, ""); n = split($0, f, " ")
 			for (i = 1; i <= n; i++) t[i] += f[i]; nt = n
 		}
-		END { for (i = 1; i <= nt; i++) printf "%s%d", (i > 1 ? " " : ""), t[i]; print "" }'
+		END { for (i = 1; i <= nt; i++) printf "%s%.0f", (i > 1 ? " " : ""), t[i]; print "" }'
 }
 # `go tool pprof -top` rows as "name<TAB>flat<TAB>cum" in raw units.
 go_top() {
@@ -104,7 +105,7 @@ for kind in cpu heap; do
 	else
 		bad "$kind: folded lines malformed"
 	fi
-	sum=$(awk '{s += $NF} END {print s + 0}' "$T/$kind.folded")
+	sum=$(awk '{s += $NF} END {printf "%.0f\n", s}' "$T/$kind.folded")
 	[[ $sum == "$total" ]] && ok "$kind: folded counts sum to the total $total" || bad "$kind: folded sum $sum != $total"
 	go_top "$in" $unit | cut -f1 >"$T/$kind.names"
 	sed 's/ [0-9]*$//' "$T/$kind.folded" | tr ';' '\n' | sort -u >"$T/$kind.frames"
@@ -133,6 +134,13 @@ for kind in cpu heap; do
 	[[ -z $missing && $found -ge 1 ]] && ok "$kind: svg names the (up to 3) heaviest functions of >= 1% flat" || bad "$kind: svg lacks$missing"
 	grep -q '<script' "$T/$kind.svg" && ! grep -q 'href=' "$T/$kind.svg" && ok "$kind: svg self-contained" \
 		|| bad "$kind: svg not self-contained"
+	if command -v node >/dev/null; then
+		node "$ROOT/tests/tools/svg_zoom.js" "$T/$kind.svg" >"$T/$kind.js.log" 2>&1 \
+			&& ok "$kind: svg script: hover, click-zoom and reset work (node, mock DOM)" \
+			|| { bad "$kind: svg script"; cat "$T/$kind.js.log"; }
+	else
+		echo "note: node not installed; svg script not exercised"
+	fi
 done
 
 # Diff: pprof reading profile__diff must equal pprof's own -diff_base.
@@ -143,18 +151,29 @@ for kind in cpu heap; do
 	b=$(go tool pprof -top -nodefraction=0 -nodecount=1000000 -unit=$unit -diff_base "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" 2>&1 | sed -n '/^Showing/,$p')
 	[[ -n $a && $a == "$b" ]] && ok "$kind: pprof -top of our diff equals pprof -top -diff_base" \
 		|| { bad "$kind: diff differs"; diff <(echo "$a") <(echo "$b") | head -20; }
+	"$PC" top-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.dtop" || bad "$kind: top-diff"
+	if cmp -s <(go_top "$T/$kind.diff.pb" $unit) <(our_top "$T/$kind.dtop"); then
+		ok "$kind: top.txt of the diff equals pprof -top of it ($(wc -l <"$T/$kind.dtop") lines)"
+	else
+		bad "$kind: top.txt of the diff differs from pprof"
+		diff <(go_top "$T/$kind.diff.pb" $unit) <(our_top "$T/$kind.dtop") | head -20
+	fi
 	"$PC" folded-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.fdiff" || bad "$kind: folded-diff"
 	if [[ -s $T/$kind.fdiff ]] && ! grep -qvE '^(.*) ([0-9]+) ([0-9]+)$' "$T/$kind.fdiff"; then
 		ok "$kind: diff folded lines have two count columns"
 	else
 		bad "$kind: diff folded malformed"
 	fi
-	sa=$(awk '{s += $(NF-1)} END {print s + 0}' "$T/$kind.fdiff"); sb=$(awk '{s += $NF} END {print s + 0}' "$T/$kind.fdiff")
+	sa=$(awk '{s += $(NF-1)} END {printf "%.0f\n", s}' "$T/$kind.fdiff"); sb=$(awk '{s += $NF} END {printf "%.0f\n", s}' "$T/$kind.fdiff")
 	ta=$(raw_totals "$T/${kind}.pb.gz" | awk '{print $NF}'); tb=$(raw_totals "$T/${kind}2.pb.gz" | awk '{print $NF}')
 	[[ $sa == "$ta" && $sb == "$tb" ]] && ok "$kind: diff folded columns sum to each side's total ($ta, $tb)" \
 		|| bad "$kind: diff folded sums $sa/$sb vs $ta/$tb"
 	"$PC" svg-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.diff.svg" && xmllint --noout "$T/$kind.diff.svg" \
 		&& ok "$kind: diff svg well-formed" || bad "$kind: diff svg"
+	if command -v node >/dev/null; then
+		node "$ROOT/tests/tools/svg_zoom.js" "$T/$kind.diff.svg" >"$T/$kind.djs.log" 2>&1 \
+			&& ok "$kind: diff svg script works" || { bad "$kind: diff svg script"; cat "$T/$kind.djs.log"; }
+	fi
 done
 
 # The crafted bad files.

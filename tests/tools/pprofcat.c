@@ -10,6 +10,7 @@
  *   pprofcat diff A B              profile__diff(A, B) encoded
  *   pprofcat folded-diff A B       differential folded
  *   pprofcat svg-diff A B          flame graph of profile__diff(A, B)
+ *   pprofcat top-diff A B          top.txt of profile__diff(A, B)
  *   pprofcat check FILE...         decode only; "FILE: reason" on failure
  *
  * Exit 0 on success, 1 on a refused file or render error, 2 on usage.
@@ -105,7 +106,8 @@ int main(int argc, char **argv)
 	struct profile *a = NULL, *b = NULL, *d = NULL;
 	struct buf out = { 0 };
 	const char *cmd = argc > 1 ? argv[1] : "";
-	bool two = !strcmp(cmd, "diff") || !strcmp(cmd, "folded-diff") || !strcmp(cmd, "svg-diff");
+	bool two = !strcmp(cmd, "diff") || !strcmp(cmd, "folded-diff") || !strcmp(cmd, "svg-diff") ||
+		   !strcmp(cmd, "top-diff");
 	int ret = 1;
 
 	if (!strcmp(cmd, "check")) {
@@ -119,7 +121,7 @@ int main(int argc, char **argv)
 		return argc > 2 ? ret : 2;
 	}
 	if (argc != (two ? 4 : 3)) {
-		fprintf(stderr, "usage: pprofcat encode|folded|top|svg|totals FILE | diff|folded-diff|svg-diff A B | check FILE...\n");
+		fprintf(stderr, "usage: pprofcat encode|folded|top|svg|totals FILE | diff|folded-diff|svg-diff|top-diff A B | check FILE...\n");
 		return 2;
 	}
 	a = load(argv[2]);
@@ -145,7 +147,7 @@ int main(int argc, char **argv)
 		ret = 0;
 	} else if (!strcmp(cmd, "folded-diff")) {
 		ret = emit_buf(&out, render__folded_diff(a, b, &out));
-	} else if (!strcmp(cmd, "diff") || !strcmp(cmd, "svg-diff")) {
+	} else if (!strcmp(cmd, "diff") || !strcmp(cmd, "svg-diff") || !strcmp(cmd, "top-diff")) {
 		d = profile__diff(a, b);
 		if (!d) {
 			fprintf(stderr, "diff: %s\n", strerror(errno));
@@ -153,6 +155,8 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(cmd, "diff"))
 			ret = emit_pb(d);
+		else if (!strcmp(cmd, "top-diff"))
+			ret = emit_buf(&out, render__top(d, &out));
 		else
 			ret = emit_buf(&out, render__svg(d, "diff", &out));
 	} else {

@@ -213,7 +213,38 @@ int main(void)
 		free(e2);
 	}
 
-	/* 7. an empty profile is valid both ways */
+	/* 7. has_functions is set on every mapping a location symbolizes */
+	{
+		struct profile *a = profile__new(), *b = NULL;
+		const char *types[] = { "samples" }, *units[] = { "count" };
+		struct prof_mapping m1 = { .start = 0x1000, .limit = 0x2000, .file = profile__intern_str(a, "/bin/sym") };
+		struct prof_mapping m2 = { .start = 0x3000, .limit = 0x4000, .file = profile__intern_str(a, "/bin/nosym") };
+		struct prof_function f = { .name = profile__intern_str(a, "fn") };
+		struct prof_line line;
+		struct prof_location l1 = { .address = 0x1100, .nlines = 1, .lines = &line };
+		struct prof_line none[1];
+		struct prof_location l2 = { .address = 0x3100, .nlines = 0, .lines = none };
+		uint64_t locs[2];
+		int64_t v = 1;
+		uint8_t *e = NULL;
+		size_t m = 0;
+
+		profile__set_value_types(a, 1, types, units);
+		l1.mapping_id = profile__add_mapping(a, &m1);
+		l2.mapping_id = profile__add_mapping(a, &m2);
+		line = (struct prof_line){ profile__add_function(a, &f), 3 };
+		locs[0] = profile__add_location(a, &l1);
+		locs[1] = profile__add_location(a, &l2);
+		profile__add_sample(a, locs, 2, NULL, 0, &v);
+		rc = pprof__encode(a, &e, &m) ? -1 : decode(e, m, &b, err, sizeof(err));
+		CHECK(rc == 0 && b->nmappings == 2 && b->mappings[0].has_functions && !b->mappings[1].has_functions,
+		      "has_functions set on the symbolized mapping only");
+		profile__free(a);
+		profile__free(b);
+		free(e);
+	}
+
+	/* 8. an empty profile is valid both ways */
 	{
 		struct profile *a = profile__new(), *b = NULL;
 		const char *types[] = { "samples", "cpu" }, *units[] = { "count", "nanoseconds" };

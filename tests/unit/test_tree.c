@@ -223,6 +223,12 @@ int main(void)
 	CHECK(tree__node_version(t, &n) == tree__version(t), "closed minute version = store version");
 	node__fini(&n);
 	node__fini(&n2);
+	tree__resolve(t, "/cpu/comm=api", &n);
+	tree__resolve(t, "/cpu/comm=api", &n2);
+	CHECK(!n.immutable && n.mtime > 0 && n.mtime == n2.mtime && n.mtime <= now_s(),
+	      "a selection's mtime is stable (the last commit, %lld)", (long long)n.mtime);
+	node__fini(&n);
+	node__fini(&n2);
 
 	/* Empty windows are valid, empty files. */
 	CHECK(render(t, "/cpu/2023-10-11T11:20/profile.pb", &b) == 0, "empty minute renders");

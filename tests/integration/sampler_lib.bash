@@ -1,0 +1,110 @@
+# sampler_lib.bash - shared by tests/integration/sampler_*.sh (sourced, not
+# run). Each test gets its own work dir and mountpoint, and a trap that
+# kills, by pid, what the test started, unmounts (fusermount3 -u -z) and
+# removes the cgroups it created.
+#
+# Env: PROFFS (binary), TESTS_BIN (helpers), ROOT (repo).
+set -u
+PROFFS=${PROFFS:-$ROOT/build/proffs}
+TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
+
+WORK=$(mktemp -d /tmp/proffs-sampler.XXXXXX)
+MOUNTS=()  # mountpoints to unmount at exit
+PIDS=()    # processes to kill at exit
+CGROUPS=() # cgroup dirs to remove at exit, innermost last
+FAILS=0
+
+log() { printf '%s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*"; FAILS=$((FAILS + 1)); }
+ok() { printf 'ok: %s\n' "$*"; }
+die() {
+	printf 'FAIL: %s\n' "$*"
+	[[ -n "${RUN_LOG:-}" && -f $RUN_LOG ]] && { echo "--- daemon log (tail)"; tail -n 20 "$RUN_LOG"; }
+	exit 1
+}
+skip() { printf 'SKIP: %s\n' "$*"; exit 77; }
+
+s_cleanup() {
+	local rc=$? m p i
+	trap - EXIT INT TERM
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do
+		for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null
+	done
+	for m in "${MOUNTS[@]}"; do
+		if grep -q " $m " /proc/mounts 2>/dev/null; then
+			fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+		fi
+	done
+	for ((i = ${#CGROUPS[@]} - 1; i >= 0; i--)); do rmdir "${CGROUPS[i]}" 2>/dev/null; done
+	rm -rf "$WORK" 2>/dev/null
+	exit "$rc"
+}
+trap s_cleanup EXIT
+trap 'exit 1' INT TERM
+
+[[ $(id -u) == 0 ]] || skip "needs root (BPF, FUSE mounts, cgroups)"
+[[ -r /sys/kernel/btf/vmlinux ]] || skip "kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE BPF cannot load"
+
+is_mounted() {
+	awk -v d="$1" '$2 == d && $3 == "fuse.proffs" { f = 1 } END { exit !f }' /proc/mounts
+}
+
+# run_start STORE MP [args...]: starts `proffs run` in the background and
+# waits until MP is mounted. Sets RUN_PID and RUN_LOG. If BPF cannot load
+# for lack of a kernel capability, skips the test.
+RUN_N=0
+run_start() {
+	local store=$1 mp=$2 i
+	shift 2
+	RUN_N=$((RUN_N + 1))
+	RUN_LOG=$WORK/run-$RUN_N.log
+	"$PROFFS" run --store "$store" --mount "$mp" "$@" >"$RUN_LOG" 2>&1 &
+	RUN_PID=$!
+	PIDS+=("$RUN_PID")
+	[[ " ${MOUNTS[*]} " == *" $mp "* ]] || MOUNTS+=("$mp")
+	for i in $(seq 200); do
+		# A stale mount from a crash is listed too: wait for an answer.
+		if is_mounted "$mp" && [[ -e $mp/README ]]; then return 0; fi
+		if ! kill -0 "$RUN_PID" 2>/dev/null; then
+			cat "$RUN_LOG"
+			if grep -q "cannot start sampling: \(Operation not permitted\|Function not implemented\|Operation not supported\)" "$RUN_LOG"; then
+				skip "the kernel does not allow BPF perf_event sampling here"
+			fi
+			die "proffs run exited early"
+		fi
+		sleep 0.05
+	done
+	cat "$RUN_LOG"
+	die "proffs run did not mount $mp"
+}
+
+# run_stop PID MP: SIGTERM; expect exit 0 within 15 s and no mount left.
+run_stop() {
+	local pid=$1 mp=$2 i rc
+	kill -TERM "$pid"
+	for i in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then fail "proffs run did not exit on SIGTERM"; return 1; fi
+	wait "$pid"; rc=$?
+	[[ $rc == 0 ]] || { fail "proffs run exited $rc on SIGTERM"; return 1; }
+	if grep -q " $mp " /proc/mounts; then fail "mount left behind at $mp"; return 1; fi
+	return 0
+}
+
+# fsum FILE [ERE]: sum of the counts of folded lines (matching ERE).
+fsum() {
+	awk -v re="${2:-}" '{ n = $NF; sub(/ [0-9]+$/, "") } re == "" || $0 ~ re { s += n } END { printf "%.0f\n", s }' "$1"
+}
+
+# pct A B: 100*A/B with one decimal ("nan" if B is 0).
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.1f\n", 100 * a / b }'; }
+
+# within X LO HI: LO <= X <= HI (decimals).
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "nan" && x >= lo && x <= hi) }'; }
+
+finish() {
+	if ((FAILS)); then echo "$FAILS check(s) failed"; exit 1; fi
+	echo "all checks passed"
+	exit 0
+}
