@@ -5,8 +5,8 @@
  * (tgid, tid, cgroup, leader's comm) and both stacks. There is no in-kernel
  * aggregation, so no stack-id collisions and nothing to clear; user space
  * counts. Tracepoints on exec, fork and exit tell user space when process
- * info must be refreshed or aged out; those records wake the reader at
- * once, samples do not (the reader polls every ~250 ms).
+ * info must be refreshed or aged out; exec records wake the reader at
+ * once, the rest wait for its next poll (about every 250 ms).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -143,7 +143,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 }
 
 static __always_inline void task_event(__u32 type, __u32 tgid, __u32 ppid,
-				       struct task_struct *task)
+				       struct task_struct *task, __u64 wake)
 {
 	struct prof_task_ev *ev;
 
@@ -160,15 +160,15 @@ static __always_inline void task_event(__u32 type, __u32 tgid, __u32 ppid,
 	ev->pad = 0;
 	ev->cgroup_id = bpf_get_current_cgroup_id();
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
-	/* Lifecycle records are rare and time-critical (a short-lived
-	 * process's /proc entries vanish soon): wake the reader now. */
-	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	bpf_ringbuf_submit(ev, wake);
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	task_event(PROF_EV_EXEC, BPF_CORE_READ(p, tgid), 0, p);
+	/* A new image must be read from /proc before a short-lived process
+	 * is gone: wake the reader now. */
+	task_event(PROF_EV_EXEC, BPF_CORE_READ(p, tgid), 0, p, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -178,7 +178,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* Fires per thread; only the group's end matters. */
 	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
 		return 0;
-	task_event(PROF_EV_EXIT, BPF_CORE_READ(p, tgid), 0, p);
+	task_event(PROF_EV_EXIT, BPF_CORE_READ(p, tgid), 0, p, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -188,6 +188,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	/* Threads share their process's info already. */
 	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
 		return 0;
-	task_event(PROF_EV_FORK, BPF_CORE_READ(child, tgid), BPF_CORE_READ(parent, tgid), child);
+	/* A child is a copy of its parent (known to user space): no hurry. */
+	task_event(PROF_EV_FORK, BPF_CORE_READ(child, tgid), BPF_CORE_READ(parent, tgid), child,
+		   BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -234,6 +234,8 @@ int cache__get(struct cache *c, const char *key, uint64_t version,
 	err = fn(ctx, &b);
 	if (!err && b.err)
 		err = b.err;
+	if (!err)
+		e->fp = hash64(b.data ? b.data : "", b.len, 0);
 
 	pthread_mutex_lock(&c->lock);
 	if (err) {
@@ -279,6 +281,13 @@ err_put:
 err_unlock:
 	pthread_mutex_unlock(&c->lock);
 	return err;
+}
+
+void cache__ref(struct cache *c, struct cache_entry *e)
+{
+	pthread_mutex_lock(&c->lock);
+	e->refs++;
+	pthread_mutex_unlock(&c->lock);
 }
 
 void cache__put(struct cache *c, struct cache_entry *e)

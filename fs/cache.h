@@ -25,6 +25,7 @@ struct cache;
 struct cache_entry {
 	const char *data;
 	size_t len;
+	uint64_t fp; /* hash64 of the bytes: tells renders of one key apart */
 	/* private to cache.c below */
 	char *key;
 	size_t keylen;
@@ -63,7 +64,9 @@ void cache__free(struct cache *c);
  */
 int cache__get(struct cache *c, const char *key, uint64_t version,
 	       cache_render_fn fn, void *ctx, struct cache_entry **out);
-/* Drops a reference taken by cache__get(). NULL is a no-op. */
+/* Takes one more reference on an entry the caller already holds one on. */
+void cache__ref(struct cache *c, struct cache_entry *e);
+/* Drops a reference taken by cache__get() or cache__ref(). NULL is a no-op. */
 void cache__put(struct cache *c, struct cache_entry *e);
 
 void cache__stats(struct cache *c, struct cache_stats *st);

@@ -51,6 +51,8 @@ struct ino_ent {
 	uint64_t ino;
 	char *key;  /* what was hashed: canon (files) or path (dirs) */
 	char *path; /* a path that resolves to it */
+	uint64_t fp; /* of the bytes whose size the kernel was last told */
+	bool has_fp;
 	struct ino_ent *next;
 };
 
@@ -68,11 +70,12 @@ struct fsmount {
 	dev_t dev; /* of the mounted filesystem, to abort its connection */
 	pthread_t loop;
 	bool loop_started, mounted;
+	atomic_bool stopping; /* fsmount__stop() began */
 	struct inotab inos;
 	uid_t uid;
 	gid_t gid;
 	atomic_uint_fast64_t n_lookup, n_negative, n_getattr, n_open, n_read,
-		n_read_bytes, n_readdir, n_erofs, n_render_errors;
+		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot;
 };
 
 /* An open directory: a snapshot of its listing, with inode numbers. */
@@ -225,6 +228,29 @@ static char *inotab__path(struct inotab *t, uint64_t ino)
 	return p;
 }
 
+/*
+ * Records that the kernel now knows the bytes with fingerprint fp for ino
+ * (their size, or pages of them). Returns true when it knew different
+ * bytes before: a render of the same query that came out different (new
+ * data, or a renderer whose output depends on the store's history), so
+ * its cached size and pages must be dropped.
+ */
+static bool inotab__swap_fp(struct inotab *t, uint64_t ino, uint64_t fp)
+{
+	struct ino_ent *e;
+	bool changed = false;
+
+	pthread_rwlock_wrlock(&t->lock);
+	e = inotab__find(t, ino);
+	if (e) {
+		changed = e->has_fp && e->fp != fp;
+		e->fp = fp;
+		e->has_fp = true;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return changed;
+}
+
 /* ---- paths ---- */
 
 static char *path_join(const char *dir, const char *name)
@@ -352,6 +378,7 @@ static int node_stat(struct fsmount *m, const struct node *n, uint64_t ino,
 		}
 		st->st_size = pinned->len;
 		st->st_blocks = (pinned->len + 511) / 512;
+		inotab__swap_fp(&m->inos, ino, pinned->fp);
 		cache__put(m->cache, e);
 		break;
 	default:
@@ -410,12 +437,17 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, errno);
 		return;
 	}
-	if (!strcmp(name, "."))
+	/* The kernel itself never asks for these; NFS export code does,
+	 * to turn a file handle (a node id) back into a dentry. */
+	if (!strcmp(name, ".")) {
+		atomic_fetch_add(&m->n_dot, 1);
 		path = strdup(ppath);
-	else if (!strcmp(name, ".."))
+	} else if (!strcmp(name, "..")) {
+		atomic_fetch_add(&m->n_dot, 1);
 		path = path_parent(ppath);
-	else
+	} else {
 		path = path_join(ppath, name);
+	}
 	if (!path) {
 		err = -ENOMEM;
 		goto out;
@@ -689,10 +721,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else
 		err = file_bytes(m, &n, &e);
 	if (!err) {
+		bool changed = inotab__swap_fp(&m->inos, ino, e->fp);
+
 		fi->fh = (uintptr_t)e;
 		/* Closed windows never change: keep their pages. Current
 		 * ones are re-read at each open. */
-		fi->keep_cache = n.immutable;
+		fi->keep_cache = n.immutable && !changed;
+		/* The kernel may hold the size of other bytes for a day:
+		 * make it ask again (getattr on the open file answers with
+		 * the pinned bytes). Attributes only, so no page locks. */
+		if (changed)
+			fuse_lowlevel_notify_inval_inode(m->se, ino, -1, 0);
 		if (fuse_reply_open(req, fi) != 0)
 			cache__put(m->cache, e);
 	}
@@ -707,7 +746,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fsmount *m = fsm(req);
-	const struct cache_entry *e = (const struct cache_entry *)(uintptr_t)fi->fh;
+	struct cache_entry *e = (struct cache_entry *)(uintptr_t)fi->fh;
 	size_t n = 0;
 
 	if (!e) {
@@ -721,7 +760,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			n = size;
 	}
 	atomic_fetch_add(&m->n_read_bytes, n);
+	/* The reply of an async (readahead) read can complete the kernel's
+	 * last use of the file, so RELEASE may run on another thread before
+	 * fuse_reply_buf() has returned here: hold the bytes until then. */
+	cache__ref(m->cache, e);
 	fuse_reply_buf(req, n ? e->data + off : NULL, n);
+	cache__put(m->cache, e);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -883,6 +927,13 @@ static void *loop_main(void *arg)
 	if (err)
 		pr_debug("fuse loop ended: %d", err);
 	fuse_loop_cfg_destroy(cfg);
+	/* Unmounted from outside (fusermount3 -u, umount): nothing is served
+	 * any more, so ask the process to shut down the way SIGTERM does;
+	 * its signal-waiting thread takes it (the mask is inherited). */
+	if (!atomic_load(&m->stopping)) {
+		pr_warn("%s was unmounted from outside; shutting down", m->mountpoint);
+		kill(getpid(), SIGTERM);
+	}
 	return NULL;
 }
 
@@ -1035,6 +1086,21 @@ static void abort_conn(struct fsmount *m)
 	fclose(f);
 }
 
+/* libfuse skips the unmount when it believes the connection is already
+ * gone; make sure no mount of ours (now dead: the device fd is closed, so
+ * this stat cannot hang) stays at the mountpoint. */
+static void ensure_unmounted(struct fsmount *m)
+{
+	struct stat st;
+
+	if (stat(m->mountpoint, &st) == 0 ? st.st_dev != m->dev || !m->dev
+					  : errno != ENOTCONN)
+		return;
+	pr_warn("%s: still mounted after unmount, detaching", m->mountpoint);
+	if (umount2(m->mountpoint, MNT_DETACH))
+		pr_warn("%s: umount2: %s", m->mountpoint, strerror(errno));
+}
+
 static int join_for(pthread_t th, int secs)
 {
 	struct timespec ts;
@@ -1050,6 +1116,7 @@ void fsmount__stop(struct fsmount *m)
 
 	if (!m)
 		return;
+	atomic_store(&m->stopping, true);
 	if (m->loop_started) {
 		fuse_session_exit(m->se);
 		for (int i = 0; i < 3 && !joined; i++) {
@@ -1072,6 +1139,9 @@ void fsmount__stop(struct fsmount *m)
 	 * fuse_session_destroy() then fails its further reads with ENOTCONN. */
 	if (m->mounted)
 		fuse_session_unmount(m->se);
+	fuse_session_destroy(m->se);
+	m->se = NULL;
+	ensure_unmounted(m);
 	pr_info("unmounted %s", m->mountpoint);
 	fsmount__free(m);
 }
@@ -1127,6 +1197,9 @@ void fsmount__metrics(struct fsmount *m, struct buf *out)
 		    "# HELP proffs_fuse_negative_lookups_total Lookups of paths that do not exist.\n"
 		    "# TYPE proffs_fuse_negative_lookups_total counter\n"
 		    "proffs_fuse_negative_lookups_total %llu\n"
+		    "# HELP proffs_fuse_handle_lookups_total Lookups of . and .. (file handles of NFS re-exports).\n"
+		    "# TYPE proffs_fuse_handle_lookups_total counter\n"
+		    "proffs_fuse_handle_lookups_total %llu\n"
 		    "# HELP proffs_fuse_read_bytes_total Bytes returned by reads.\n"
 		    "# TYPE proffs_fuse_read_bytes_total counter\n"
 		    "proffs_fuse_read_bytes_total %llu\n"
@@ -1140,6 +1213,7 @@ void fsmount__metrics(struct fsmount *m, struct buf *out)
 		    (unsigned long long)m->n_read,
 		    (unsigned long long)m->n_erofs,
 		    (unsigned long long)m->n_negative,
+		    (unsigned long long)m->n_dot,
 		    (unsigned long long)m->n_read_bytes,
 		    (unsigned long long)m->n_render_errors);
 }

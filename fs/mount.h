@@ -21,7 +21,9 @@ struct fsmount;
  * first) and serves it from background threads. The caller keeps t alive
  * until fsmount__stop(). Signals: the caller blocks SIGINT/SIGTERM in every
  * thread before calling this (threads inherit the mask) and waits for them
- * itself (sigwait), then calls fsmount__stop(). Returns 0 or -errno.
+ * itself (sigwait), then calls fsmount__stop(). When the mount is removed
+ * from outside (fusermount3 -u, umount), the process is sent SIGTERM so
+ * that it shuts down the same way. Returns 0 or -errno.
  */
 int fsmount__start(struct fsmount **out, struct tree *t,
 		   const struct mount_opts *o);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -314,6 +315,10 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	/* The default /prof usually does not exist yet on a fresh host. */
+	if (mkdir(mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
+		pr_warn("run: cannot create %s: %s", mo.mountpoint, strerror(errno));
 
 	err = store__open(&r.store, &so);
 	if (err) {

@@ -99,16 +99,28 @@ static struct maps *read_maps(pid_t pid)
 	m->refs = 1;
 	while (getline(&line, &lcap, f) > 0) {
 		uint64_t start, end, off, ino;
-		unsigned int maj, min;
-		char perms[8];
-		int n = 0;
+		unsigned long maj, min;
+		char *q = line, *e;
+		int n;
 		struct vma *v;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
-			   &start, &end, perms, &off, &maj, &min, &ino, &n) < 7)
+		/* "start-end perms offset maj:min inode   path"; sscanf costs
+		 * more than the rest of a fork-heavy host's bookkeeping. */
+		start = strtoull(q, &e, 16);
+		if (*e != '-')
 			continue;
-		if (perms[2] != 'x')
+		end = strtoull(e + 1, &e, 16);
+		if (*e != ' ' || strlen(e) < 6 || e[3] != 'x')
 			continue;
+		off = strtoull(e + 6, &e, 16);
+		maj = strtoul(e, &e, 16);
+		if (*e != ':')
+			continue;
+		min = strtoul(e + 1, &e, 16);
+		ino = strtoull(e, &e, 10);
+		while (*e == ' ')
+			e++;
+		n = e - line;
 		char *path = n ? line + n : (char *)"";
 		path[strcspn(path, "\n")] = 0;
 		size_t pl = strlen(path);
@@ -295,10 +307,27 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 		hmap__del(&ps->pids, (uint64_t)pid + 1);
 		proc__free(p);
 	}
+	/* A parent we never saw is read now (once): its children are
+	 * copies of it until they exec, so they need no /proc reads. */
+	if (!parent)
+		parent = procs__get(ps, ppid, NULL, cgroup_id);
 	p = proc__new(ps, pid);
 	if (!p)
 		return;
-	proc__fill(ps, p, comm, cgroup_id);
+	if (parent) {
+		char num[24];
+
+		snprintf(p->comm, sizeof(p->comm), "%s", comm && *comm ? comm : parent->comm);
+		for (int i = 0; i < LBL_MAX; i++)
+			if (parent->labels[i] && i != LBL_PID && i != LBL_COMM)
+				p->labels[i] = strdup(parent->labels[i]);
+		p->labels[LBL_COMM] = strdup(p->comm);
+		snprintf(num, sizeof(num), "%d", (int)pid);
+		p->labels[LBL_PID] = strdup(num);
+		p->gen++;
+	} else {
+		proc__fill(ps, p, comm, cgroup_id);
+	}
 	/* Until it execs, a child maps what its parent mapped: borrow that
 	 * in case the child is gone before we read its own. */
 	if (parent && parent->maps) {

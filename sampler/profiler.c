@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "batch.h"
 #include "labels.h"
@@ -23,6 +24,7 @@ struct profiler {
 	struct batch *b;
 	struct frame *frames;
 	uint64_t samples, nomem;
+	int64_t stats_ns; /* monotonic time of the last update_stats() */
 	pthread_mutex_t lock; /* guards st */
 	struct profiler_stats st;
 };
@@ -132,9 +134,18 @@ static void update_stats(struct profiler *pr)
 int profiler__poll(struct profiler *pr, int timeout_ms)
 {
 	int n = sampler__poll(pr->s, timeout_ms);
+	struct timespec ts;
+	int64_t now;
 
 	procs__gc(pr->ps);
-	update_stats(pr);
+	/* Exec records wake us often on a busy host; the figures (a few
+	 * syscalls) need refreshing far less. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (timeout_ms == 0 || now - pr->stats_ns >= 1000000000LL) {
+		update_stats(pr);
+		pr->stats_ns = now;
+	}
 	return n;
 }
 

@@ -136,7 +136,7 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 	if (!ring)
 		ring = (size_t)s->o.hz * np * sizeof(struct prof_sample_ev) * 2;
 	size_t pow = 1 << 20;
-	while (pow < ring && pow < (1u << 30))
+	while (pow < ring && pow < (1u << 26)) /* 64 MiB is plenty for any hz */
 		pow <<= 1;
 	err = bpf_map__set_max_entries(s->skel->maps.events, pow);
 	if (err)

@@ -38,8 +38,11 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 
 		for (int i = 0; i < ev->nuser; i++) {
 			uint64_t a = ev->frames[ev->nkern + i], look = i ? a - 1 : a;
-			struct vma *v = procs__vma(ps, p, look);
+			struct vma *v;
 
+			if (a < 4096)
+				break;
+			v = procs__vma(ps, p, look);
 			if (!v)
 				miss_maps = true;
 			else if (!v->file && v->path[0] != '[' && !procs__jit_symbol(ps, p, look))
@@ -52,6 +55,11 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 		struct frame *f = &out[n];
 		uint64_t a = ev->frames[ev->nkern + i], look = i ? a - 1 : a;
 
+		/* A frame-pointer walk that ran into a zeroed frame yields
+		 * address 0 (or another in the never-mapped first page): not
+		 * a frame, the walk's end. */
+		if (a < 4096)
+			break;
 		memset(f, 0, sizeof(*f));
 		f->addr = a;
 		f->vma = p ? procs__vma(ps, p, look) : NULL;

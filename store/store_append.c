@@ -36,16 +36,15 @@ struct wctx {
 	uint64_t series_next;
 	uint32_t *strs, *maps, *funcs, *locs; /* profile index -> store id */
 	uint64_t *strh;                       /* profile string hashes, 0 = not yet */
-	struct u64map nodes;                  /* (parent << 32 | loc) -> node */
 	struct u64map ser_hash;               /* label hash -> ser_cache index */
 	struct ser_cache_ent *sc;
 	size_t nsc;
 	struct u64map touched; /* series ids in this batch */
 	struct u64map txsym[DB__N]; /* resolved in this txn, for s->pc_sym */
 	struct u64map txseries;     /* likewise for s->pc_series */
-	struct u64map txstack;      /* location path hash -> leaf node */
 	struct u64map txlocfp;      /* location fingerprint -> location */
-	uint32_t *path;             /* store location ids of one sample, root first */
+	uint32_t *path;             /* store location ids of one sample, leaf first */
+	uint8_t *sbuf;              /* its encoding */
 	size_t npath;
 };
 
@@ -93,9 +92,7 @@ static void w_commit_caches(struct wctx *w)
 	for (int i = 0; i < DB__N; i++)
 		if (w->txsym[i].n)
 			pc_merge(&w->s->pc_sym[i], &w->txsym[i]);
-	pc_merge(w->s->pc_node, &w->nodes);
 	pc_merge(w->s->pc_series, &w->txseries);
-	pc_merge(w->s->pc_stack, &w->txstack);
 	pc_merge(w->s->pc_locfp, &w->txlocfp);
 }
 
@@ -278,86 +275,32 @@ out:
 	return rc;
 }
 
-/* Node of (parent, loc) in the stack tree, created if missing. */
-static int w_node(struct wctx *w, uint32_t parent, uint32_t loc, uint32_t *node)
+/* The stack id of a sample: its store location ids, leaf first, interned
+ * as one record. */
+static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
 {
-	uint64_t ck = (uint64_t)parent << 32 | loc, cv;
-	uint8_t kb[8], nb[4];
-	MDB_val k = { 8, kb }, d;
+	uint32_t n = sm->nlocs < STACK_MAX_DEPTH ? sm->nlocs : STACK_MAX_DEPTH;
 	int rc;
 
-	if (u64map__get(w->s->pc_node, ck, &cv) || u64map__get(&w->nodes, ck, &cv)) {
-		*node = (uint32_t)cv;
-		return 0;
-	}
-	key2(kb, parent, loc);
-	rc = mdb_get(w->txn, w->s->dbi[DB_STACK_IDX], &k, &d);
-	if (!rc) {
-		if (d.mv_size != 4)
-			return -EBADMSG;
-		*node = be32_get(d.mv_data);
-	} else if (rc == MDB_NOTFOUND) {
-		if (!w->next[DB_STACK]) {
-			MDB_cursor *c;
-			MDB_val lk, ld;
+	if (n > w->npath) {
+		uint32_t *np = realloc(w->path, n * sizeof(*np));
+		uint8_t *nb = realloc(w->sbuf, 5 + 5 * (size_t)n);
 
-			rc = mdb_cursor_open(w->txn, w->s->dbi[DB_STACK], &c);
-			if (rc)
-				return store__errno(rc);
-			rc = mdb_cursor_get(c, &lk, &ld, MDB_LAST);
-			w->next[DB_STACK] = !rc && lk.mv_size == 4 ? be32_get(lk.mv_data) + 1 : 1;
-			mdb_cursor_close(c);
-			if (rc && rc != MDB_NOTFOUND)
-				return store__errno(rc);
-		}
-		if (w->next[DB_STACK] == UINT32_MAX)
-			return -ENOSPC;
-		*node = w->next[DB_STACK]++;
-		be32_put(nb, *node);
-		d = (MDB_val){ 4, nb };
-		rc = mdb_put(w->txn, w->s->dbi[DB_STACK_IDX], &k, &d, 0);
-		if (!rc) {
-			MDB_val nk = { 4, nb }, nd = { 8, kb };
-
-			rc = mdb_put(w->txn, w->s->dbi[DB_STACK], &nk, &nd, MDB_APPEND);
-		}
-		if (rc)
-			return store__errno(rc);
-	} else {
-		return store__errno(rc);
-	}
-	return u64map__put(&w->nodes, ck, *node);
-}
-
-static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *leaf)
-{
-	uint32_t node = 0;
-	uint64_t h, v;
-	int rc;
-
-	if (sm->nlocs > w->npath) {
-		uint32_t *np = realloc(w->path, sm->nlocs * sizeof(*np));
-
-		if (!np)
+		if (np)
+			w->path = np;
+		if (nb)
+			w->sbuf = nb;
+		if (!np || !nb)
 			return -ENOMEM;
-		w->path = np;
-		w->npath = sm->nlocs;
+		w->npath = n;
 	}
-	/* pprof samples are leaf first; the tree is walked root first. */
-	for (uint32_t i = 0; i < sm->nlocs; i++)
-		if ((rc = w_location(w, sm->locs[sm->nlocs - 1 - i], &w->path[i])))
+	if (!w->sbuf && !(w->sbuf = malloc(5)))
+		return -ENOMEM;
+	/* Deeper stacks keep their leaf end (the kernel caps depth anyway). */
+	for (uint32_t i = 0; i < n; i++)
+		if ((rc = w_location(w, sm->locs[i], &w->path[i])))
 			return rc;
-	/* Whole paths seen before (in any batch) skip the per-frame walk. */
-	h = hash64(w->path, sm->nlocs * sizeof(uint32_t), PC_SEED1);
-	if (u64map__get(w->s->pc_stack, h, &v) || u64map__get(&w->txstack, h, &v)) {
-		*leaf = (uint32_t)v;
-		return 0;
-	}
-	for (uint32_t i = 0; i < sm->nlocs; i++)
-		if ((rc = w_node(w, node, w->path[i], &node)))
-			return rc;
-	*leaf = node;
-	return u64map__put(&w->txstack, h, node);
+	return w_intern(w, DB_STACK, DB_STACK_IDX, w->sbuf, stack__enc(w->path, n, w->sbuf), id);
 }
 
 struct lpair {
@@ -576,6 +519,11 @@ static int w_type(struct wctx *w, const char *name, struct store_type *t,
 			if ((rc = w_str(w, p->sample_types[i].type, &t->vtype[i])) ||
 			    (rc = w_str(w, p->sample_types[i].unit, &t->vunit[i])))
 				return rc;
+		/* pprof's default_sample_type (e.g. alloc_space of an allocs
+		 * profile) is what `go tool pprof` shows first. */
+		if (p->default_sample_type &&
+		    (rc = w_str(w, p->default_sample_type, &t->default_type)))
+			return rc;
 		if ((rc = type__put(w->s, w->txn, name, t)))
 			return rc;
 	} else if (rc) {
@@ -631,13 +579,12 @@ static void wctx_free(struct wctx *w)
 	free(w->maps);
 	free(w->funcs);
 	free(w->locs);
-	u64map__free(&w->nodes);
 	u64map__free(&w->ser_hash);
 	u64map__free(&w->touched);
 	u64map__free(&w->txseries);
-	u64map__free(&w->txstack);
 	u64map__free(&w->txlocfp);
 	free(w->path);
+	free(w->sbuf);
 	for (int i = 0; i < DB__N; i++)
 		u64map__free(&w->txsym[i]);
 	for (size_t i = 0; i < w->nsc; i++)
@@ -676,18 +623,14 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 	if (p->nstrs)
 		w.strs[0] = 0;
 
-	if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack || !s->pc_locfp) {
-		if (!s->pc_locfp)
-			s->pc_locfp = calloc(1, sizeof(*s->pc_locfp));
-		if (!s->pc_stack)
-			s->pc_stack = calloc(1, sizeof(*s->pc_stack));
+	if (!s->pc_sym || !s->pc_series || !s->pc_locfp) {
 		if (!s->pc_sym)
 			s->pc_sym = calloc(DB__N, sizeof(*s->pc_sym));
-		if (!s->pc_node)
-			s->pc_node = calloc(1, sizeof(*s->pc_node));
 		if (!s->pc_series)
 			s->pc_series = calloc(1, sizeof(*s->pc_series));
-		if (!s->pc_sym || !s->pc_node || !s->pc_series || !s->pc_stack || !s->pc_locfp) {
+		if (!s->pc_locfp)
+			s->pc_locfp = calloc(1, sizeof(*s->pc_locfp));
+		if (!s->pc_sym || !s->pc_series || !s->pc_locfp) {
 			rc = -ENOMEM;
 			goto out_free;
 		}

@@ -144,6 +144,12 @@ out:
 int block__decode(const void *b, size_t len, block_series_fn want,
 		  block_entry_fn fn, void *ctx, struct block_hdr *hdr)
 {
+	return block__decode_dctx(NULL, b, len, want, fn, ctx, hdr);
+}
+
+int block__decode_dctx(void *dctx, const void *b, size_t len, block_series_fn want,
+		       block_entry_fn fn, void *ctx, struct block_hdr *hdr)
+{
 	const uint8_t *p = b, *end = p + len, *q, *qend;
 	uint8_t *buf = NULL;
 	uint64_t dur, nv, rl, nser, series = 0;
@@ -174,7 +180,8 @@ int block__decode(const void *b, size_t len, block_series_fn want,
 		buf = malloc(rl ? rl : 1);
 		if (!buf)
 			return -ENOMEM;
-		got = ZSTD_decompress(buf, rl, p, end - p);
+		got = dctx ? ZSTD_decompressDCtx(dctx, buf, rl, p, end - p)
+			   : ZSTD_decompress(buf, rl, p, end - p);
 		if (ZSTD_isError(got) || got != rl)
 			goto out;
 		q = buf;

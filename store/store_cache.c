@@ -1,12 +1,11 @@
 /*
- * store_cache.c - the process-wide stack path cache of the read side.
+ * store_cache.c - the process-wide stack cache of the read side.
  *
- * A stack id names a leaf of the stack tree, and nodes never change once
- * committed (nor are they deleted), so the path of a stack (its location
- * ids, leaf first) can be cached for the life of the process, across
- * queries, threads and writers in other processes. A merge of an hour
- * touches thousands of stacks of depth 10-60: walking the tree in LMDB
- * each time cost more than the rest of the merge.
+ * Stacks never change once committed (nor are they deleted), so a stack's
+ * location ids (leaf first) can be cached for the life of the process,
+ * across queries, threads and writers in other processes: a merge of an
+ * hour touches thousands of stacks, and decoding each from LMDB every time
+ * cost a good share of the merge.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -24,6 +24,9 @@ struct cctx {
 	uint32_t btype, bnv;
 	uint64_t bstart;
 	bool is_rollup;
+	/* the entries of the rollup being checked */
+	struct blk_entry *re;
+	size_t nre, capre;
 };
 
 static void problem(struct cctx *c, const char *fmt, ...)
@@ -109,6 +112,17 @@ static int check_interned(struct cctx *c, int db, int idx)
 						problem(c, "loc %u: missing function %u", id, l[i].func);
 				free(l);
 			}
+		} else if (db == DB_STACK) {
+			uint32_t locs[STACK_MAX_DEPTH];
+			int n = stack__dec(d.mv_data, d.mv_size, locs, STACK_MAX_DEPTH);
+
+			if (n < 0)
+				problem(c, "stack %u: undecodable", id);
+			for (int i = 0; i < n; i++)
+				if (!exists(c, DB_LOC, locs[i])) {
+					problem(c, "stack %u: missing location %u", id, locs[i]);
+					break;
+				}
 		}
 	}
 	mdb_cursor_close(cur);
@@ -141,51 +155,6 @@ static int check_interned(struct cctx *c, int db, int idx)
 	return 0;
 }
 
-static int check_stacks(struct cctx *c)
-{
-	MDB_cursor *cur;
-	MDB_val k, d, v;
-	uint64_t n = 0, ni = 0;
-	int rc;
-
-	if ((rc = mdb_cursor_open(c->txn, c->s->dbi[DB_STACK], &cur)))
-		return store__errno(rc);
-	for (rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); !rc;
-	     rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
-		uint32_t id, parent, loc;
-		MDB_val ik = { 8, d.mv_data };
-
-		n++;
-		if (k.mv_size != 4 || d.mv_size != 8) {
-			problem(c, "stack: malformed node");
-			continue;
-		}
-		id = be32_get(k.mv_data);
-		parent = be32_get(d.mv_data);
-		loc = be32_get((uint8_t *)d.mv_data + 4);
-		if (!id || parent >= id || (parent && !exists(c, DB_STACK, parent)))
-			problem(c, "stack %u: bad parent %u", id, parent);
-		if (!exists(c, DB_LOC, loc))
-			problem(c, "stack %u: missing location %u", id, loc);
-		if (mdb_get(c->txn, c->s->dbi[DB_STACK_IDX], &ik, &v) || v.mv_size != 4 ||
-		    be32_get(v.mv_data) != id)
-			problem(c, "stack %u: not in stack_idx", id);
-	}
-	mdb_cursor_close(cur);
-	if (rc != MDB_NOTFOUND)
-		return store__errno(rc);
-	{
-		MDB_stat st;
-
-		mdb_stat(c->txn, c->s->dbi[DB_STACK_IDX], &st);
-		ni = st.ms_entries;
-	}
-	if (ni != n)
-		problem(c, "stack: %llu nodes but %llu index entries", (unsigned long long)n,
-			(unsigned long long)ni);
-	return 0;
-}
-
 static bool type_known(struct cctx *c, uint32_t id, uint32_t *nv)
 {
 	for (size_t i = 0; i < c->ntypes; i++)
@@ -214,7 +183,8 @@ static int check_types(struct cctx *c)
 			if (c->types[j].t.id == t->id)
 				problem(c, "type %s: id %u also used by %s", c->types[i].name, t->id,
 					c->types[j].name);
-		if (!str_ok(c, t->period_type) || !str_ok(c, t->period_unit))
+		if (!str_ok(c, t->period_type) || !str_ok(c, t->period_unit) ||
+		    !str_ok(c, t->default_type))
 			problem(c, "type %s: missing period strings", c->types[i].name);
 		for (uint32_t v = 0; v < t->nvalues; v++)
 			if (!str_ok(c, t->vtype[v]) || !str_ok(c, t->vunit[v]))
@@ -323,7 +293,7 @@ static bool stack_ok(struct cctx *c, uint32_t stack)
 {
 	uint64_t v;
 
-	if (!stack || u64map__get(&c->stacks_ok, stack, &v))
+	if (u64map__get(&c->stacks_ok, stack, &v))
 		return true;
 	if (!exists(c, DB_STACK, stack))
 		return false;
@@ -335,6 +305,21 @@ static int chk_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *
 {
 	struct cctx *c = ctx;
 	uint64_t t;
+
+	if (c->is_rollup && nv <= PROF_MAX_VALUES) {
+		if (c->nre == c->capre) {
+			size_t ncap = c->capre ? c->capre * 2 : 1024;
+			struct blk_entry *ne = realloc(c->re, ncap * sizeof(*ne));
+
+			if (!ne)
+				return -ENOMEM;
+			c->re = ne;
+			c->capre = ncap;
+		}
+		c->re[c->nre] = (struct blk_entry){ .series = series, .stack = stack };
+		memcpy(c->re[c->nre].v, v, nv * sizeof(*v));
+		c->nre++;
+	}
 
 	if (!u64map__get(&c->series_type, series, &t) || t != c->btype)
 		problem(c, "%s %u/%llu: series %u missing or of another type", c->what, c->btype,
@@ -366,6 +351,36 @@ static bool chk_series(void *ctx, uint32_t series)
 	return true;
 }
 
+/* A clean rollup must hold exactly the sum of its hour's raw blocks. */
+static int check_rollup_sum(struct cctx *c, uint32_t nv)
+{
+	uint8_t dk[8];
+	MDB_val k = { 8, dk }, d;
+	struct blk_entry *e = NULL;
+	size_t n = 0;
+	bool same;
+	int rc;
+
+	key2(dk, c->btype, (uint32_t)(c->bstart / HOUR_S));
+	if (!mdb_get(c->txn, c->s->dbi[DB_DIRTY], &k, &d))
+		return 0; /* stale by design until rebuilt */
+	rc = rollup__entries(c->s, c->txn, c->btype, nv, (uint32_t)(c->bstart / HOUR_S), NULL,
+			     &e, &n);
+	if (rc == -EBADMSG)
+		return 0; /* the bad raw block is reported on its own */
+	if (rc)
+		return rc;
+	same = n == c->nre;
+	for (size_t i = 0; same && i < n; i++)
+		same = e[i].series == c->re[i].series && e[i].stack == c->re[i].stack &&
+		       !memcmp(e[i].v, c->re[i].v, nv * sizeof(int64_t));
+	if (!same)
+		problem(c, "rollup %u/%llu: differs from the sum of its hour's raw blocks", c->btype,
+			(unsigned long long)c->bstart);
+	free(e);
+	return 0;
+}
+
 static int check_blocks(struct cctx *c, int db)
 {
 	MDB_cursor *cur;
@@ -394,6 +409,7 @@ static int check_blocks(struct cctx *c, int db)
 				(unsigned long long)c->bstart);
 			continue;
 		}
+		c->nre = 0;
 		r = block__decode(d.mv_data, d.mv_size, chk_series, chk_entry, c, &h);
 		if (r) {
 			problem(c, "%s %u/%llu: cannot decode (%s)", c->what, c->btype,
@@ -418,6 +434,8 @@ static int check_blocks(struct cctx *c, int db)
 						c->btype, (unsigned long long)c->bstart);
 				mdb_cursor_close(bc);
 			}
+			if ((r = check_rollup_sum(c, nv)))
+				return r;
 		}
 	}
 	mdb_cursor_close(cur);
@@ -490,7 +508,8 @@ int store__check(struct store *s, void *fp)
 	if ((rc = check_interned(&c, DB_STR, DB_STR_IDX)) ||
 	    (rc = check_interned(&c, DB_FUNC, DB_FUNC_IDX)) ||
 	    (rc = check_interned(&c, DB_MAP, DB_MAP_IDX)) ||
-	    (rc = check_interned(&c, DB_LOC, DB_LOC_IDX)) || (rc = check_stacks(&c)) ||
+	    (rc = check_interned(&c, DB_LOC, DB_LOC_IDX)) ||
+	    (rc = check_interned(&c, DB_STACK, DB_STACK_IDX)) ||
 	    (rc = check_types(&c)) || (rc = check_series(&c)) ||
 	    (rc = check_blocks(&c, DB_BLOCK)) || (rc = check_blocks(&c, DB_ROLLUP)) ||
 	    (rc = check_minutes(&c)) || (rc = check_dirty(&c)))
@@ -500,6 +519,7 @@ out:
 	store__txn_abort(s, c.txn);
 	types__free(c.types, c.ntypes);
 	u64map__free(&c.stacks_ok);
+	free(c.re);
 	u64map__free(&c.series_type);
 	return rc;
 }

@@ -15,7 +15,7 @@ const char *const store_db_names[DB__N] = {
 	[DB_META] = "meta",	  [DB_STR] = "str",	      [DB_STR_IDX] = "str_idx",
 	[DB_FUNC] = "func",	  [DB_FUNC_IDX] = "func_idx", [DB_MAP] = "map",
 	[DB_MAP_IDX] = "map_idx", [DB_LOC] = "loc",	      [DB_LOC_IDX] = "loc_idx",
-	[DB_STACK] = "stack",	  [DB_STACK_IDX] = "stack_idx", [DB_TYPE] = "type",
+	[DB_STACK] = "stacks",	  [DB_STACK_IDX] = "stacks_idx", [DB_TYPE] = "type",
 	[DB_SERIES] = "series",	  [DB_SERIES_IDX] = "series_idx", [DB_POST] = "post",
 	[DB_BLOCK] = "block",	  [DB_MINUTE] = "minute",     [DB_ROLLUP] = "rollup",
 	[DB_DIRTY] = "dirty",
@@ -28,6 +28,7 @@ static unsigned int db_flags(int db)
 	case DB_FUNC_IDX:
 	case DB_MAP_IDX:
 	case DB_LOC_IDX:
+	case DB_STACK_IDX:
 	case DB_SERIES_IDX:
 	case DB_POST:
 	case DB_MINUTE:
@@ -169,6 +170,27 @@ int store__open(struct store **out, const struct store_opts *o)
 			goto err;
 		}
 	}
+	/* The on-disk format: written into a new store, checked otherwise
+	 * (a store holding data but no format predates format 2 (format 3: types keep the default sample type)). */
+	{
+		uint64_t fmt = 0;
+		MDB_stat st = { 0 };
+
+		rc = meta__get_u64(s, txn, "format", &fmt);
+		if (!rc)
+			rc = store__errno(mdb_stat(txn, s->dbi[DB_BLOCK], &st));
+		if (!rc && !fmt && !st.ms_entries && !s->readonly)
+			rc = meta__put_u64(s, txn, "format", fmt = STORE_FORMAT);
+		if (!rc && fmt != STORE_FORMAT && (fmt || st.ms_entries)) {
+			pr_err("store: %s: store format %llu, this proffs reads format %d",
+			       o->dir, (unsigned long long)fmt, STORE_FORMAT);
+			rc = -EPROTO;
+		}
+		if (rc) {
+			store__txn_abort(s, txn);
+			goto err;
+		}
+	}
 	rc = store__txn_commit(s, txn);
 	if (rc) {
 		pr_err("store: %s: cannot commit: %s", o->dir, strerror(-rc));
@@ -192,19 +214,14 @@ void store__close(struct store *s)
 	if (s->env)
 		mdb_env_close(s->env);
 	ZSTD_freeCCtx(s->zc);
+	ZSTD_freeDCtx(s->zd);
 	if (s->pc_sym)
 		for (int i = 0; i < DB__N; i++)
 			u64map__free(&s->pc_sym[i]);
 	free(s->pc_sym);
-	if (s->pc_node)
-		u64map__free(s->pc_node);
-	free(s->pc_node);
 	if (s->pc_series)
 		u64map__free(s->pc_series);
 	free(s->pc_series);
-	if (s->pc_stack)
-		u64map__free(s->pc_stack);
-	free(s->pc_stack);
 	if (s->pc_locfp)
 		u64map__free(s->pc_locfp);
 	free(s->pc_locfp);

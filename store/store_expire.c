@@ -7,7 +7,7 @@
  * read that hour's remaining raw blocks). Series whose last sample is older
  * than the oldest block of their type go too, with their postings, so
  * listings do not show label pairs without data. Interned symbols (strings,
- * functions, mappings, locations, stack nodes) are never collected: a
+ * functions, mappings, locations, stacks) are never collected: a
  * known limit, bounded in practice by the code that runs on the host.
  */
 #include <errno.h>

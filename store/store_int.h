@@ -8,8 +8,8 @@
  *   func       id u32 -> enc(function)      func_idx  hash64 -> id (dup)
  *   map        id u32 -> enc(mapping)       map_idx   hash64 -> id (dup)
  *   loc        id u32 -> enc(location)      loc_idx   hash64 -> id (dup)
- *   stack      node u32 -> (parent u32, loc u32)
- *   stack_idx  (parent u32, loc u32) -> node u32
+ *   stacks     id u32 -> enc(stack): location ids, leaf first
+ *   stacks_idx hash64 -> id (dup)
  *   type       name -> type record (id, period, value types)
  *   series     id u32 -> (type u32, npairs u32, (name sid, value sid)*, last_seen u64)
  *   series_idx hash64(content) -> id (dup)
@@ -18,8 +18,8 @@
  *   minute     (type u32, minute u32) -> series ids (dup, fixed)
  *   rollup     (type u32, hour u32) -> block merging that hour's batches
  *   dirty      (type u32, hour u32) -> 1 byte: raw data changed, rollup stale
- * Id 0 is reserved everywhere: string 0 is "", node 0 the root (empty stack),
- * mapping 0 "none".
+ * Id 0 is reserved everywhere: string 0 is "", mapping 0 "none".
+ * meta "format" holds STORE_FORMAT; a store without it is refused.
  */
 #ifndef PROFFS_STORE_INT_H
 #define PROFFS_STORE_INT_H
@@ -58,6 +58,8 @@ extern const char *const store_db_names[DB__N];
 
 #define STORE_HASH_SEED 0x70726f6666737331ULL /* "proffss1" */
 #define BLOCK_KEY_LEN 16
+#define STORE_FORMAT 3
+#define STACK_MAX_DEPTH 4096
 #define HOUR_S 3600
 
 /* ---- hash map u64 -> u64 (open addressing; for per-call caches) ---- */
@@ -86,14 +88,15 @@ struct store {
 	pthread_rwlock_t resize_lock;
 	int64_t last_retention; /* when append last applied retention */
 	void *zc;               /* ZSTD_CCtx of the (single) appending thread */
+	void *zd;               /* its ZSTD_DCtx (rollups) */
 	/* Caches of the appending thread, holding committed ids only (ids of
 	 * interned tables never change once committed): content hash ->
-	 * id per table, (parent << 32 | loc) -> node,
-	 * series content hash -> id (verified on use: series can expire). */
+	 * id per table (stacks included), series content hash -> id
+	 * (verified on use: series can expire). */
 	struct u64map *pc_sym; /* [DB__N] */
-	struct u64map *pc_node, *pc_series, *pc_stack;
+	struct u64map *pc_series;
 	struct u64map *pc_locfp; /* profile location fingerprint -> location */
-	/* Read side: stack id -> location path (store_cache.c). */
+	/* Read side: stack id -> location ids (store_cache.c). */
 	pthread_rwlock_t sc_lock;
 	struct u64map sc_map;
 	uint32_t *sc_pool;
@@ -164,6 +167,12 @@ size_t loc__enc(uint32_t mapping, uint64_t addr, const struct sym_line *l,
 /* Decodes; *lines points into a malloc'd array the caller frees. */
 int loc__dec(const void *b, size_t len, uint32_t *mapping, uint64_t *addr,
 	     struct sym_line **lines, uint32_t *n);
+/* Stack: varint n, then n zigzag deltas of location ids, leaf first (a
+ * stack's locations tend to have neighbouring ids). enc needs 5 + 5 * n
+ * bytes. dec writes up to cap ids into locs and returns the count, or
+ * -EBADMSG (also when the stack has more than cap locations). */
+size_t stack__enc(const uint32_t *locs, uint32_t n, uint8_t *out);
+int stack__dec(const void *b, size_t len, uint32_t *locs, uint32_t cap);
 
 /* ---- types ---- */
 struct store_type {
@@ -172,6 +181,7 @@ struct store_type {
 	uint32_t period_type, period_unit; /* sids */
 	uint32_t nvalues;
 	uint32_t vtype[PROF_MAX_VALUES], vunit[PROF_MAX_VALUES]; /* sids */
+	uint32_t default_type; /* sid of the default sample type's name, 0 = none */
 };
 int type__get(struct store *s, MDB_txn *txn, const char *name,
 	      struct store_type *t); /* 0 or -ENOENT */
@@ -227,6 +237,10 @@ typedef int (*block_entry_fn)(void *ctx, uint32_t series, uint32_t stack,
  * wanted ones. Returns 0, a non-zero return of fn, or -EBADMSG. */
 int block__decode(const void *b, size_t len, block_series_fn want,
 		  block_entry_fn fn, void *ctx, struct block_hdr *hdr);
+/* The same with a caller's ZSTD_DCtx (NULL: one per call), so a merge of
+ * hundreds of blocks does not set up a decompression context for each. */
+int block__decode_dctx(void *dctx, const void *b, size_t len, block_series_fn want,
+		       block_entry_fn fn, void *ctx, struct block_hdr *hdr);
 
 static inline void block_key(uint8_t k[BLOCK_KEY_LEN], uint32_t type,
 			     uint64_t start, uint32_t seq)
@@ -243,6 +257,10 @@ static inline void key2(uint8_t k[8], uint32_t a, uint32_t b)
 }
 
 /* ---- rollups, expiry ---- */
+/* The summed, normalized entries of every raw block of (type, hour);
+ * *out is malloc'd (NULL when none). zd: a ZSTD_DCtx or NULL. */
+int rollup__entries(struct store *s, MDB_txn *txn, uint32_t type, uint32_t nvalues,
+		    uint32_t hour, void *zd, struct blk_entry **out, size_t *nout);
 /* Rebuilds the rollups of every dirty, closed hour of type t. */
 int rollup__update(struct store *s, MDB_txn *txn, const struct store_type *t,
 		   uint64_t newest);

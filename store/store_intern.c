@@ -248,8 +248,39 @@ bad:
 	return -EBADMSG;
 }
 
+size_t stack__enc(const uint32_t *locs, uint32_t n, uint8_t *out)
+{
+	size_t o = varint_put(out, n);
+	uint32_t prev = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		o += varint_put(out + o, zigzag((int64_t)locs[i] - (int64_t)prev));
+		prev = locs[i];
+	}
+	return o;
+}
+
+int stack__dec(const void *b, size_t len, uint32_t *locs, uint32_t cap)
+{
+	const uint8_t *p = b, *end = p + len;
+	uint64_t n, d;
+	int64_t cur = 0;
+
+	GETV(n);
+	if (n > cap || n > STACK_MAX_DEPTH)
+		return -EBADMSG;
+	for (uint64_t i = 0; i < n; i++) {
+		GETV(d);
+		cur += unzigzag(d);
+		if (cur <= 0 || cur > UINT32_MAX)
+			return -EBADMSG;
+		locs[i] = (uint32_t)cur;
+	}
+	return p == end ? (int)n : -EBADMSG;
+}
+
 /* ---- types: name -> id u32, period i64, period type/unit sids, n,
- * (type sid, unit sid) * n, all big-endian ---- */
+ * (type sid, unit sid) * n, default sample type sid, all big-endian ---- */
 
 int type__dec(const void *b, size_t len, struct store_type *t)
 {
@@ -262,8 +293,9 @@ int type__dec(const void *b, size_t len, struct store_type *t)
 	t->period_type = be32_get(p + 12);
 	t->period_unit = be32_get(p + 16);
 	t->nvalues = p[20];
-	if (!t->nvalues || t->nvalues > PROF_MAX_VALUES || len != 21 + 8 * t->nvalues)
+	if (!t->nvalues || t->nvalues > PROF_MAX_VALUES || len != 25 + 8 * t->nvalues)
 		return -EBADMSG;
+	t->default_type = be32_get(p + 21 + 8 * t->nvalues);
 	for (uint32_t i = 0; i < t->nvalues; i++) {
 		t->vtype[i] = be32_get(p + 21 + 8 * i);
 		t->vunit[i] = be32_get(p + 25 + 8 * i);
@@ -287,8 +319,8 @@ int type__get(struct store *s, MDB_txn *txn, const char *name, struct store_type
 int type__put(struct store *s, MDB_txn *txn, const char *name,
 	      const struct store_type *t)
 {
-	uint8_t b[21 + 8 * PROF_MAX_VALUES];
-	MDB_val k = { strlen(name), (void *)name }, d = { 21 + 8 * t->nvalues, b };
+	uint8_t b[25 + 8 * PROF_MAX_VALUES];
+	MDB_val k = { strlen(name), (void *)name }, d = { 25 + 8 * t->nvalues, b };
 
 	if (!k.mv_size || k.mv_size > 256)
 		return -EINVAL;
@@ -301,6 +333,7 @@ int type__put(struct store *s, MDB_txn *txn, const char *name,
 		be32_put(b + 21 + 8 * i, t->vtype[i]);
 		be32_put(b + 25 + 8 * i, t->vunit[i]);
 	}
+	be32_put(b + 21 + 8 * t->nvalues, t->default_type);
 	return store__errno(mdb_put(txn, s->dbi[DB_TYPE], &k, &d, 0));
 }
 

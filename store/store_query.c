@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "store_int.h"
 
 void store__free_strv(char **v, size_t n)
@@ -313,7 +315,6 @@ struct mctx {
 	struct profile *p;
 	const struct series_set *ss;
 	struct u64map str, func, map, loc; /* store id -> profile id */
-	struct u64map node;                /* node -> (parent << 32 | store loc) */
 	uint32_t *spath;                   /* one stack's store locations */
 	size_t spcap;
 	uint64_t *tmp; /* one stack's profile locations, leaf first */
@@ -331,6 +332,7 @@ struct mctx {
 	int64_t *aval;
 	size_t nagg, capagg;
 	uint32_t comm_key, pid_key; /* store sids */
+	void *zd;                   /* ZSTD_DCtx for this call */
 };
 
 static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
@@ -455,46 +457,27 @@ out:
 /* Store locations of a stack, leaf first, into m->spath. */
 static int m_path(struct mctx *m, uint32_t stack, uint32_t *n)
 {
-	uint32_t node = stack, cnt = 0;
+	MDB_val d;
 	int rc = stackcache__get(m->s, stack, &m->spath, &m->spcap, n);
 
 	if (rc)
 		return rc < 0 ? rc : 0;
-	while (node) {
-		uint64_t v;
-		uint32_t parent, loc;
+	if ((rc = table__read(m->s, m->txn, DB_STACK, stack, &d)))
+		return rc == -ENOENT ? -EBADMSG : rc;
+	/* n is the first varint; at most the record's length. */
+	if (d.mv_size > m->spcap) {
+		uint32_t *np = realloc(m->spath, d.mv_size * sizeof(*np));
 
-		if (u64map__get(&m->node, node, &v)) {
-			parent = v >> 32;
-			loc = (uint32_t)v;
-		} else {
-			MDB_val d;
-
-			if ((rc = table__read(m->s, m->txn, DB_STACK, node, &d)))
-				return rc == -ENOENT ? -EBADMSG : rc;
-			if (d.mv_size != 8)
-				return -EBADMSG;
-			parent = be32_get(d.mv_data);
-			loc = be32_get((uint8_t *)d.mv_data + 4);
-			if ((rc = u64map__put(&m->node, node, (uint64_t)parent << 32 | loc)))
-				return rc;
-		}
-		if (cnt >= 0xffff || parent >= node)
-			return -EBADMSG; /* parents are always older: no cycles */
-		if (cnt == m->spcap) {
-			size_t nc = m->spcap ? m->spcap * 2 : 128;
-			uint32_t *np = realloc(m->spath, nc * sizeof(*np));
-
-			if (!np)
-				return -ENOMEM;
-			m->spath = np;
-			m->spcap = nc;
-		}
-		m->spath[cnt++] = loc;
-		node = parent;
+		if (!np)
+			return -ENOMEM;
+		m->spath = np;
+		m->spcap = d.mv_size;
 	}
-	stackcache__put(m->s, stack, m->spath, cnt);
-	*n = cnt;
+	rc = stack__dec(d.mv_data, d.mv_size, m->spath, m->spcap);
+	if (rc < 0)
+		return rc;
+	*n = rc;
+	stackcache__put(m->s, stack, m->spath, *n);
 	return 0;
 }
 
@@ -667,7 +650,7 @@ static int m_emit(struct mctx *m)
 
 static int m_block(struct mctx *m, const MDB_val *d)
 {
-	int rc = block__decode(d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
+	int rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
 
 	if (rc == -EBADMSG)
 		pr_err("store: merge: a corrupt block or reference (run proffs check)");
@@ -695,8 +678,9 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	const char *types[PROF_MAX_VALUES], *units[PROF_MAX_VALUES];
 	char *tstr[PROF_MAX_VALUES] = { 0 }, *ustr[PROF_MAX_VALUES] = { 0 };
 	char *pt = NULL, *pu = NULL;
-	MDB_cursor *c = NULL;
+	MDB_cursor *c = NULL, *mc = NULL;
 	uint8_t kb[BLOCK_KEY_LEN];
+	uint64_t skip_checked = UINT64_MAX;
 	MDB_val k, d;
 	int rc;
 
@@ -731,6 +715,16 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		rc = -EBADMSG;
 		goto out;
 	}
+	if (t.default_type) {
+		char *dt = str__dup(s, m.txn, t.default_type);
+
+		if (!dt) {
+			rc = -EBADMSG;
+			goto out;
+		}
+		m.p->default_sample_type = profile__intern_str(m.p, dt);
+		free(dt);
+	}
 	m.p->period_type.type = profile__intern_str(m.p, pt);
 	m.p->period_type.unit = profile__intern_str(m.p, pu);
 	m.p->period = t.period;
@@ -747,7 +741,10 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)))
 		goto out;
 
+	m.zd = ZSTD_createDCtx();
 	rc = mdb_cursor_open(m.txn, s->dbi[DB_BLOCK], &c);
+	if (!rc && !ss.all)
+		rc = mdb_cursor_open(m.txn, s->dbi[DB_MINUTE], &mc);
 	if (rc) {
 		rc = store__errno(rc);
 		goto out;
@@ -777,6 +774,21 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 			rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
 			continue;
 		}
+		/* A narrow selection skips minutes none of its series has
+		 * data in (the minute index says so without decoding). */
+		if (mc && st / 60 != skip_checked) {
+			uint8_t mk[8];
+			MDB_val x = { 8, mk }, y;
+
+			skip_checked = st / 60;
+			key2(mk, t.id, (uint32_t)(st / 60));
+			if (mdb_cursor_get(mc, &x, &y, MDB_SET_KEY) || !minute_matches(mc, &ss)) {
+				block_key(kb, t.id, (st / 60 + 1) * 60, 0);
+				k = (MDB_val){ BLOCK_KEY_LEN, kb };
+				rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+				continue;
+			}
+		}
 		if ((rc = m_block(&m, &d)))
 			goto out;
 		rc = mdb_cursor_get(c, &k, &d, MDB_NEXT);
@@ -793,6 +805,8 @@ done:
 	m.p = NULL;
 out:
 	mdb_cursor_close(c);
+	mdb_cursor_close(mc);
+	ZSTD_freeDCtx(m.zd);
 	store__txn_abort(s, m.txn);
 	profile__free(m.p);
 	series_set__free(&ss);
@@ -806,7 +820,6 @@ out:
 	u64map__free(&m.func);
 	u64map__free(&m.map);
 	u64map__free(&m.loc);
-	u64map__free(&m.node);
 	u64map__free(&m.ser);
 	u64map__free(&m.lsidx);
 	u64map__free(&m.agg);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "store_int.h"
 
 struct agg {
@@ -51,56 +53,75 @@ static int agg_add(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 	return 0;
 }
 
-/* Rebuilds the rollup of (type, hour) from its raw blocks. */
-static int rollup_build(struct store *s, MDB_txn *txn, const struct store_type *t,
-			uint32_t hour)
+int rollup__entries(struct store *s, MDB_txn *txn, uint32_t type, uint32_t nvalues,
+		    uint32_t hour, void *zd, struct blk_entry **out, size_t *nout)
 {
-	struct agg a = { .nvalues = t->nvalues };
-	uint8_t kb[BLOCK_KEY_LEN], rk[8], *blk = NULL;
+	struct agg a = { .nvalues = nvalues };
+	uint8_t kb[BLOCK_KEY_LEN];
 	MDB_val k = { BLOCK_KEY_LEN, kb }, d;
 	MDB_cursor *c;
 	uint64_t end = (uint64_t)(hour + 1) * HOUR_S;
-	size_t blen;
 	int rc;
 
+	*out = NULL;
+	*nout = 0;
 	rc = mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
 	if (rc)
 		return store__errno(rc);
-	block_key(kb, t->id, (uint64_t)hour * HOUR_S, 0);
+	block_key(kb, type, (uint64_t)hour * HOUR_S, 0);
 	for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); !rc;
 	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
-		if (k.mv_size != BLOCK_KEY_LEN || be32_get(k.mv_data) != t->id ||
+		if (k.mv_size != BLOCK_KEY_LEN || be32_get(k.mv_data) != type ||
 		    be64_get((uint8_t *)k.mv_data + 4) >= end)
 			break;
-		rc = block__decode(d.mv_data, d.mv_size, NULL, agg_add, &a, NULL);
+		rc = block__decode_dctx(zd, d.mv_data, d.mv_size, NULL, agg_add, &a, NULL);
 		if (rc) {
 			pr_err("store: rollup: bad block in hour %u: %s", hour, strerror(-rc));
 			goto out;
 		}
 	}
-	if (rc && rc != MDB_NOTFOUND) {
-		rc = store__errno(rc);
-		goto out;
+	rc = rc == MDB_NOTFOUND ? 0 : store__errno(rc);
+out:
+	mdb_cursor_close(c);
+	u64map__free(&a.idx);
+	if (rc) {
+		free(a.e);
+		return rc;
 	}
+	*out = a.e;
+	*nout = blk_entries__normalize(a.e, a.n, nvalues);
+	return 0;
+}
+
+/* Rebuilds the rollup of (type, hour) from its raw blocks. */
+static int rollup_build(struct store *s, MDB_txn *txn, const struct store_type *t,
+			uint32_t hour)
+{
+	struct blk_entry *e = NULL;
+	uint8_t rk[8], *blk = NULL;
+	MDB_val k = { 8, rk }, d;
+	size_t n, blen;
+	int rc;
+
+	if (!s->zd)
+		s->zd = ZSTD_createDCtx(); /* the appending thread's */
+	rc = rollup__entries(s, txn, t->id, t->nvalues, hour, s->zd, &e, &n);
+	if (rc)
+		return rc;
 	key2(rk, t->id, hour);
-	k = (MDB_val){ 8, rk };
-	if (!a.n) {
+	if (!n) {
 		rc = mdb_del(txn, s->dbi[DB_ROLLUP], &k, NULL);
 		rc = rc == MDB_NOTFOUND ? 0 : store__errno(rc);
 		goto out;
 	}
-	a.n = blk_entries__normalize(a.e, a.n, t->nvalues);
-	rc = block__encode(a.e, a.n, t->nvalues, (int64_t)HOUR_S * 1000000000, s->zc, &blk,
-			   &blen);
+	rc = block__encode(e, n, t->nvalues, (int64_t)HOUR_S * 1000000000, s->zc, &blk, &blen);
 	if (rc)
 		goto out;
 	d = (MDB_val){ blen, blk };
 	rc = store__errno(mdb_put(txn, s->dbi[DB_ROLLUP], &k, &d, 0));
 out:
-	mdb_cursor_close(c);
 	free(blk);
-	free(a.e);
-	u64map__free(&a.idx);
+	free(e);
 	return rc;
 }
 

@@ -102,3 +102,20 @@ perf_top() {
 	CMD[perf_$name]="perf record -F 499 --call-graph dwarf ${*//$W/\$W}"
 	rm -f "$W/perf.$name.data"
 }
+
+# db_sizes STORE OUT: pages per LMDB database of a store (mdb_stat -a),
+# as a markdown table, biggest first: where the bytes on disk go.
+db_sizes() {
+	command -v mdb_stat >/dev/null || return 0
+	{
+		echo "| database | branch | leaf | overflow pages | KiB | share |"
+		echo "|---|---:|---:|---:|---:|---:|"
+		mdb_stat -a "$1" 2>/dev/null | awk '
+			/^Status of/ { n = $3 }
+			/Branch pages/ { b = $3 } /Leaf pages/ { l = $3 }
+			/Overflow pages/ { o = $3; kb = (b + l + o) * 4; t += kb
+				row[n] = sprintf("%d | %d | %d | %d", b, l, o, kb); k[n] = kb }
+			END { for (n in row) printf "%d|| `%s` | %s | %.1f%% |\n", k[n], n, row[n], t ? 100 * k[n] / t : 0 }' |
+			sort -t'|' -k1,1nr | cut -d'|' -f3- | sed 's/^/|/'
+	} > "$2"
+}

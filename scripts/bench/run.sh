@@ -27,7 +27,9 @@ W=${BENCH_DIR:-$(mktemp -d /var/tmp/proffs-bench.XXXXXX)}
 mkdir -p "$W"
 MNT=""
 MNT_PID=""
+SHM_DAY=""
 cleanup() {
+	[[ -n $SHM_DAY ]] && rm -rf "$SHM_DAY"
 	if [[ -n $MNT_PID ]]; then
 		fusermount3 -u -z "$MNT" 2>/dev/null || true
 		kill "$MNT_PID" 2>/dev/null || true
@@ -40,6 +42,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "scratch dir $W"
+set_kv load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 NOW=$(date +%s)
 HOUR=$(( NOW / 3600 * 3600 - 3 * 3600 ))   # a closed hour, 3 h ago
 DAY=$(( NOW / 86400 * 86400 - 86400 ))     # yesterday, UTC
@@ -51,33 +54,49 @@ DAY_NAME=$(date -u -d "@$DAY" +%Y-%m-%d)
 log "generating the synthetic hour ($HOUR_NAME): store, gzip pprof per batch, zstd folded"
 run_kv gen "$TB/bench_gen" hour --start "$HOUR" --store "$W/hour" \
 	--pprof-dir "$W/pprof" --folded "$W/folded.zst"
-CMD_GEN="bench_gen hour --start $HOUR --store DIR --pprof-dir PP --folded F.zst"
 
 S=${R[gen_samples]}
-set_kv store_bytes "$(du -sb "$W/hour" | cut -f1)"
-set_kv store_apparent "$(du -sb --apparent-size "$W/hour" | cut -f1)"
 set_kv pprof_bytes "$(du -sb "$W/pprof" | cut -f1)"
 set_kv pprof_files "$(ls "$W/pprof" | wc -l)"
 set_kv folded_bytes "$(stat -c %s "$W/folded.zst")"
-if command -v mdb_copy >/dev/null; then
+
+# store_sizes PREFIX: apparent bytes of the store dir (data.mdb + lock.mdb),
+# of an mdb_copy -c compacted copy, and pages per database.
+store_sizes() {
+	set_kv "$1_bytes" "$(du -sb "$W/hour" | cut -f1)"
+	rm -rf "$W/hour.compact"
 	mkdir -p "$W/hour.compact"
 	if mdb_copy -c "$W/hour" "$W/hour.compact" 2>/dev/null; then
-		set_kv store_compact "$(du -sb "$W/hour.compact" | cut -f1)"
+		set_kv "$1_compact" "$(du -sb "$W/hour.compact" | cut -f1)"
 	fi
-fi
+	rm -rf "$W/hour.compact"
+	db_sizes "$W/hour" "$W/dbsizes.$1.md"
+}
 
-# ------------------------------------------------------ renders of the hour
-log "rendering merged/cpu/$HOUR_NAME cold (page cache dropped, fresh process)"
-for f in profile.pb folded.txt; do
-	time_cmd "cat_hour_${f%%.*}" 5 cold "$W/hour_$f" \
-		"$PROFFS" cat --store "$W/hour" "/merged/cpu/$HOUR_NAME/$f"
-done
-set_kv cat_hour_pb_bytes "$(stat -c %s "$W/hour_profile.pb")"
-set_kv cat_hour_folded_bytes "$(stat -c %s "$W/hour_folded.txt")"
-log "rendering in-process (bench_render)"
-run_kv inproc "$TB/bench_render" --store "$W/hour" --repeat 5 \
-	--from "$HOUR" --to $(( HOUR + 3600 )) \
-	"/merged/cpu/$HOUR_NAME/profile.pb" "/merged/cpu/$HOUR_NAME/folded.txt"
+# render_hour PREFIX: proffs cat cold (5 runs each), then in-process.
+render_hour() {
+	local f
+	for f in profile.pb folded.txt; do
+		time_cmd "$1_cat_${f%%.*}" 5 cold "$W/hour_$f" \
+			"$PROFFS" cat --store "$W/hour" "/merged/cpu/$HOUR_NAME/$f"
+		set_kv "$1_cat_${f%%.*}_bytes" "$(stat -c %s "$W/hour_$f")"
+	done
+	drop_caches
+	run_kv "$1_in" "$TB/bench_render" --store "$W/hour" --repeat 5 \
+		--from "$HOUR" --to $(( HOUR + 3600 )) \
+		"/merged/cpu/$HOUR_NAME/profile.pb" "/merged/cpu/$HOUR_NAME/folded.txt"
+}
+
+# The hour as it stands right after its last batch (raw blocks only)...
+log "the hour, raw blocks only: sizes and cold renders of merged/cpu/$HOUR_NAME"
+store_sizes raw
+render_hour raw
+# ...and once the next batch has arrived and the store rolled the hour up,
+# as it is in a running daemon ten seconds later.
+log "closing the hour (one 1-sample batch at its end) and measuring again"
+run_kv close "$TB/bench_gen" close --start $(( HOUR + 3600 )) --store "$W/hour"
+store_sizes closed
+render_hour closed
 
 log "baseline: go tool pprof -proto merging ${R[pprof_files]} per-batch files"
 time_cmd pprof_merge 1 cold "$W/pprof_merged.pb" \
@@ -89,11 +108,20 @@ check_totals "$W/hour_profile.pb" "$W/pprof_merged.pb" "$S"
 log "perf profiles of the hour render and of ingest"
 perf_top hour_render "$PROFFS" cat --store "$W/hour" "/merged/cpu/$HOUR_NAME/profile.pb"
 perf_top ingest "$TB/bench_gen" day --start "$HOUR" --batches 90 --store "$W/perf-ingest"
+rm -rf "$W/perf-ingest"
 
 # ---------------------------------------------------------------- the day
 if [[ ${SKIP_DAY:-0} != 1 ]]; then
-	log "generating a 24 h store ($DAY_NAME, 8640 batches)"
-	run_kv day "$TB/bench_gen" day --start "$DAY" --store "$W/day"
+	# Built on tmpfs (fsync is free there: 8640 commits on a disk take
+	# many minutes more and measure nothing we report), then copied to
+	# the scratch disk, where the renders below read it cold.
+	log "generating a 24 h store ($DAY_NAME, 8640 batches) on tmpfs"
+	SHM_DAY=$(mktemp -d /dev/shm/proffs-bench-day.XXXXXX)
+	run_kv day "$TB/bench_gen" day --start "$DAY" --store "$SHM_DAY/day"
+	run_kv dayclose "$TB/bench_gen" close --start $(( DAY + 86400 )) --store "$SHM_DAY/day"
+	cp -a "$SHM_DAY/day" "$W/day"
+	rm -rf "$SHM_DAY"
+	SHM_DAY=""
 	set_kv day_store_bytes "$(du -sb "$W/day" | cut -f1)"
 	log "rendering merged/cpu/$DAY_NAME cold"
 	for f in profile.pb folded.txt; do
@@ -101,6 +129,7 @@ if [[ ${SKIP_DAY:-0} != 1 ]]; then
 			"$PROFFS" cat --store "$W/day" "/merged/cpu/$DAY_NAME/$f"
 	done
 	set_kv cat_day_pb_bytes "$(stat -c %s "$W/day_profile.pb")"
+	drop_caches
 	run_kv dayin "$TB/bench_render" --store "$W/day" --repeat 3 \
 		--from "$DAY" --to $(( DAY + 86400 ))
 	perf_top day_render "$PROFFS" cat --store "$W/day" "/merged/cpu/$DAY_NAME/profile.pb"
@@ -117,5 +146,6 @@ if ((MOUNT_OK)); then
 	source "$ROOT/scripts/bench/mount.sh"
 fi
 
+set_kv load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 source "$ROOT/scripts/bench/report.sh"
 log "wrote $OUT"

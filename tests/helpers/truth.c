@@ -46,18 +46,33 @@ __attribute__((noinline)) void iterateShort(void)
 	sink++;
 }
 
+static double secs_since(clockid_t c, const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(c, &t);
+	return t.tv_sec - t0->tv_sec + (t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* truth [SECS [MIN_CPU_SECS MAX_SECS]]: loops for at least SECS of wall
+ * time (forever without arguments) and, on a busy host, on until it has
+ * had MIN_CPU_SECS of CPU or MAX_SECS have passed. */
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0;
-	struct timespec t0, t;
+	double min_cpu = argc > 2 ? atof(argv[2]) : 0, max = argc > 3 ? atof(argv[3]) : 0;
+	struct timespec t0, c0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	for (;;) {
 		iterateLong();
 		iterateShort();
 		if (secs > 0) {
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			if (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
+			double wall = secs_since(CLOCK_MONOTONIC, &t0);
+
+			if (wall >= secs && (secs_since(CLOCK_PROCESS_CPUTIME_ID, &c0) >= min_cpu ||
+					     (max > 0 && wall >= max)))
 				break;
 		}
 	}

@@ -53,10 +53,6 @@ m=$(stat -c '%a %F' "$MP/cpu" "$MP/cpu/2026-11-20T10:00/top.txt" | tr '\n' ';')
 [[ "$m" == "555 directory;444 regular file;" ]] && ok "modes $m" || fail "modes: $m"
 
 # ---- go tool pprof against pprof's own merge of the inputs ----
-ptop() { # pprof -top values (flat cum name), sorted, for the given args
-	go tool pprof -top -symbolize=none -nodecount=10000 -sample_index=samples "$@" 2>"$WORK/pprof.err" |
-		awk 'p { print $1, $4, $6 } /^ *flat  flat%/ { p = 1 }' | LC_ALL=C sort
-}
 cmp_top() { # what, mount-args..., --, reference-args...
 	local what=$1 a=() b=()
 	shift

@@ -66,7 +66,9 @@ mnt_start() {
 	MNT_PID=$!
 	PIDS+=("$MNT_PID")
 	for i in $(seq 100); do
-		if is_mounted "$mp" fuse.proffs; then return 0; fi
+		# a mount that answers (a stale one from a killed daemon fails
+		# statfs with ENOTCONN; mount ids are reused, so not those)
+		if is_mounted "$mp" fuse.proffs && stat -f "$mp" >/dev/null 2>&1; then return 0; fi
 		kill -0 "$MNT_PID" 2>/dev/null || { cat "$MNT_LOG"; die "proffs mount exited early"; }
 		sleep 0.05
 	done
@@ -81,8 +83,8 @@ mnt_stop() {
 	for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	if kill -0 "$pid" 2>/dev/null; then fail "proffs mount did not exit on SIGTERM"; return 1; fi
 	wait "$pid"; rc=$?
-	[[ $rc == 0 ]] || { fail "proffs mount exited $rc on SIGTERM"; return 1; }
-	if grep -q " $mp " /proc/mounts; then fail "mount left behind at $mp"; return 1; fi
+	[[ $rc == 0 ]] || { fail "proffs mount exited $rc on SIGTERM"; tail -30 "$MNT_LOG"; return 1; }
+	if grep -q " $mp " /proc/mounts; then fail "mount left behind at $mp"; tail -5 "$MNT_LOG"; return 1; fi
 	return 0
 }
 
@@ -110,6 +112,13 @@ make_dataset() {
 	done
 	"$PROFFS" import --store "$store" --type cpu "$WORK"/pb/m1*.pb >"$WORK/import.log" 2>&1 ||
 		{ cat "$WORK/import.log"; die "proffs import failed"; }
+}
+
+# ptop ARGS...: go tool pprof -top values (flat cum name), sorted: what a
+# profile means to pprof, independent of its encoding order.
+ptop() {
+	go tool pprof -top -symbolize=none -nodecount=10000 -sample_index=samples "$@" 2>"$WORK/pprof.err" |
+		awk 'p { print $1, $4, $6 } /^ *flat  flat%/ { p = 1 }' | LC_ALL=C sort
 }
 
 # finish: exit status from the failures counted by fail().

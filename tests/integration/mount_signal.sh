@@ -52,4 +52,46 @@ grep -q 'stale mount' "$MNT_LOG" && ok "stale mount detached (logged)"
 mnt_stop "$MNT_PID" "$MP" && ok "final SIGTERM clean"
 n=$(grep -c " $MP " /proc/mounts)
 [[ $n == 0 ]] || fail "$n mounts left at $MP"
+
+# 4. unmounted from outside: the daemon notices and exits 0
+mnt_start "$STORE" "$MP"
+fusermount3 -u "$MP" || fail "fusermount3 -u"
+for i in $(seq 100); do kill -0 "$MNT_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$MNT_PID" 2>/dev/null; then fail "still running after an outside unmount"; else
+	wait "$MNT_PID"; rc=$?
+	[[ $rc == 0 ]] && ok "outside unmount: exit 0" || fail "outside unmount: exit $rc"
+fi
+
+# 5. SIGTERM while 8 readers hammer the mount (small cache: renders,
+# evictions, releases racing with reads)
+mnt_start "$STORE" "$MP" --cache-size 8K
+RP=()
+for i in $(seq 8); do
+	(while cat "$MP/merged/cpu/2026-11-20T10:0$((i % 4))..2026-11-20T11:01/flamegraph.svg" >/dev/null 2>&1 &&
+		ls "$MP/cpu" >/dev/null 2>&1; do :; done) &
+	RP+=($!)
+	PIDS+=($!)
+done
+sleep 1.5
+mnt_stop "$MNT_PID" "$MP" && ok "SIGTERM under 8 busy readers: exit 0, no mount left"
+for p in "${RP[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+
+# 6. root only by default: another user cannot enter the mount
+if command -v setpriv >/dev/null; then
+	chmod 711 "$WORK" # mktemp -d made it 0700: let uid 65534 reach the mountpoint
+	mnt_start "$STORE" "$MP"
+	if setpriv --reuid=65534 --regid=65534 --clear-groups ls "$MP" >/dev/null 2>&1; then
+		fail "uid 65534 can list the mount without --allow-other"
+	else
+		ok "uid 65534 refused without --allow-other"
+	fi
+	mnt_stop "$MNT_PID" "$MP"
+	mnt_start "$STORE" "$MP" --allow-other
+	if setpriv --reuid=65534 --regid=65534 --clear-groups cat "$MP/cpu/2026-11-20T10:00/top.txt" >/dev/null 2>&1; then
+		ok "uid 65534 reads with --allow-other"
+	else
+		fail "uid 65534 cannot read with --allow-other"
+	fi
+	mnt_stop "$MNT_PID" "$MP"
+fi
 finish

@@ -18,6 +18,13 @@ cleanup() {
 trap cleanup EXIT
 store=$dir/store
 log=$dir/committed.log
+
+# The command line of `proffs check` first.
+"$PROFFS" check --help | grep -q 'usage: proffs check' || { echo "check --help"; exit 1; }
+"$PROFFS" check --bogus > "$dir/out" 2>&1; rc=$?
+((rc == 2)) && [[ $(wc -l < "$dir/out") == 1 ]] || { echo "bad flag: rc $rc, want 2 and one line:"; cat "$dir/out"; exit 1; }
+"$PROFFS" check --store "$dir/none" > "$dir/out" 2>&1 && { echo "check of a missing store passed"; exit 1; }
+
 : > "$log"
 prev=0
 for i in $(seq 1 12); do

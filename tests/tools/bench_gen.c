@@ -16,6 +16,9 @@
  *   day     --start T --store DIR [--batches 8640]: same, store only.
  *   minutes --start T --store DIR [--minutes 10080]: one small 60 s batch
  *           per minute (listing benchmarks).
+ *   close   --start T --store DIR: one batch of one sample at T, which
+ *           closes the hours before T as the daemon's next batch would
+ *           (the store rolls up an hour once a later batch arrives).
  * The same seed gives the same data; T is Unix seconds.
  */
 #include <errno.h>
@@ -628,7 +631,7 @@ static int64_t file_size(const char *path)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: bench_gen hour|day|minutes --start UNIX_S [--store DIR]\n"
+		"usage: bench_gen hour|day|minutes|close --start UNIX_S [--store DIR]\n"
 		"       [--pprof-dir DIR] [--folded FILE.zst] [--batches N]\n"
 		"       [--minutes N] [--seed N] [--max-size BYTES]\n");
 }
@@ -665,6 +668,8 @@ int main(int argc, char **argv)
 		nbatches = 24 * 360;
 	else if (!strcmp(mode, "minutes"))
 		nbatches = 10080, batch_s = 60, per_batch = 40;
+	else if (!strcmp(mode, "close"))
+		nbatches = 1, per_batch = 1;
 	else if (strcmp(mode, "hour")) {
 		usage();
 		return 2;
@@ -757,6 +762,9 @@ int main(int argc, char **argv)
 			}
 		}
 		profile__free(p);
+		if (nbatches >= 1000 && !((i + 1) % (nbatches / 10)))
+			fprintf(stderr, "bench_gen: %u/%u batches, %.0f s appending\n",
+				i + 1, nbatches, app_wall);
 	}
 	if (zf) {
 		size_t left;

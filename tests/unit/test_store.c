@@ -6,9 +6,13 @@
  */
 #include <errno.h>
 #include <lmdb.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "profile.h"
@@ -26,6 +30,7 @@ static struct profile *mk(void)
 	p->period_type.type = profile__intern_str(p, "cpu");
 	p->period_type.unit = profile__intern_str(p, "nanoseconds");
 	p->period = 10000000;
+	p->default_sample_type = profile__intern_str(p, "samples");
 	return p;
 }
 
@@ -182,6 +187,49 @@ static uint64_t xr(void)
 	return rnd;
 }
 
+struct rd {
+	struct store *s;
+	atomic_int *stop;
+	int64_t t0;
+	int errors, merges;
+};
+
+/* A reader thread: merges, lists and latest while the main thread
+ * appends; every call must succeed (or say the type is not there yet). */
+static void *reader(void *arg)
+{
+	struct rd *r = arg;
+
+	while (!atomic_load(r->stop)) {
+		struct store_sel sel = { "cpu", NULL, 0 };
+		struct store_matcher m = { "comm", "api", STORE_EQ };
+		struct store_sel sel2 = { "cpu", &m, 1 };
+		struct profile *p = NULL;
+		char **pairs;
+		int64_t *mins, lm;
+		size_t np, nm;
+		int rc;
+
+		rc = store__merge(r->s, (r->merges & 1) ? &sel2 : &sel, r->t0, r->t0 + 7200, &p);
+		if (rc && rc != -ENOENT)
+			r->errors++;
+		profile__free(p);
+		rc = store__list(r->s, &sel, &pairs, &np, &mins, &nm);
+		if (!rc) {
+			store__free_strv(pairs, np);
+			free(mins);
+		} else if (rc != -ENOENT) {
+			r->errors++;
+		}
+		rc = store__latest_minute(r->s, &sel2, &lm);
+		if (rc && rc != -ENOENT)
+			r->errors++;
+		(void)store__version(r->s);
+		r->merges++;
+	}
+	return NULL;
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_store.XXXXXX", cmd[256];
@@ -277,6 +325,9 @@ int main(void)
 	      !strcmp(p->strs[p->sample_types[1].unit], "nanoseconds"), "value types kept");
 	CHECK(p && p->period == 10000000 && !strcmp(p->strs[p->period_type.type], "cpu"),
 	      "period kept");
+	CHECK(p && p->default_sample_type &&
+	      !strcmp(p->strs[p->default_sample_type], "samples"),
+	      "default sample type kept");
 	CHECK(p && p->time_nanos == T0 * 1000000000LL && p->duration_nanos == 60000000000LL,
 	      "window = the minute");
 	if (p) {
@@ -524,9 +575,134 @@ int main(void)
 		store__txn_commit(s, txn);
 		rc = store__check(s, devnull);
 		CHECK(rc >= 2, "check finds a deleted string and stack node (%d problems)", rc);
+		/* A rollup that is not the sum of its hour: a raw block's bytes
+		 * stored as the rollup. */
+		{
+			const int64_t H = (1697068800 + 86400 - 3600) / 3600;
+			uint8_t rk[8], bk[BLOCK_KEY_LEN];
+			MDB_val x = { 8, rk }, y, bx = { BLOCK_KEY_LEN, bk }, by;
+			MDB_cursor *c;
+			char line[256];
+			FILE *tf = tmpfile();
+			bool found = false;
+
+			store__txn_begin(s, false, &txn);
+			key2(rk, 1, (uint32_t)H);
+			rc = mdb_get(txn, s->dbi[DB_ROLLUP], &x, &y);
+			CHECK(rc == 0, "the last full hour has a rollup");
+			mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
+			block_key(bk, 1, H * 3600, 0);
+			mdb_cursor_get(c, &bx, &by, MDB_SET_RANGE);
+			mdb_put(txn, s->dbi[DB_ROLLUP], &x, &by, 0);
+			mdb_cursor_close(c);
+			store__txn_commit(s, txn);
+			store__check(s, tf);
+			rewind(tf);
+			while (fgets(line, sizeof(line), tf))
+				found |= strstr(line, "differs from the sum") != NULL;
+			fclose(tf);
+			CHECK(found, "check finds a rollup that is not the sum of its hour");
+		}
 		store__check(s, stdout);
 	}
 	store__close(s);
+
+	/* Readers in threads while one thread appends. */
+	{
+		struct store_opts so = { .dir = dir };
+		atomic_int stop = 0;
+		struct rd rds[4];
+		pthread_t th[4];
+		int64_t want = 0, errors = 0, merges = 0;
+		bool ok = true;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
+		system(cmd);
+		CHECK(store__open(&s, &so) == 0, "store for concurrent readers");
+		for (int i = 0; i < 4; i++) {
+			rds[i] = (struct rd){ s, &stop, T0, 0, 0 };
+			pthread_create(&th[i], NULL, reader, &rds[i]);
+		}
+		for (int b = 0; b < 60; b++) {
+			p = mk();
+			add(p, "api", "1", "main;a;b", 3);
+			add(p, b % 2 ? "api" : "web", "2", "main;c", 2);
+			want += 5;
+			ok &= store__append(s, "cpu", (T0 + 60 * b) * 1000000000LL, 60000000000LL, p,
+					    NULL, 0) == 0;
+			profile__free(p);
+		}
+		atomic_store(&stop, 1);
+		for (int i = 0; i < 4; i++) {
+			pthread_join(th[i], NULL);
+			errors += rds[i].errors;
+			merges += rds[i].merges;
+		}
+		CHECK(ok, "60 appends while 4 threads read");
+		CHECK(errors == 0 && merges >= 4, "readers: %lld rounds, %lld errors", (long long)merges,
+		      (long long)errors);
+		p = merge(s, "cpu", NULL, 0, T0, T0 + 7200);
+		CHECK(total0(p) == want, "all appended data visible (%lld)", (long long)total0(p));
+		profile__free(p);
+		store__close(s);
+	}
+
+	/* Another process grows the map (a bigger --max-size) while this one
+	 * has the store open: the next transaction here must adopt the new
+	 * size (MDB_MAP_RESIZED) instead of failing. */
+	{
+		struct store_opts so = { .dir = dir, .max_size = 1 << 20 };
+		int64_t big = 0;
+		pid_t pid;
+		int st = 0;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
+		system(cmd);
+		CHECK(store__open(&s, &so) == 0, "small store (1 MiB map)");
+		store__close(s);
+		so.readonly = true;
+		CHECK(store__open(&s, &so) == 0, "reader holds it open");
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			struct store_opts co = { .dir = dir, .max_size = 64 << 20 };
+			struct store *w;
+			char st_[64];
+
+			if (store__open(&w, &co))
+				_exit(3);
+			for (int b = 0; b < 40; b++) {
+				p = mk();
+				for (int i = 0; i < 400; i++) {
+					snprintf(st_, sizeof(st_), "main;f%d;g%d;h%d", b, i, i * 7 + b);
+					add(p, "grow", "9", st_, 1);
+				}
+				if (store__append(w, "cpu", (T0 + 10 * b) * 1000000000LL, 10000000000LL, p,
+						  NULL, 0))
+					_exit(4);
+				profile__free(p);
+			}
+			store__close(w);
+			_exit(0);
+		}
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process wrote past our map size (%d)",
+		      WEXITSTATUS(st));
+		{
+			struct stat fs;
+			char path[300];
+
+			snprintf(path, sizeof(path), "%s/data.mdb", dir);
+			CHECK(!stat(path, &fs) && fs.st_size > (2 << 20), "the file grew beyond 1 MiB (%lld)",
+			      (long long)fs.st_size);
+		}
+		p = merge(s, "cpu", NULL, 0, T0, T0 + 400);
+		big = total0(p);
+		profile__free(p);
+		CHECK(big == 40 * 400, "the reader sees everything after the map grew (%lld)", (long long)big);
+		CHECK(store__check(s, stdout) == 0, "check through the grown map");
+		store__close(s);
+	}
 	fclose(devnull);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	system(cmd);

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# scripts/bench/sampler.sh - the benchmarks of issue 4 (the daemon):
+#   - the daemon's CPU (utime+stime over wall, % of one core) at 19 and
+#     99 Hz with both cores busy, against `perf record -F 99 -a -g -o
+#     /dev/null` measured the same way, in the same run;
+#   - workload slowdown: a fixed CPU-bound job (tests/helpers/fixedwork)
+#     timed with and without the daemon at 99 Hz, runs interleaved;
+#   - memory: the daemon's RSS plus its BPF maps' memlock (fdinfo);
+#   - samples lost at 99 Hz (/prof/metrics).
+# Prints a Markdown section on stdout. Needs root and `make all`.
+# Env: BUILD (default build), SECS (seconds per CPU measurement, default
+# 30), RUNS (interleaved job runs per side, default 5).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-build}
+[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
+PROFFS=$BUILD/proffs
+TB=$BUILD/tests
+SECS=${SECS:-30}
+RUNS=${RUNS:-5}
+for f in "$PROFFS" "$TB/truth" "$TB/fixedwork"; do
+	[[ -x $f ]] || { echo "bench: $f missing; run make all first" >&2; exit 1; }
+done
+[[ $(id -u) == 0 ]] || { echo "bench: needs root (BPF, perf, FUSE)" >&2; exit 1; }
+
+W=$(mktemp -d /var/tmp/proffs-sbench.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	fusermount3 -u -z "$W/mp" 2>/dev/null || true
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+log() { printf 'bench: %s\n' "$*" >&2; }
+TCK=$(getconf CLK_TCK)
+
+# cpu_ticks PID: utime+stime of the whole process (all threads).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# measure PID SECS: % of one core PID used over SECS seconds.
+measure() {
+	local pid=$1 secs=$2 c0 c1 t0 t1
+	c0=$(cpu_ticks "$pid"); t0=$EPOCHREALTIME
+	sleep "$secs"
+	c1=$(cpu_ticks "$pid"); t1=$EPOCHREALTIME
+	awk -v c="$((c1 - c0))" -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }'
+}
+
+daemon_start() { # HZ
+	mkdir -p "$W/mp"
+	rm -rf "$W/store"
+	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz "$1" >"$W/run.log" 2>&1 &
+	DPID=$!
+	PIDS+=("$DPID")
+	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	[[ -e $W/mp/README ]] || { cat "$W/run.log" >&2; exit 1; }
+	sleep 3 # past start-up: kallsyms, first symbol tables
+}
+daemon_stop() { kill -TERM "$DPID"; wait "$DPID" || true; }
+
+# Both cores busy for the CPU measurements.
+NB=$(nproc)
+for _ in $(seq "$NB"); do "$TB/truth" & PIDS+=($!); done
+BUSY=("${PIDS[@]}")
+
+declare -A CPU
+for hz in 19 99; do
+	log "daemon at $hz Hz for $SECS s, $NB busy loops"
+	daemon_start "$hz"
+	CPU[$hz]=$(measure "$DPID" "$SECS")
+	if ((hz == 99)); then
+		RSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$DPID/status")
+		MEMLOCK=0
+		for fd in /proc/$DPID/fdinfo/*; do
+			m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null || true)
+			[[ -n $m ]] && MEMLOCK=$((MEMLOCK + m))
+		done
+		LOST=$(awk '/^proffs_lost_samples_total/ { s += $2 } END { print s + 0 }' "$W/mp/metrics")
+		LOSTEV=$(awk '/^proffs_lost_events_total/ { print $2 }' "$W/mp/metrics")
+		TAKEN=$(awk '/^proffs_bpf_samples_total/ { print $2 }' "$W/mp/metrics")
+	fi
+	daemon_stop
+done
+
+log "perf record -F 99 -a -g for $SECS s"
+PERF=nan
+if command -v perf >/dev/null; then
+	perf record -F 99 -a -g -o /dev/null >/dev/null 2>&1 &
+	PP=$!
+	PIDS+=("$PP")
+	sleep 3
+	PERF=$(measure "$PP" "$SECS")
+	kill -INT "$PP"; wait "$PP" || true
+fi
+for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null || true; done
+
+# Slowdown: the fixed job, alternately without and with the daemon (99 Hz).
+log "fixed job: $RUNS runs without and with the daemon, interleaved"
+job() { local t0=$EPOCHREALTIME; "$TB/fixedwork" 1500; awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.4f\n", b - a }'; }
+OFF=() ON=()
+for i in $(seq "$RUNS"); do
+	OFF+=("$(job)")
+	daemon_start 99
+	ON+=("$(job)")
+	daemon_stop
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+MOFF=$(median "${OFF[@]}"); MON=$(median "${ON[@]}")
+SLOW=$(awk -v a="$MOFF" -v b="$MON" 'BEGIN { printf "%.2f", 100 * (b - a) / a }')
+RATIO=$(awk -v p="$PERF" -v d="${CPU[99]}" 'BEGIN { if (d > 0 && p != "nan") printf "%.0f", p / d; else print "n/a" }')
+
+cat <<MD
+## The daemon (issue 4): scripts/bench/sampler.sh
+
+Host: $(nproc) CPUs, $(uname -r), load at start $(cut -d' ' -f1-3 /proc/loadavg). Same run for every figure.
+
+| figure | value | goal |
+|---|---|---|
+| daemon CPU at 19 Hz, $NB cores busy | ${CPU[19]}% of one core | |
+| daemon CPU at 99 Hz, $NB cores busy | ${CPU[99]}% of one core | <= 0.3% |
+| \`perf record -F 99 -a -g -o /dev/null\`, same load | ${PERF}% of one core | |
+| perf record / daemon at 99 Hz | ${RATIO}x | >= 10x |
+| fixed job (fixedwork 1500), median of $RUNS, without daemon | ${MOFF} s | |
+| same, with the daemon at 99 Hz (interleaved) | ${MON} s | |
+| slowdown | ${SLOW}% | <= 1% |
+| daemon RSS at 99 Hz | $((RSS / 1024)) KiB | |
+| BPF maps memlock (fdinfo) | $((MEMLOCK / 1024)) KiB | |
+| RSS + BPF maps | $(((RSS + MEMLOCK) / 1048576)) MiB | <= 32 MB |
+| samples lost at 99 Hz ($SECS s) | $LOST of $TAKEN (lifecycle events lost: $LOSTEV) | 0 |
+
+CPU is utime+stime of the whole process (all threads) over wall time, from
+/proc/PID/stat, after a 3 s start-up. For both tools the in-kernel cost of
+taking a sample (interrupt, stack walk) is charged to the interrupted task,
+not to the tool: the slowdown row is where it shows. The daemon's own CPU
+grows with process churn (each exec is read from /proc at once), not only
+with the rate. Runs: without ${OFF[*]}; with ${ON[*]}.
+MD
