@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmdutil.h"
 #include "store.h"
 #include "tree.h"
 #include "util.h"
@@ -134,41 +135,18 @@ static int print_node(struct tree *t, const struct node *n)
 
 int cmd_cat(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	static const struct store_cmd cmd = { "cat", "+:s:h", usage };
 	struct store_opts so = { .readonly = true };
 	struct store *s = NULL;
 	struct tree *t = NULL;
 	struct node n = { 0 };
 	char *path = NULL, *cur = NULL;
 	size_t len;
-	int c, err, rc = 1;
+	int err, rc = 1, status;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:s:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			so.dir = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case ':':
-			fprintf(stderr, "proffs cat: option '%s' needs a value\n", argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "proffs cat: unknown option '%s' (try --help)\n", argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (!so.dir) {
-		fprintf(stderr, "proffs cat: --store DIR is required (try --help)\n");
-		return 2;
-	}
+	status = cmd__parse_store(&cmd, argc, argv, &so);
+	if (status != CMD_GO_ON)
+		return status;
 	if (optind != argc - 1) {
 		fprintf(stderr, "proffs cat: expected exactly one PATH (try --help)\n");
 		return 2;
@@ -182,11 +160,8 @@ int cmd_cat(int argc, char **argv)
 	while (len > 1 && path[len - 1] == '/')
 		path[--len] = 0;
 
-	err = store__open(&s, &so);
-	if (err) {
-		fprintf(stderr, "proffs cat: cannot open store %s: %s\n", so.dir, strerror(-err));
+	if (cmd__open_store(cmd.name, &s, &so))
 		goto out;
-	}
 	t = tree__new(s, NULL);
 	if (!t) {
 		fprintf(stderr, "proffs cat: %s\n", strerror(errno));

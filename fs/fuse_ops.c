@@ -470,10 +470,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out_node;
 	ep.ino = ino;
 	ep.generation = 0;
+	/* A current file may be re-rendered with a new size within the 1 s;
+	 * open notices (fingerprint) and makes the kernel ask again. */
 	ep.entry_timeout = node_ttl(&n);
-	/* A current file's size may change with the next batch: let every
-	 * stat and read ask again (cheap: the render is cached). */
-	ep.attr_timeout = n.kind == NODE_FILE && !n.immutable ? 0 : node_ttl(&n);
+	ep.attr_timeout = node_ttl(&n);
 	fuse_reply_entry(req, &ep);
 out_node:
 	node__fini(&n);
@@ -519,8 +519,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		pinned = (const struct cache_entry *)(uintptr_t)fi->fh;
 	err = node_stat(m, &n, ino, pinned, &st);
 	if (!err)
-		fuse_reply_attr(req, &st, n.kind == NODE_FILE && !n.immutable ?
-						  0 : node_ttl(&n));
+		fuse_reply_attr(req, &st, node_ttl(&n));
 	node__fini(&n);
 out:
 	if (err)

@@ -321,7 +321,8 @@ static int parse_time(const char *s, size_t len, int64_t *t)
 		return -EINVAL;
 	if (len == 16 && (s[13] != ':' || !digits(s + 14, 2, &mi)))
 		return -EINVAL;
-	if (y < 1970 || mo < 1 || mo > 12 || h > 23 || mi > 59)
+	/* Years past 2261 do not fit pprof's int64 nanosecond times. */
+	if (y < 1970 || y > 2261 || mo < 1 || mo > 12 || h > 23 || mi > 59)
 		return -EINVAL;
 	md = mdays[mo - 1];
 	if (mo == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))

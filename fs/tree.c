@@ -41,14 +41,6 @@ struct tree {
 
 #define CNT_ADD(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 struct tree *tree__new(struct store *s, const struct tree_opts *o)
 {
 	struct tree *t;
@@ -613,7 +605,7 @@ static int merge(struct tree *t, const char *type, const struct path_matcher *pm
 		 struct profile **out)
 {
 	struct sel_hold h;
-	int64_t from, to, t0 = mono_ns();
+	int64_t from, to, t0 = now_mono_ns();
 	int err;
 
 	err = sel_build(type, pm, n, &h);
@@ -623,7 +615,7 @@ static int merge(struct tree *t, const char *type, const struct path_matcher *pm
 	err = store__merge(t->s, &h.sel, from, to, out);
 	sel_release(&h);
 	CNT_ADD(t->c.merges, 1);
-	CNT_ADD(t->c.merge_ns, (uint64_t)(mono_ns() - t0));
+	CNT_ADD(t->c.merge_ns, (uint64_t)(now_mono_ns() - t0));
 	return err;
 }
 
@@ -711,7 +703,7 @@ int tree__render(struct tree *t, const struct node *n, struct buf *out)
 {
 	const struct path_query *q = n->q;
 	enum render_kind k;
-	int64_t t0 = mono_ns(), dt;
+	int64_t t0 = now_mono_ns(), dt;
 	int err, b;
 
 	if (!q || n->kind != NODE_FILE)
@@ -729,7 +721,7 @@ int tree__render(struct tree *t, const struct node *n, struct buf *out)
 		err = render_file(t, q, out);
 		break;
 	}
-	dt = mono_ns() - t0;
+	dt = now_mono_ns() - t0;
 	CNT_ADD(t->c.renders[k], 1);
 	CNT_ADD(t->c.ns[k], (uint64_t)dt);
 	for (b = 0; b < RENDER_NBUCKETS - 1; b++) {

@@ -127,14 +127,6 @@ static void metrics_cb(struct buf *out, void *ctx)
 #undef H
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Hands the open batch to the store. A refused batch is dropped (and
  * counted): keeping it would grow without bound if the store stays sick. */
 static void flush(struct run *r)
@@ -161,11 +153,11 @@ static void flush(struct run *r)
 static void *sampler_thread(void *arg)
 {
 	struct run *r = arg;
-	int64_t last_flush = mono_ns(), last_expire = 0;
+	int64_t last_flush = now_mono_ns(), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		int n = profiler__poll(r->prof, 250);
-		int64_t now = mono_ns();
+		int64_t now = now_mono_ns();
 
 		if (n < 0)
 			pr_warn("run: polling the sampler: %s", strerror(-n));

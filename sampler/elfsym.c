@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,17 +246,10 @@ bool elfsym__off_to_vaddr(const struct elf_info *e, uint64_t off, uint64_t *vadd
 
 const char *elfsym__lookup(const struct elf_info *e, uint64_t vaddr)
 {
-	size_t lo = 0, hi = e->nsyms;
-
 	/* Last symbol with addr <= vaddr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = bsearch_u64_upper(e->syms, e->nsyms, sizeof(*e->syms),
+				      offsetof(struct elf_sym, addr), vaddr);
 
-		if (e->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	/* Aliases share an address; sorting put the sized one first. */

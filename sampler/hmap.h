@@ -10,20 +10,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "util.h"
+
 struct hmap {
 	uint64_t *keys;
 	void **vals;
 	size_t cap, len; /* cap is 0 or a power of two */
 };
 
+/* Keys are pids, inodes, addresses: util's mix spreads them to the low
+ * bits the slot index takes. */
 static inline uint64_t hmap__mix(uint64_t k)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
+	return hash_mix64(k);
 }
 
 static inline void *hmap__get(const struct hmap *h, uint64_t key)

@@ -43,14 +43,6 @@ struct labeler {
 	int64_t pods_scan_ns, cg_scan_ns;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static char *find_cgroup2(void)
 {
 	FILE *f = fopen("/proc/self/mounts", "r");
@@ -232,7 +224,7 @@ static void scan_pods(struct labeler *l)
 	DIR *d = opendir(l->pods_root);
 	struct dirent *e;
 
-	l->pods_scan_ns = mono_ns();
+	l->pods_scan_ns = now_mono_ns();
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
@@ -275,7 +267,7 @@ void labeler__from_cgroup(struct labeler *l, const char *path, char *vals[LBL_MA
 		return;
 	p = hmap__get(&l->pods, str_key(buf));
 	/* New pods appear all the time; rescan at most once a second. */
-	if (!p && mono_ns() - l->pods_scan_ns > 1000000000LL) {
+	if (!p && now_mono_ns() - l->pods_scan_ns > 1000000000LL) {
 		scan_pods(l);
 		p = hmap__get(&l->pods, str_key(buf));
 	}
@@ -308,11 +300,11 @@ char *labeler__cgroup_path(struct labeler *l, uint64_t id)
 	if (!id || !l->cgroup_root)
 		return NULL;
 	p = hmap__get(&l->cgpaths, id);
-	if (!p && mono_ns() - l->cg_scan_ns > 1000000000LL) {
+	if (!p && now_mono_ns() - l->cg_scan_ns > 1000000000LL) {
 		/* Not thread-safe (a static for nftw), like the rest of this. */
 		walk_l = l;
 		walk_prefix = strlen(l->cgroup_root);
-		l->cg_scan_ns = mono_ns();
+		l->cg_scan_ns = now_mono_ns();
 		nftw(l->cgroup_root, walk_fn, 16, FTW_PHYS | FTW_MOUNT);
 		p = hmap__get(&l->cgpaths, id);
 	}

@@ -24,14 +24,6 @@ struct procs {
 	int64_t gc_ns;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * SEC_NS + ts.tv_nsec;
-}
-
 struct procs *procs__new(const struct procs_opts *o)
 {
 	struct procs *ps = calloc(1, sizeof(*ps));
@@ -242,7 +234,7 @@ static void proc__read_maps(struct proc *p)
 {
 	struct maps *m = read_maps(p->pid);
 
-	p->maps_ns = mono_ns();
+	p->maps_ns = now_mono_ns();
 	if (!m)
 		return; /* keep what we had (inherited or older) */
 	maps__put(p->maps);
@@ -333,7 +325,7 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 	if (parent && parent->maps) {
 		p->maps = parent->maps;
 		p->maps->refs++;
-		p->maps_ns = mono_ns();
+		p->maps_ns = now_mono_ns();
 	} else {
 		proc__read_maps(p);
 	}
@@ -344,7 +336,7 @@ void procs__exit(struct procs *ps, pid_t pid)
 	struct proc *p = hmap__get(&ps->pids, (uint64_t)pid + 1);
 
 	if (p && !p->exit_ns)
-		p->exit_ns = mono_ns();
+		p->exit_ns = now_mono_ns();
 }
 
 static struct vma *maps__find(struct maps *m, uint64_t addr)
@@ -383,7 +375,7 @@ const char *procs__jit_symbol(struct procs *ps, struct proc *p, uint64_t addr)
 
 void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
 {
-	int64_t now = mono_ns();
+	int64_t now = now_mono_ns();
 
 	if (p->exit_ns)
 		return;
@@ -404,7 +396,7 @@ void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
 
 void procs__gc(struct procs *ps)
 {
-	int64_t now = mono_ns();
+	int64_t now = now_mono_ns();
 
 	if (now - ps->gc_ns < SEC_NS)
 		return;

@@ -134,14 +134,12 @@ static void update_stats(struct profiler *pr)
 int profiler__poll(struct profiler *pr, int timeout_ms)
 {
 	int n = sampler__poll(pr->s, timeout_ms);
-	struct timespec ts;
 	int64_t now;
 
 	procs__gc(pr->ps);
 	/* Exec records wake us often on a busy host; the figures (a few
 	 * syscalls) need refreshing far less. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	now = now_mono_ns();
 	if (timeout_ms == 0 || now - pr->stats_ns >= 1000000000LL) {
 		update_stats(pr);
 		pr->stats_ns = now;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,16 +191,9 @@ void symbolizer__free(struct symbolizer *s)
 
 const char *symbolizer__kernel(struct symbolizer *s, uint64_t addr)
 {
-	size_t lo = 0, hi = s->nksyms;
+	size_t lo = bsearch_u64_upper(s->ksyms, s->nksyms, sizeof(*s->ksyms),
+				      offsetof(struct ksym, addr), addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	return s->kstrs + s->ksyms[lo - 1].name;
@@ -450,19 +444,12 @@ out:
 
 const char *perfmap__lookup(const struct perfmap *m, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!m)
 		return NULL;
-	hi = m->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = bsearch_u64_upper(m->syms, m->n, sizeof(*m->syms), offsetof(struct pm_sym, start),
+			       addr);
 	/* Later entries win (a JIT may reuse addresses): scan back briefly. */
 	for (size_t i = lo; i > 0 && lo - i < 16; i--) {
 		const struct pm_sym *s = &m->syms[i - 1];

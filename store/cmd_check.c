@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmdutil.h"
 #include "store.h"
 #include "util.h"
 
@@ -25,43 +26,21 @@ static void usage(FILE *f)
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	/* No short -s, no '+': as before the options were shared. */
+	static const struct store_cmd cmd = { "check", ":h", usage };
 	struct store_opts so = { .dir = "/var/lib/proffs", .readonly = true };
 	struct store *s;
-	int c, rc;
+	int rc;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			so.dir = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case ':':
-			fprintf(stderr, "proffs check: option '%s' needs a value\n", argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "proffs check: unknown option '%s' (try --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
+	rc = cmd__parse_store(&cmd, argc, argv, &so);
+	if (rc != CMD_GO_ON)
+		return rc;
 	if (optind < argc) {
 		fprintf(stderr, "proffs check: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	rc = store__open(&s, &so);
-	if (rc) {
-		fprintf(stderr, "proffs check: cannot open store %s: %s\n", so.dir, strerror(-rc));
+	if (cmd__open_store(cmd.name, &s, &so))
 		return 1;
-	}
 	rc = store__check(s, stdout);
 	store__close(s);
 	if (rc < 0) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmdutil.h"
 #include "pprof.h"
 #include "profile.h"
 #include "store.h"
@@ -91,49 +92,24 @@ static void type_of(const struct profile *p, const char *path, char *out, size_t
 
 static int read_file(const char *path, uint8_t **data, size_t *len, char *err, size_t errsz)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *d = NULL, *nd;
-	size_t n = 0, cap = 0, r;
-	int rc = 0;
+	int rc = read_file_all(path, IMPORT_MAX_FILE, data, len);
 
-	if (!f) {
-		rc = -errno;
-		snprintf(err, errsz, "%s", strerror(errno));
-		return rc;
+	switch (rc) {
+	case 0:
+		break;
+	case -EFBIG:
+		snprintf(err, errsz, "larger than %llu bytes", IMPORT_MAX_FILE);
+		break;
+	case -ENOMEM:
+		snprintf(err, errsz, "out of memory");
+		break;
+	case -EIO:
+		snprintf(err, errsz, "read error");
+		break;
+	default:
+		snprintf(err, errsz, "%s", strerror(-rc));
+		break;
 	}
-	for (;;) {
-		if (n == cap) {
-			if (cap >= IMPORT_MAX_FILE) {
-				snprintf(err, errsz, "larger than %llu bytes", IMPORT_MAX_FILE);
-				rc = -EFBIG;
-				goto out;
-			}
-			cap = cap ? cap * 2 : 65536;
-			nd = realloc(d, cap);
-			if (!nd) {
-				snprintf(err, errsz, "out of memory");
-				rc = -ENOMEM;
-				goto out;
-			}
-			d = nd;
-		}
-		r = fread(d + n, 1, cap - n, f);
-		n += r;
-		if (r == 0) {
-			if (ferror(f)) {
-				rc = -EIO;
-				snprintf(err, errsz, "read error");
-				goto out;
-			}
-			break;
-		}
-	}
-	*data = d;
-	*len = n;
-	d = NULL;
-out:
-	free(d);
-	fclose(f);
 	return rc;
 }
 
@@ -192,13 +168,8 @@ int cmd_import(int argc, char **argv)
 			usage(stdout);
 			ret = 0;
 			goto out;
-		case ':':
-			fprintf(stderr, "proffs import: option '%s' needs a value\n", argv[optind - 1]);
-			ret = 2;
-			goto out;
 		default:
-			fprintf(stderr, "proffs import: unknown option '%s' (try --help)\n", argv[optind - 1]);
-			ret = 2;
+			ret = cmd__bad_option("import", c, argv);
 			goto out;
 		}
 	}
@@ -248,11 +219,8 @@ int cmd_import(int argc, char **argv)
 
 	/* Phase 2: one append (one transaction) per file. */
 	so.dir = dir;
-	c = store__open(&st, &so);
-	if (c) {
-		fprintf(stderr, "proffs import: cannot open store %s: %s\n", dir, strerror(-c));
+	if (cmd__open_store("import", &st, &so))
 		goto out;
-	}
 	for (int i = 0; i < nfiles; i++) {
 		const char *path = argv[optind + i];
 		const struct profile *p = profs[i];

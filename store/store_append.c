@@ -753,9 +753,10 @@ int store__append(struct store *s, const char *type, int64_t time_ns,
 	for (size_t i = 0; i < nextra; i++)
 		if (!extra[i].name || !*extra[i].name || !extra[i].value)
 			return -EINVAL;
-	/* Retention at most once a minute; the size bound every time (a
-	 * cheap stat of the databases when there is room). */
-	if (s->retention_s && now - s->last_retention >= 60) {
+	/* Retention (and stale reader slots) at most once a minute; the
+	 * size bound every time (a cheap stat of the databases when there is
+	 * room). */
+	if (now - s->last_retention >= 60) {
 		s->last_retention = now;
 		store__expire(s, now);
 	} else {

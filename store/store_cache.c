@@ -5,7 +5,9 @@
  * location ids (leaf first) can be cached for the life of the process,
  * across queries, threads and writers in other processes: a merge of an
  * hour touches thousands of stacks, and decoding each from LMDB every time
- * cost a good share of the merge.
+ * cost a good share of the merge. The records of strings, functions,
+ * mappings and locations are immutable too, and a merge of a busy minute
+ * resolves tens of thousands of them: their bytes are cached the same way.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -82,4 +84,73 @@ void stackcache__free(struct store *s)
 	free(s->sc_pool);
 	s->sc_pool = NULL;
 	s->sc_n = s->sc_cap = 0;
+}
+
+#define YC_MAX_POOL (64u << 20) /* bytes; then start over */
+#define YC_MAX_REC ((1u << 24) - 1)
+
+int symcache__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, uint8_t **buf,
+		   size_t *cap, MDB_val *out)
+{
+	uint64_t key = (uint64_t)dbi << 32 | id, v;
+	int rc;
+
+	pthread_rwlock_rdlock(&s->yc_lock);
+	if (u64map__get(&s->yc_map, key, &v)) {
+		size_t len = v & YC_MAX_REC;
+
+		if (len > *cap) {
+			uint8_t *nb = realloc(*buf, len);
+
+			if (!nb) {
+				pthread_rwlock_unlock(&s->yc_lock);
+				return -ENOMEM;
+			}
+			*buf = nb;
+			*cap = len;
+		}
+		memcpy(*buf, s->yc_pool + (v >> 24), len);
+		pthread_rwlock_unlock(&s->yc_lock);
+		*out = (MDB_val){ len, *buf };
+		return 0;
+	}
+	pthread_rwlock_unlock(&s->yc_lock);
+	if ((rc = table__read(s, txn, dbi, id, out)))
+		return rc;
+	if (out->mv_size > YC_MAX_REC)
+		return 0;
+	pthread_rwlock_wrlock(&s->yc_lock);
+	if (u64map__get(&s->yc_map, key, &v))
+		goto unlock;
+	if (s->yc_n + out->mv_size > YC_MAX_POOL) {
+		u64map__free(&s->yc_map);
+		s->yc_n = 0;
+	}
+	if (s->yc_n + out->mv_size > s->yc_cap) {
+		size_t nc = s->yc_cap ? s->yc_cap * 2 : 1 << 20;
+		uint8_t *np;
+
+		while (nc < s->yc_n + out->mv_size)
+			nc *= 2;
+		np = realloc(s->yc_pool, nc);
+		if (!np)
+			goto unlock;
+		s->yc_pool = np;
+		s->yc_cap = nc;
+	}
+	if (u64map__put(&s->yc_map, key, (uint64_t)s->yc_n << 24 | out->mv_size))
+		goto unlock;
+	memcpy(s->yc_pool + s->yc_n, out->mv_data, out->mv_size);
+	s->yc_n += out->mv_size;
+unlock:
+	pthread_rwlock_unlock(&s->yc_lock);
+	return 0;
+}
+
+void symcache__free(struct store *s)
+{
+	u64map__free(&s->yc_map);
+	free(s->yc_pool);
+	s->yc_pool = NULL;
+	s->yc_n = s->yc_cap = 0;
 }

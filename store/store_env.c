@@ -117,6 +117,7 @@ int store__open(struct store **out, const struct store_opts *o)
 		return -ENOMEM;
 	pthread_rwlock_init(&s->resize_lock, NULL);
 	pthread_rwlock_init(&s->sc_lock, NULL);
+	pthread_rwlock_init(&s->yc_lock, NULL);
 	s->dir = strdup(o->dir);
 	s->max_size = o->max_size ? o->max_size : 4ULL << 30;
 	s->retention_s = o->retention_s;
@@ -163,8 +164,12 @@ int store__open(struct store **out, const struct store_opts *o)
 		rc = mdb_dbi_open(txn, store_db_names[i],
 				  db_flags(i) | (s->readonly ? 0 : MDB_CREATE), &s->dbi[i]);
 		if (rc) {
-			pr_err("store: %s: database %s: %s", o->dir, store_db_names[i],
-			       mdb_strerror(rc));
+			if (rc == MDB_NOTFOUND)
+				pr_err("store: %s: no database %s: not a proffs store of format %d",
+				       o->dir, store_db_names[i], STORE_FORMAT);
+			else
+				pr_err("store: %s: database %s: %s", o->dir, store_db_names[i],
+				       mdb_strerror(rc));
 			store__txn_abort(s, txn);
 			rc = rc == MDB_NOTFOUND ? -ENOENT : store__errno(rc);
 			goto err;
@@ -228,6 +233,8 @@ void store__close(struct store *s)
 	pthread_rwlock_destroy(&s->resize_lock);
 	stackcache__free(s);
 	pthread_rwlock_destroy(&s->sc_lock);
+	symcache__free(s);
+	pthread_rwlock_destroy(&s->yc_lock);
 	free(s->dir);
 	free(s);
 }

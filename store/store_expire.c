@@ -247,6 +247,10 @@ int store__expire(struct store *s, int64_t now)
 
 	if (s->readonly)
 		return -EROFS;
+	/* A reader slot left by a killed process (a `proffs cat`, a mount)
+	 * would pin old pages forever and the map would fill up. */
+	if (now > 0)
+		mdb_reader_check(s->env, NULL);
 	if (now > 0 && s->retention_s > 0 && now > s->retention_s) {
 		cutoff = (uint64_t)(now - s->retention_s);
 		cutoff -= cutoff % 60;

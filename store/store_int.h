@@ -96,11 +96,16 @@ struct store {
 	struct u64map *pc_sym; /* [DB__N] */
 	struct u64map *pc_series;
 	struct u64map *pc_locfp; /* profile location fingerprint -> location */
-	/* Read side: stack id -> location ids (store_cache.c). */
+	/* Read side: stack id -> location ids, and the raw records of
+	 * strings, functions, mappings and locations (store_cache.c). */
 	pthread_rwlock_t sc_lock;
 	struct u64map sc_map;
 	uint32_t *sc_pool;
 	size_t sc_n, sc_cap;
+	pthread_rwlock_t yc_lock;
+	struct u64map yc_map; /* (dbi << 32 | id) -> (offset << 24 | length) */
+	uint8_t *yc_pool;
+	size_t yc_n, yc_cap;
 };
 
 #define PC_MAX_ENTRIES (4u << 20) /* a cache this full starts over */
@@ -127,6 +132,13 @@ int stackcache__get(struct store *s, uint32_t stack, uint32_t **buf, size_t *cap
 		    uint32_t *n);
 void stackcache__put(struct store *s, uint32_t stack, const uint32_t *path, uint32_t n);
 void stackcache__free(struct store *s);
+/* Record id of an interned table (strings, functions, mappings,
+ * locations), through a process-wide cache of their bytes: *out points
+ * either into *buf (grown as needed, the caller frees it) or into the
+ * transaction's memory. Returns 0, -ENOENT or -errno. */
+int symcache__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, uint8_t **buf,
+		   size_t *cap, MDB_val *out);
+void symcache__free(struct store *s);
 
 /* ---- interned tables ---- */
 /* Finds content b[len] in table dbi (with index idx); *id = 0 if absent.

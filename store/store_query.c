@@ -333,6 +333,8 @@ struct mctx {
 	size_t nagg, capagg;
 	uint32_t comm_key, pid_key; /* store sids */
 	void *zd;                   /* ZSTD_DCtx for this call */
+	uint8_t *rbuf;              /* one symbol record (symcache__read) */
+	size_t rcap;
 };
 
 static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
@@ -349,7 +351,7 @@ static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
 		*out = (uint32_t)v;
 		return 0;
 	}
-	if ((rc = table__read(m->s, m->txn, DB_STR, sid, &d)))
+	if ((rc = symcache__read(m->s, m->txn, DB_STR, sid, &m->rbuf, &m->rcap, &d)))
 		return rc == -ENOENT ? -EBADMSG : rc;
 	*out = profile__intern(m->p, d.mv_data, d.mv_size);
 	if (*out == UINT32_MAX)
@@ -373,7 +375,7 @@ static int m_mapping(struct mctx *m, uint32_t id, uint64_t *out)
 		*out = v;
 		return 0;
 	}
-	if ((rc = table__read(m->s, m->txn, DB_MAP, id, &d)) ||
+	if ((rc = symcache__read(m->s, m->txn, DB_MAP, id, &m->rbuf, &m->rcap, &d)) ||
 	    (rc = mapping__dec(d.mv_data, d.mv_size, &sm)))
 		return rc == -ENOENT ? -EBADMSG : rc;
 	pm.start = sm.start;
@@ -400,7 +402,7 @@ static int m_function(struct mctx *m, uint32_t id, uint64_t *out)
 		*out = v;
 		return 0;
 	}
-	if ((rc = table__read(m->s, m->txn, DB_FUNC, id, &d)) ||
+	if ((rc = symcache__read(m->s, m->txn, DB_FUNC, id, &m->rbuf, &m->rcap, &d)) ||
 	    (rc = func__dec(d.mv_data, d.mv_size, &sf)))
 		return rc == -ENOENT ? -EBADMSG : rc;
 	pf.start_line = sf.start_line;
@@ -427,7 +429,7 @@ static int m_location(struct mctx *m, uint32_t id, uint64_t *out)
 		*out = v;
 		return 0;
 	}
-	if ((rc = table__read(m->s, m->txn, DB_LOC, id, &d)) ||
+	if ((rc = symcache__read(m->s, m->txn, DB_LOC, id, &m->rbuf, &m->rcap, &d)) ||
 	    (rc = loc__dec(d.mv_data, d.mv_size, &mapping, &pl.address, &sl, &nl)))
 		return rc == -ENOENT ? -EBADMSG : rc;
 	if ((rc = m_mapping(m, mapping, &pl.mapping_id)))
@@ -831,5 +833,6 @@ out:
 	free(m.nlab);
 	free(m.akey);
 	free(m.aval);
+	free(m.rbuf);
 	return rc;
 }

@@ -54,6 +54,70 @@ uint64_t hash64(const void *p, size_t n, uint64_t seed)
 	return mix64(h ^ w ^ ((uint64_t)n << 56));
 }
 
+uint64_t hash_mix64(uint64_t key)
+{
+	return mix64(key);
+}
+
+size_t bsearch_u64_upper(const void *base, size_t n, size_t size, size_t off, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t key;
+
+		memcpy(&key, (const char *)base + mid * size + off, sizeof(key));
+		if (key <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int read_file_all(const char *path, size_t max, uint8_t **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *d = NULL, *nd;
+	size_t n = 0, cap = 0, r;
+	int rc = 0;
+
+	if (!f)
+		return -errno;
+	for (;;) {
+		if (n == cap) {
+			if (max && cap >= max) {
+				rc = -EFBIG;
+				goto out;
+			}
+			cap = cap ? cap * 2 : 65536;
+			nd = realloc(d, cap);
+			if (!nd) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			d = nd;
+		}
+		r = fread(d + n, 1, cap - n, f);
+		n += r;
+		if (r == 0) {
+			if (ferror(f)) {
+				rc = -EIO;
+				goto out;
+			}
+			break;
+		}
+	}
+	*data = d;
+	*len = n;
+	d = NULL;
+out:
+	free(d);
+	fclose(f);
+	return rc;
+}
+
 size_t varint_put(uint8_t *out, uint64_t v)
 {
 	size_t i = 0;
@@ -163,6 +227,14 @@ int64_t now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 

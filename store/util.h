@@ -22,6 +22,16 @@ void log_msg(int level, const char *fmt, ...)
 /* 64-bit non-cryptographic hash (stable across runs and hosts: inode
  * numbers and on-disk keys depend on it). */
 uint64_t hash64(const void *p, size_t n, uint64_t seed);
+/* Spreads an integer key over all 64 bits (hash64's final mix), for
+ * in-memory tables indexed by the low bits. Not stable API for on-disk
+ * data: use hash64 there. */
+uint64_t hash_mix64(uint64_t key);
+
+/* In an array of n elements of `size` bytes each, sorted by the uint64_t
+ * key at byte offset `off` of each, how many elements have a key <= x: the
+ * last of them (the entry covering x in a table of start addresses) is at
+ * the result minus one; 0 means none. */
+size_t bsearch_u64_upper(const void *base, size_t n, size_t size, size_t off, uint64_t x);
 
 /* LEB128 varints. put returns bytes written (<= 10); get returns bytes
  * read, or 0 if the input is truncated or overlong. */
@@ -42,9 +52,19 @@ int parse_duration(const char *s, int64_t *secs);  /* 90s, 15m, 6h, 7d */
 /* "k=v" -> k and v pointing into a copy the caller frees via *dup. */
 int parse_label(const char *s, char **dup, const char **k, const char **v);
 
+/* Reads the whole file at path into *data (malloc'd, the caller frees it;
+ * set even for an empty file) and its size into *len. max > 0 bounds the
+ * size: a file that fills a buffer of max bytes or more is refused with
+ * -EFBIG. Returns 0, -errno of fopen, -ENOMEM or -EIO (a read error, e.g.
+ * a directory); nothing is returned on failure. */
+int read_file_all(const char *path, size_t max, uint8_t **data, size_t *len);
+
 /* Current time, Unix seconds and nanoseconds (CLOCK_REALTIME). */
 int64_t now_s(void);
 int64_t now_ns(void);
+/* CLOCK_MONOTONIC in nanoseconds: for intervals and ages (immune to clock
+ * steps), never for timestamps that are stored or shown. */
+int64_t now_mono_ns(void);
 
 /* Formats t (Unix seconds) as YYYY-MM-DDTHH:MM (UTC) into buf[17]. */
 void fmt_minute(int64_t t, char buf[17]);

@@ -7,6 +7,15 @@ declare -gA CMD=()
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 
+# shortcmd CMD...: the command line as BENCHMARKS.md shows it: the scratch
+# dir as $W, tmpfs scratch as $SHM, paths in the repository relative.
+shortcmd() {
+	local c="$*"
+	c=${c//$W/\$W}
+	[[ -n ${SHM_DAY:-} ]] && c=${c//$SHM_DAY/\$SHM}
+	printf '%s' "${c//$ROOT\//}"
+}
+
 set_kv() { R[$1]=$2; }
 
 # Drops the page cache so "cold" means cold; remembers whether it could.
@@ -24,7 +33,7 @@ drop_caches() {
 run_kv() {
 	local prefix=$1 out k v
 	shift
-	CMD[$prefix]="${*//$W/\$W}"
+	CMD[$prefix]=$(shortcmd "$@")
 	out=$("$@") || { log "failed: $*"; exit 1; }
 	while IFS='=' read -r k v; do
 		[[ -n $k && $k != \#* ]] && R[${prefix}_$k]=$v
@@ -40,7 +49,7 @@ ms_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", (b - a)
 time_cmd() {
 	local name=$1 n=$2 mode=$3 outf=$4 i t0 ts=()
 	shift 4
-	CMD[$name]="${*//$W/\$W}"
+	CMD[$name]=$(shortcmd "$@")
 	for ((i = 0; i < n; i++)); do
 		[[ $mode = cold ]] && drop_caches
 		t0=$EPOCHREALTIME
@@ -99,7 +108,7 @@ perf_top() {
 	perf report -i "$W/perf.$name.data" --children --stdio -g none \
 		--percent-limit 4 2>/dev/null | grep -E '^ +[0-9]' |
 		awk '{ $3 = ""; print }' | head -30 > "$W/perf.$name.txt" || true
-	CMD[perf_$name]="perf record -F 499 --call-graph dwarf ${*//$W/\$W}"
+	CMD[perf_$name]="perf record -F 499 --call-graph dwarf $(shortcmd "$@")"
 	rm -f "$W/perf.$name.data"
 }
 

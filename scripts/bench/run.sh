@@ -105,6 +105,11 @@ CMD[pprof_merge]='go tool pprof -proto -symbolize=none $W/pprof/batch-*.pb.gz'
 # The same totals on both sides, or the comparison means nothing.
 check_totals "$W/hour_profile.pb" "$W/pprof_merged.pb" "$S"
 
+# Steady state: a second hour into the same store (on disk, fsync on),
+# where the symbols and stacks are known already, as in a running daemon.
+log "ingest, steady state: a second hour appended to the hour's store"
+run_kv steady "$TB/bench_gen" day --start $(( HOUR + 3600 )) --batches 360 --store "$W/hour"
+
 log "perf profiles of the hour render and of ingest"
 perf_top hour_render "$PROFFS" cat --store "$W/hour" "/merged/cpu/$HOUR_NAME/profile.pb"
 perf_top ingest "$TB/bench_gen" day --start "$HOUR" --batches 90 --store "$W/perf-ingest"

@@ -11,23 +11,12 @@
 #     minute files, for a time diff and for a label-replacing diff;
 #   - top.txt equals pprof -top of the same profile.pb; flamegraph.svg is
 #     well-formed XML naming the heaviest function.
-set -u
-ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-PROFFS=${PROFFS:-$ROOT/build/proffs}
-TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
-fail=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fail=1; }
+. "$(dirname "$0")/lib.bash"
 
-for t in go protoc xmllint; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-[[ -x $TESTS_BIN/mkprof ]] || { echo "FAIL: $TESTS_BIN/mkprof not built"; exit 1; }
-T=$(mktemp -d /tmp/cat_pprof.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export GOCACHE=$T/gocache GOPATH=$T/gopath GOPROXY=off GOTOOLCHAIN=local HOME=$T
-S=$T/store
-cat_() { "$PROFFS" cat --store "$S" "$@"; }
+need_tools go protoc xmllint
+need_bins "$TESTS_BIN/mkprof"
+tmp_dir cat_pprof
+go_env GOPROXY=off HOME="$T"
 
 T0=1697022660 # 2023-10-11T11:11
 "$TESTS_BIN/mkprof" --time $T0 --seed 1 --samples 60 --series api:1 --series db:2 "$T/p1.pb" &&
@@ -41,18 +30,13 @@ T0=1697022660 # 2023-10-11T11:11
 pp_top() {
 	local f=$1 si=$2; shift 2
 	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -sample_index="$si" -unit=ns "$@" "$f" 2>/dev/null |
-		awk 'f { flat = $1; cum = $4; sub(/ns$/, "", flat); sub(/ns$/, "", cum)
-		         name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name)
-		         printf "%s\t%s\t%s\n", name, flat, cum }
-		     /^ +flat +flat%/ { f = 1 }' | sort
+		top_rows ns
 }
 # pp_top for the samples/count index (pprof prints bare numbers).
 pp_top_n() {
 	local f=$1; shift
 	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -sample_index=samples "$@" "$f" 2>/dev/null |
-		awk 'f { name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name)
-		         printf "%s\t%s\t%s\n", name, $1, $4 }
-		     /^ +flat +flat%/ { f = 1 }' | sort
+		top_rows
 }
 # Compares two row sets; says how many rows matched.
 same() { # what, file_a, file_b
@@ -65,7 +49,7 @@ for p in /cpu/2023-10-11T11:11 /cpu/comm=api/pid=1/2023-10-11T11:12 /merged/cpu/
 	/merged/cpu/comm=~a.*/2023-10-11T11:10..2023-10-11T11:13 /merged/cpu/2020-01-01 \
 	/diff/cpu/2023-10-11T11:11/vs/2023-10-11T11:12 /diff/cpu/comm=api/2023-10-11T11/vs/comm=db/2023-10-11T11; do
 	cat_ "$p/profile.pb" >"$T/x.pb" || { bad "cat $p/profile.pb"; continue; }
-	if protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" profile.proto <"$T/x.pb" >"$T/x.txt" 2>"$T/x.err" &&
+	if pb_decode <"$T/x.pb" >"$T/x.txt" 2>"$T/x.err" &&
 		grep -q '^string_table: ""' "$T/x.txt"; then ok "protoc decodes $p/profile.pb"
 	else bad "protoc on $p/profile.pb: $(head -c 300 "$T/x.err")"; fi
 	go tool pprof -top "$T/x.pb" >"$T/x.top" 2>&1 && ok "go tool pprof -top reads $p/profile.pb" ||
@@ -74,7 +58,7 @@ done
 
 # 2. Window and labels of a minute.
 cat_ /cpu/2023-10-11T11:11/profile.pb >"$T/m.pb"
-protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" profile.proto <"$T/m.pb" >"$T/m.txt"
+pb_decode <"$T/m.pb" >"$T/m.txt"
 grep -q "^time_nanos: ${T0}000000000\$" "$T/m.txt" && ok "minute time_nanos is the minute's start" || bad "time_nanos: $(grep time_nanos "$T/m.txt")"
 grep -q '^duration_nanos: 60000000000$' "$T/m.txt" && ok "minute duration_nanos is 60 s" || bad "duration_nanos: $(grep duration_nanos "$T/m.txt")"
 tags=$(go tool pprof -tags "$T/m.pb" 2>/dev/null)
@@ -114,8 +98,7 @@ diff_check "merged-range diff" /diff/cpu/2023-10-11T11:11..2023-10-11T11:12/vs/2
 
 # 5. top.txt and flamegraph.svg of the merged hour.
 cat_ /merged/cpu/2023-10-11T11/top.txt >"$T/top.txt"
-awk 'f { name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name); printf "%s\t%s\t%s\n", name, $1, $4 }
-     /^ +flat +flat%/ { f = 1 }' "$T/top.txt" | sort >"$T/b"
+our_top "$T/top.txt" >"$T/b"
 pp_top "$T/hour.pb" cpu >"$T/a"
 same "top.txt equals pprof -top of profile.pb" "$T/a" "$T/b"
 cat_ /merged/cpu/2023-10-11T11/flamegraph.svg >"$T/f.svg"

@@ -5,13 +5,7 @@
 # path, ENOENT for every kind of bad path, usage errors, identical bytes on
 # a second read, README and metrics.
 # san: yes
-set -u
-ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-PROFFS=${PROFFS:-$ROOT/build/proffs}
-TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
-fail=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fail=1; }
+. "$(dirname "$0")/lib.bash"
 # expect DESCRIPTION EXPECTED ACTUAL
 expect() {
 	if [[ "$2" == "$3" ]]; then ok "$1"; else
@@ -19,11 +13,8 @@ expect() {
 	fi
 }
 
-[[ -x $TESTS_BIN/mkprof ]] || { echo "FAIL: $TESTS_BIN/mkprof not built"; exit 1; }
-T=$(mktemp -d /tmp/cat_tree.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-S=$T/store
-cat_() { "$PROFFS" cat --store "$S" "$@"; }
+need_bins "$TESTS_BIN/mkprof"
+tmp_dir cat_tree
 
 # Dataset: 2023-10-11T11:11 api:1 + db:2, 11:12 api:1, 12:11 "we b/x":3.
 T0=1697022660

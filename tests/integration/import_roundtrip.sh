@@ -10,24 +10,13 @@
 #   - folded.txt sums to the total, top.txt agrees, the SVG is well-formed;
 #   - --type and --label: the type directory and label pair are listed.
 # san: yes
-set -u
-ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-PROFFS=${PROFFS:-$ROOT/build/proffs}
-fail=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fail=1; }
+. "$(dirname "$0")/lib.bash"
 
-for t in go protoc xmllint; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-[[ -x $PROFFS ]] || { echo "FAIL: $PROFFS not built"; exit 1; }
-T=$(mktemp -d /tmp/import_roundtrip.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-S=$T/store
+need_tools go protoc xmllint
+need_bins "$PROFFS"
+tmp_dir import_roundtrip
 
-. "$ROOT/tests/go/build.sh"
-build_profgen "$T" || { echo "FAIL: go build of tests/go"; exit 1; }
-export GOCACHE=$T/gocache GOPATH=$T/gopath GOTOOLCHAIN=local
+build_profgen_or_fail
 t0=$(date -u +%s)
 "$PROFGEN" -cpu "$T/cpu.pb.gz" -heap "$T/heap.pb.gz" -dur 1200ms -allocs "$T/allocs.pb.gz" \
 	-goroutine "$T/goroutine.pb.gz" -mutex "$T/mutex.pb.gz" -block "$T/block.pb.gz" >/dev/null \
@@ -36,16 +25,6 @@ t1=$(date -u +%s)
 # A range holding the profiles' start times, minute-aligned.
 range="$(date -u -d @$((t0 / 60 * 60 - 60)) +%Y-%m-%dT%H:%M)..$(date -u -d @$((t1 / 60 * 60 + 120)) +%Y-%m-%dT%H:%M)"
 
-raw_totals() {
-	go tool pprof -raw "$1" 2>/dev/null | awk '
-		/^Samples:/ { s = 1; getline; next }
-		/^Locations/ { s = 0 }
-		s && /^ *-?[0-9]+( +-?[0-9]+)*:/ {
-			sub(/:.*/, ""); n = split($0, f, " ")
-			for (i = 1; i <= n; i++) t[i] += f[i]; nt = n
-		}
-		END { for (i = 1; i <= nt; i++) printf "%s%.0f", (i > 1 ? " " : ""), t[i]; print "" }'
-}
 # The sample type pprof shows by default, and the total of a type.
 disp_type() { go tool pprof -top "$1" 2>/dev/null | awk '/^Type:/ { print $2; exit }'; }
 total_of() { # FILE TYPE
@@ -55,16 +34,6 @@ total_of() { # FILE TYPE
 	awk -v h="$hdr" -v t="$tot" -v want="$2" 'BEGIN {
 		n = split(h, hs, " "); split(t, ts, " ")
 		for (i = 1; i <= n; i++) { split(hs[i], tu, "/"); if (tu[1] == want) print ts[i] } }'
-}
-go_top() { # FILE UNIT SAMPLE_INDEX
-	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -unit="$2" -sample_index="$3" "$1" 2>/dev/null | awk -v u="$2" '
-		f {
-			flat = $1; cum = $4; sub(u "$", "", flat); sub(u "$", "", cum)
-			name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name)
-			sub(/ \(inline\)$/, "", name)
-			printf "%s\t%s\t%s\n", name, flat, cum
-		}
-		/^ +flat +flat%/ { f = 1 }' | sort
 }
 
 kinds="cpu heap allocs goroutine mutex block"
@@ -87,7 +56,7 @@ for kind in $kinds; do
 	fi
 	go tool pprof -top "$T/$kind.pb" >/dev/null 2>&1 && go tool pprof -raw "$T/$kind.pb" >/dev/null 2>&1 \
 		&& ok "$kind: go tool pprof -top and -raw read $p/profile.pb" || bad "$kind: pprof cannot read it"
-	protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" profile.proto <"$T/$kind.pb" >/dev/null 2>&1 \
+	pb_decode <"$T/$kind.pb" >/dev/null 2>&1 \
 		&& ok "$kind: protoc --decode" || bad "$kind: protoc --decode"
 	want=$(raw_totals "$T/$kind.pb.gz"); got=$(raw_totals "$T/$kind.pb")
 	[[ -n $want && $want == "$got" ]] && ok "$kind: totals equal the input's ($want)" || bad "$kind: totals '$got' != '$want'"
@@ -119,5 +88,4 @@ ls_custom=$("$PROFFS" cat --store "$S" custom 2>/dev/null)
 	|| bad "root listing: $ls_types"
 [[ $ls_custom == *"node=web-3"* ]] && ok "custom/ lists node=web-3" || bad "custom listing: $ls_custom"
 
-((fail == 0)) && echo "all passed" || echo "some checks FAILED"
-exit $fail
+finish

@@ -41,11 +41,12 @@ mnt_cleanup() {
 trap mnt_cleanup EXIT
 trap 'exit 1' INT TERM
 
-# mnt_dir NAME: a new empty directory under WORK, registered for unmount.
+# mnt_dir NAME: prints a new empty directory under WORK. Not registered
+# here (this runs in a $(...) subshell): mnt_start and the tests that
+# mount other things register their mountpoints in MOUNTS themselves.
 mnt_dir() {
 	local d="$WORK/$1"
 	mkdir -p "$d"
-	MOUNTS+=("$d")
 	printf '%s\n' "$d"
 }
 
@@ -60,6 +61,7 @@ MNT_N=0
 mnt_start() {
 	local store=$1 mp=$2 i
 	shift 2
+	[[ " ${MOUNTS[*]} " == *" $mp "* ]] || MOUNTS+=("$mp")
 	MNT_N=$((MNT_N + 1))
 	MNT_LOG=$WORK/mount-$MNT_N.log
 	"$PROFFS" mount --store "$store" "$@" "$mp" >"$MNT_LOG" 2>&1 &

@@ -25,11 +25,13 @@ if "$TESTS_BIN/fhandle" "$MP" cpu cpu/2026-11-20T10:00 cpu/2026-11-20T10:00/top.
 	merged/cpu/comm=api/2026-11-20/profile.pb diff/cpu/2026-11-20T10/vs/2026-11-20T11 \
 	diff/cpu/2026-11-20T10/vs/2026-11-20T11/folded.txt README >"$WORK/fhandle.out" 2>&1; then
 	ok "file handles resolve after the kernel dropped its caches ($(grep -c '^ok' "$WORK/fhandle.out") handles)"
+	h=$(awk '/^proffs_fuse_handle_lookups_total/ { print $2 }' "$MP/metrics")
+	[[ ${h:-0} -gt 0 ]] && ok "$h lookups by handle (. and ..) answered" || fail "no lookups by handle reached the filesystem"
+elif [[ $? == 77 ]]; then
+	log "note: handle check not possible here: $(tail -1 "$WORK/fhandle.out")"
 else
 	fail "file handles"; cat "$WORK/fhandle.out"
 fi
-h=$(awk '/^proffs_fuse_handle_lookups_total/ { print $2 }' "$MP/metrics")
-[[ ${h:-0} -gt 0 ]] && ok "$h lookups by handle (. and ..) answered" || fail "no lookups by handle reached the filesystem"
 
 N=$WORK/nfs
 mkdir -p "$N/rec"

@@ -50,6 +50,7 @@ done
 
 # ---- sshfs of the proffs mount ----
 SMP=$(mnt_dir sshfs)
+MOUNTS+=("$SMP")
 sshfs -f -o ro,port="$PORT",IdentityFile="$K/user",StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes \
 	"root@127.0.0.1:$MP" "$SMP" 2>"$WORK/sshfs.log" &
 SSHFS_PID=$!

@@ -14,56 +14,19 @@
 #   - profile__diff read by pprof equals pprof's own -diff_base;
 #   - every crafted bad file is refused with its reason.
 # (pprofcat is the plain build's; a sanitizer pass would test nothing more)
-set -u
-ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
+. "$(dirname "$0")/lib.bash"
 PC=$TESTS_BIN/pprofcat
-fail=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fail=1; }
 
-for t in go protoc xmllint; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-[[ -x $PC && -x $TESTS_BIN/pprofbad ]] || { echo "FAIL: $PC or pprofbad not built"; exit 1; }
-
-T=$(mktemp -d /tmp/pprof_formats.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+need_tools go protoc xmllint
+need_bins "$PC" "$TESTS_BIN/pprofbad"
+tmp_dir pprof_formats
 
 # Build the Go program offline, caches inside the temp dir.
-. "$ROOT/tests/go/build.sh"
-build_profgen "$T" || { echo "FAIL: go build of tests/go"; exit 1; }
-export GOCACHE=$T/gocache GOPATH=$T/gopath GOTOOLCHAIN=local # for go tool pprof
+build_profgen_or_fail
 "$T/profgen" -cpu "$T/cpu.pb.gz" -heap "$T/heap.pb.gz" -dur 1500ms >/dev/null || { echo "FAIL: profgen"; exit 1; }
 "$T/profgen" -cpu "$T/cpu2.pb.gz" -heap "$T/heap2.pb.gz" -dur 800ms >/dev/null || { echo "FAIL: profgen 2"; exit 1; }
 
-# Sums each value column of `go tool pprof -raw` samples: "v1 v2 ...".
-raw_totals() {
-	go tool pprof -raw "$1" 2>/dev/null | awk '
-		/^Samples:/ { s = 1; getline; next }
-		/^Locations/ { s = 0 }
-		s && /^ *-?[0-9]+( +-?[0-9]+)*:/ {
-			sub(/:.*/, ""); n = split($0, f, " ")
-			for (i = 1; i <= n; i++) t[i] += f[i]; nt = n
-		}
-		END { for (i = 1; i <= nt; i++) printf "%s%.0f", (i > 1 ? " " : ""), t[i]; print "" }'
-}
-# `go tool pprof -top` rows as "name<TAB>flat<TAB>cum" in raw units.
-go_top() {
-	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -unit="$2" "$1" 2>/dev/null | awk -v u="$2" '
-		f {
-			flat = $1; cum = $4; sub(u "$", "", flat); sub(u "$", "", cum)
-			name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name)
-			sub(/ \(inline\)$/, "", name) # pprof marks inlined functions
-			printf "%s\t%s\t%s\n", name, flat, cum
-		}
-		/^ +flat +flat%/ { f = 1 }' | sort
-}
-# Our top.txt in the same shape.
-our_top() {
-	awk 'f { name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+  /, "", name); printf "%s\t%s\t%s\n", name, $1, $4 }
-	     /^ +flat +flat%/ { f = 1 }' "$1" | sort
-}
+# raw_totals, go_top and our_top are lib.bash's.
 
 for kind in cpu heap; do
 	in=$T/$kind.pb.gz
@@ -75,8 +38,7 @@ for kind in cpu heap; do
 		|| { bad "$kind: go tool pprof -top"; cat "$T/$kind.enc.top"; }
 	go tool pprof -raw "$T/$kind.enc.pb" >/dev/null 2>&1 && ok "$kind: go tool pprof -raw reads our encoding" \
 		|| bad "$kind: go tool pprof -raw"
-	protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" profile.proto \
-		<"$T/$kind.enc.pb" >"$T/$kind.txtpb" 2>&1 && grep -q '^string_table: ""' "$T/$kind.txtpb" \
+	pb_decode <"$T/$kind.enc.pb" >"$T/$kind.txtpb" 2>&1 && grep -q '^string_table: ""' "$T/$kind.txtpb" \
 		&& ok "$kind: protoc --decode, string_table[0] is \"\"" || bad "$kind: protoc --decode"
 	[[ $(grep -c '^default_sample_type\|^period:' "$T/$kind.txtpb") -ge 1 ]] || bad "$kind: period missing"
 	if [[ $kind == cpu ]]; then
@@ -191,5 +153,4 @@ while IFS=$'\t' read -r name expect; do
 done <"$T/bad.list"
 ((n >= 20)) || bad "only $n bad files"
 
-((fail == 0)) && echo "all passed" || echo "some checks FAILED"
-exit $fail
+finish

@@ -5,18 +5,10 @@
 # a good file is in the same command), and the flags behave: --help exits
 # 0, a bad flag prints one line and exits 2.
 # san: yes
-set -u
-ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-PROFFS=${PROFFS:-$ROOT/build/proffs}
-TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
-fail=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fail=1; }
+. "$(dirname "$0")/lib.bash"
 
-[[ -x $PROFFS && -x $TESTS_BIN/pprofbad ]] || { echo "FAIL: $PROFFS or pprofbad not built"; exit 1; }
-T=$(mktemp -d /tmp/pprof_import_bad.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-S=$T/store
+need_bins "$PROFFS" "$TESTS_BIN/pprofbad"
+tmp_dir pprof_import_bad
 mkdir -p "$T/bad"
 "$TESTS_BIN/pprofbad" "$T/bad" >"$T/bad.list" || { echo "FAIL: pprofbad"; exit 1; }
 
@@ -63,5 +55,4 @@ out=$("$PROFFS" import --store "$S" "$T/nope.pb" 2>&1); rc=$?
 out=$("$PROFFS" check --store "$S" 2>&1); rc=$?
 [[ $rc == 0 ]] && ok "proffs check passes afterwards" || bad "proffs check: rc $rc: $out"
 
-((fail == 0)) && echo "all passed" || echo "some checks FAILED"
-exit $fail
+finish

@@ -36,22 +36,21 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Reads all of path; returns bytes read or -1. */
-static long read_all(const char *path)
+#define RBUF (1 << 20)
+
+/* Reads all of path through buf[RBUF]; returns bytes read or -1. */
+static long read_all(const char *path, char *buf)
 {
-	static __thread char *buf;
 	long total = 0;
 	ssize_t n;
 	int fd;
 
-	if (!buf && !(buf = malloc(1 << 20)))
-		return -1;
 	fd = open(path, O_RDONLY);
 	if (fd < 0) {
 		fprintf(stderr, "bench_fsread: open %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	while ((n = read(fd, buf, 1 << 20)) > 0)
+	while ((n = read(fd, buf, RBUF)) > 0)
 		total += n;
 	if (n < 0)
 		fprintf(stderr, "bench_fsread: read %s: %s\n", path, strerror(errno));
@@ -112,16 +111,20 @@ static int do_first_byte(int n, char **files)
 static int do_read(const char *file, int repeat)
 {
 	double *t = calloc(repeat, sizeof(double));
+	char *buf = malloc(RBUF);
 	long size = 0;
 
+	if (!t || !buf)
+		return 1;
 	for (int i = 0; i < repeat; i++) {
 		double t0 = now();
 
-		size = read_all(file);
+		size = read_all(file, buf);
 		if (size < 0)
 			return 1;
 		t[i] = (now() - t0) * 1e3;
 	}
+	free(buf);
 	qsort(t, repeat, sizeof(double), cmp_d);
 	printf("bytes=%ld\nmedian_ms=%.3f\nmin_ms=%.3f\nmedian_MBps=%.0f\n", size,
 	       t[repeat / 2], t[0], size / 1e6 / (t[repeat / 2] / 1e3));
@@ -137,13 +140,19 @@ static double deadline;
 
 static void *reader(void *arg)
 {
+	char *buf = malloc(RBUF);
+
 	(void)arg;
+	if (!buf) {
+		atomic_fetch_add(&errs, 1);
+		return NULL;
+	}
 	for (;;) {
 		long i = atomic_fetch_add(&next_idx, 1), n;
 
 		if (i >= nlist || now() > deadline)
-			return NULL;
-		n = read_all(plist[i]);
+			break;
+		n = read_all(plist[i], buf);
 		if (n < 0) {
 			atomic_fetch_add(&errs, 1);
 			continue;
@@ -151,6 +160,8 @@ static void *reader(void *arg)
 		atomic_fetch_add(&bytes, n);
 		atomic_fetch_add(&done, 1);
 	}
+	free(buf);
+	return NULL;
 }
 
 static int do_parallel(int n, double secs, const char *list)
@@ -183,6 +194,10 @@ static int do_parallel(int n, double secs, const char *list)
 	el = now() - t0;
 	printf("readers=%d\nfiles=%ld\nerrors=%ld\nseconds=%.2f\nrenders_per_s=%.1f\nMBps=%.1f\n",
 	       n, (long)done, (long)errs, el, done / el, bytes / 1e6 / el);
+	for (long i = 0; i < nlist; i++)
+		free(plist[i]);
+	free(plist);
+	free(th);
 	return errs ? 1 : 0;
 }
 

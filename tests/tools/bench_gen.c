@@ -809,5 +809,13 @@ int main(int argc, char **argv)
 		printf("folded_zst_bytes=%" PRId64 "\n", file_size(folded));
 	}
 	printf("gen_total_s=%.2f\n", ts(CLOCK_MONOTONIC) - t_all);
+	free(fbuf);
+	free(b.count);
+	free(b.touched);
+	free(b.bmap);
+	free(b.bfunc);
+	free(b.bloc);
+	free(b.seen_stack);
+	free(b.seen_pair);
 	return 0;
 }

@@ -24,34 +24,7 @@
 #include "pprof.h"
 #include "profile.h"
 #include "render.h"
-
-static int slurp(const char *path, uint8_t **data, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *d = NULL, *nd;
-	size_t n = 0, cap = 0, r;
-
-	if (!f)
-		return -errno;
-	do {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 65536;
-			nd = realloc(d, cap);
-			if (!nd) {
-				free(d);
-				fclose(f);
-				return -ENOMEM;
-			}
-			d = nd;
-		}
-		r = fread(d + n, 1, cap - n, f);
-		n += r;
-	} while (r > 0);
-	fclose(f);
-	*data = d;
-	*len = n;
-	return 0;
-}
+#include "util.h"
 
 static struct profile *load(const char *path)
 {
@@ -59,7 +32,7 @@ static struct profile *load(const char *path)
 	uint8_t *d = NULL;
 	size_t n = 0;
 	char err[256];
-	int rc = slurp(path, &d, &n);
+	int rc = read_file_all(path, 0, &d, &n);
 
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", path, strerror(-rc));

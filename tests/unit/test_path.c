@@ -213,6 +213,7 @@ int main(void)
 	bad("/merged/cpu/last-5w");
 	bad("/merged/cpu/last--5m");
 	bad("/merged/cpu/last-99999999d");
+	bad("/merged/cpu/2262-01-01"); /* past int64 nanoseconds */
 	bad("/merged/cpu/2023-10-11T12:00..2023-10-11T11:00");
 	bad("/merged/cpu/2023-10-11T12:00..2023-10-11T12:00");
 	bad("/merged/cpu/2023-10-11T12:00..");
