@@ -26,7 +26,8 @@ static void usage(FILE *f)
 
 int cmd_check(int argc, char **argv)
 {
-	/* No short -s, no '+': as before the options were shared. */
+	/* Only the long --store, and operands may come first: check's flags as
+	 * they have always been. */
 	static const struct store_cmd cmd = { "check", ":h", usage };
 	struct store_opts so = { .dir = "/var/lib/proffs", .readonly = true };
 	struct store *s;

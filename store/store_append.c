@@ -2,9 +2,10 @@
  * store_append.c - one batch in, one write transaction.
  *
  * Symbols of the profile are interned (each profile string, mapping,
- * function and location looked up once per batch), every sample's
- * locations become a path in the stack tree, samples are grouped by series
- * and written as one block keyed (type, batch start, seq), with the minute
+ * function and location looked up once per batch, and once per process
+ * lifetime through caches of committed ids), every sample's locations
+ * become one interned stack record, samples are grouped by series and
+ * written as one block keyed (type, batch start, seq), with the minute
  * index, series last-seen times, the dirty mark of the hour and the
  * rollups of hours that just closed.
  */
@@ -39,7 +40,6 @@ struct wctx {
 	struct u64map ser_hash;               /* label hash -> ser_cache index */
 	struct ser_cache_ent *sc;
 	size_t nsc;
-	struct u64map touched; /* series ids in this batch */
 	struct u64map txsym[DB__N]; /* resolved in this txn, for s->pc_sym */
 	struct u64map txseries;     /* likewise for s->pc_series */
 	struct u64map txlocfp;      /* location fingerprint -> location */
@@ -580,7 +580,6 @@ static void wctx_free(struct wctx *w)
 	free(w->funcs);
 	free(w->locs);
 	u64map__free(&w->ser_hash);
-	u64map__free(&w->touched);
 	u64map__free(&w->txseries);
 	u64map__free(&w->txlocfp);
 	free(w->path);

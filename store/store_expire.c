@@ -126,6 +126,7 @@ int expire__size(struct store *s, MDB_txn *txn, double target, uint64_t *ndel)
 {
 	uint64_t limit = (uint64_t)(max_pages(s) * target);
 	struct type_ent *types = NULL;
+	uint64_t *newest = NULL;
 	size_t nt = 0;
 	int rc;
 
@@ -135,6 +136,14 @@ int expire__size(struct store *s, MDB_txn *txn, double target, uint64_t *ndel)
 	rc = types__all(s, txn, &types, &nt);
 	if (rc)
 		return rc;
+	newest = calloc(nt + 1, sizeof(*newest));
+	if (!newest) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nt; i++)
+		if ((rc = block__newest(s, txn, types[i].t.id, &newest[i])))
+			goto out;
 	while (store__used_pages(s, txn) > limit) {
 		uint64_t best = UINT64_MAX, nd;
 		uint32_t bt = 0;
@@ -144,19 +153,27 @@ int expire__size(struct store *s, MDB_txn *txn, double target, uint64_t *ndel)
 
 			if ((rc = oldest_block(s, txn, types[i].t.id, &t)))
 				goto out;
+			/* The newest minute of a type stays: when only it is
+			 * left, the symbols (never collected) fill the store
+			 * and deleting the latest data would not help. */
+			if (t == UINT64_MAX || t / 60 >= newest[i] / 60)
+				continue;
 			if (t < best) {
 				best = t;
 				bt = types[i].t.id;
 			}
 		}
-		if (best == UINT64_MAX)
-			break; /* nothing left to delete */
+		if (best == UINT64_MAX) {
+			pr_warn("store: symbols and the newest data fill --max-size; raise it");
+			break;
+		}
 		best -= best % 60;
 		if ((rc = expire__range(s, txn, bt, best, best + 60, &nd)))
 			goto out;
 		*ndel += nd;
 	}
 out:
+	free(newest);
 	types__free(types, nt);
 	return rc;
 }

@@ -687,8 +687,14 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	int rc;
 
 	*out = NULL;
+	/* Times far outside any data (year 2242+) are clamped so that the
+	 * window in nanoseconds cannot overflow. */
 	if (from < 0)
 		from = 0;
+	if (to > (int64_t)1 << 33)
+		to = (int64_t)1 << 33;
+	if (from > (int64_t)1 << 33)
+		from = (int64_t)1 << 33;
 	m.p = profile__new();
 	if (!m.p)
 		return -ENOMEM;

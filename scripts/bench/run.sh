@@ -43,6 +43,11 @@ trap 'exit 130' INT TERM
 
 log "scratch dir $W"
 set_kv load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+# The scratch disk's synchronous write latency, for reading the ingest
+# figures (LMDB syncs every commit).
+set_kv dsync_ms "$(dd if=/dev/zero of="$W/dsync.test" bs=4096 count=200 oflag=dsync 2>&1 |
+	awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $(i-1) * 1000 / 200 }')"
+rm -f "$W/dsync.test"
 NOW=$(date +%s)
 HOUR=$(( NOW / 3600 * 3600 - 3 * 3600 ))   # a closed hour, 3 h ago
 DAY=$(( NOW / 86400 * 86400 - 86400 ))     # yesterday, UTC
@@ -97,6 +102,12 @@ log "closing the hour (one 1-sample batch at its end) and measuring again"
 run_kv close "$TB/bench_gen" close --start $(( HOUR + 3600 )) --store "$W/hour"
 store_sizes closed
 render_hour closed
+# What part of a cold `proffs cat` is the process itself: start-up with the
+# page cache dropped (binary and libraries read from disk), and the same
+# render with a warm page cache.
+time_cmd startup 5 cold /dev/null "$PROFFS" version
+time_cmd closed_warm_cat_profile 5 warm "$W/hour_warm.pb" \
+	"$PROFFS" cat --store "$W/hour" "/merged/cpu/$HOUR_NAME/profile.pb"
 
 log "baseline: go tool pprof -proto merging ${R[pprof_files]} per-batch files"
 time_cmd pprof_merge 1 cold "$W/pprof_merged.pb" \

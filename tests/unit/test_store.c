@@ -270,8 +270,27 @@ int main(void)
 	      "append batch 3 (next minute)");
 	profile__free(p);
 
-	CHECK(store__types(s, &types, &nt) == 0 && nt == 1 && !strcmp(types[0], "cpu"),
-	      "types: cpu only");
+	/* A sample label named like an extra label: the extra one wins. */
+	{
+		struct store_label ex2[] = { { "comm", "override" } };
+		struct store_matcher m = { "comm", "override", STORE_EQ };
+
+		p = mk();
+		add(p, "orig", "5", "main;x", 2);
+		CHECK(store__append(s, "other", T0 * 1000000000LL, 10000000000LL, p, ex2, 1) == 0,
+		      "append with a clashing extra label");
+		profile__free(p);
+		store_matcher__init(&m);
+		p = merge(s, "other", &m, 1, T0, T0 + 60);
+		CHECK(total0(p) == 2 && p->nsamples == 1 &&
+		      !strcmp(profile__sample_label(p, &p->samples[0], "comm"), "override"),
+		      "extra labels win a name clash");
+		profile__free(p);
+	}
+
+	CHECK(store__types(s, &types, &nt) == 0 && nt == 2 && !strcmp(types[0], "cpu") &&
+	      !strcmp(types[1], "other"),
+	      "types: cpu and other, sorted");
 	store__free_strv(types, nt);
 
 	{
@@ -523,6 +542,13 @@ int main(void)
 		profile__free(day);
 		CHECK(store__check(s, stdout) == 0, "check after rollups: sound");
 
+		/* A series seen only in data that will expire. */
+		p = mk();
+		add(p, "gone", "77", "main;old", 5);
+		CHECK(store__append(s, "cpu", (D0 + 60) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
+		      "batch of a short-lived process");
+		profile__free(p);
+
 		/* Retention: keep the last 2 hours relative to "now" = end. */
 		store__close(s);
 		o.retention_s = 2 * 3600;
@@ -557,6 +583,9 @@ int main(void)
 		for (size_t i = 0; i < np; i++)
 			hasb |= !strcmp(pairs[i], "comm=b");
 		CHECK(rc == 0 && hasb, "recent series still listed");
+		for (size_t i = 0; i < np; i++)
+			hasb &= strcmp(pairs[i], "comm=gone") && strcmp(pairs[i], "pid=77");
+		CHECK(hasb, "a series whose data all expired is no longer listed");
 		store__free_strv(pairs, np);
 		free(mins);
 	}
