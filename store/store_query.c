@@ -309,17 +309,78 @@ out:
  * then each distinct pair becomes one profile sample. Label sets are the
  * (comm, pid) of the series. */
 
+/* Store id -> value for one merge: a dense array over the ids the
+ * snapshot holds (ids are allocated sequentially; the pages of a large,
+ * lazily zeroed array cost only where touched), a hash map beyond. */
+struct idmap {
+	uint64_t *a; /* bit 63 set = present */
+	uint32_t n;
+	struct u64map m;
+};
+
+#define IDMAP_SET (1ULL << 63)
+
+static bool idmap_get(const struct idmap *x, uint32_t id, uint64_t *v)
+{
+	if (id < x->n) {
+		if (!(x->a[id] & IDMAP_SET))
+			return false;
+		*v = x->a[id] & ~IDMAP_SET;
+		return true;
+	}
+	return u64map__get(&x->m, id, v);
+}
+
+static int idmap_put(struct idmap *x, uint32_t id, uint64_t v)
+{
+	if (id < x->n) {
+		x->a[id] = v | IDMAP_SET;
+		return 0;
+	}
+	return u64map__put(&x->m, id, v);
+}
+
+/* Sized by the last id of table dbi in this snapshot. */
+static int idmap_init(struct idmap *x, struct store *s, MDB_txn *txn, int dbi)
+{
+	MDB_cursor *c;
+	MDB_val k, d;
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	if ((rc = mdb_cursor_open(txn, s->dbi[dbi], &c)))
+		return store__errno(rc);
+	rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+	if (!rc && k.mv_size == 4)
+		x->n = be32_get(k.mv_data) + 1;
+	mdb_cursor_close(c);
+	if (rc && rc != MDB_NOTFOUND)
+		return store__errno(rc);
+	if (x->n > (64u << 20))
+		x->n = 64u << 20; /* beyond: the hash map */
+	if (x->n && !(x->a = calloc(x->n, sizeof(*x->a))))
+		return -ENOMEM;
+	return 0;
+}
+
+static void idmap_free(struct idmap *x)
+{
+	free(x->a);
+	u64map__free(&x->m);
+	memset(x, 0, sizeof(*x));
+}
+
 struct mctx {
 	struct store *s;
 	MDB_txn *txn;
 	struct profile *p;
 	const struct series_set *ss;
-	struct u64map str, func, map, loc; /* store id -> profile id */
+	struct idmap str, func, map, loc; /* store id -> profile id */
 	uint32_t *spath;                   /* one stack's store locations */
 	size_t spcap;
 	uint64_t *tmp; /* one stack's profile locations, leaf first */
 	size_t ntmp;
-	struct u64map stk; /* stack -> (offset in locpool << 16 | length) */
+	struct idmap stk; /* stack -> (offset in locpool << 16 | length) */
 	uint64_t *locpool;
 	size_t npool, cappool;
 	struct u64map ser;   /* series -> label set index */
@@ -347,7 +408,7 @@ static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
 		*out = 0;
 		return 0;
 	}
-	if (u64map__get(&m->str, sid, &v)) {
+	if (idmap_get(&m->str, sid, &v)) {
 		*out = (uint32_t)v;
 		return 0;
 	}
@@ -356,7 +417,7 @@ static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
 	*out = profile__intern(m->p, d.mv_data, d.mv_size);
 	if (*out == UINT32_MAX)
 		return -ENOMEM;
-	return u64map__put(&m->str, sid, *out);
+	return idmap_put(&m->str, sid, *out);
 }
 
 static int m_mapping(struct mctx *m, uint32_t id, uint64_t *out)
@@ -371,7 +432,7 @@ static int m_mapping(struct mctx *m, uint32_t id, uint64_t *out)
 		*out = 0;
 		return 0;
 	}
-	if (u64map__get(&m->map, id, &v)) {
+	if (idmap_get(&m->map, id, &v)) {
 		*out = v;
 		return 0;
 	}
@@ -387,7 +448,7 @@ static int m_mapping(struct mctx *m, uint32_t id, uint64_t *out)
 	*out = profile__add_mapping(m->p, &pm);
 	if (!*out)
 		return -ENOMEM;
-	return u64map__put(&m->map, id, *out);
+	return idmap_put(&m->map, id, *out);
 }
 
 static int m_function(struct mctx *m, uint32_t id, uint64_t *out)
@@ -398,7 +459,7 @@ static int m_function(struct mctx *m, uint32_t id, uint64_t *out)
 	MDB_val d;
 	int rc;
 
-	if (u64map__get(&m->func, id, &v)) {
+	if (idmap_get(&m->func, id, &v)) {
 		*out = v;
 		return 0;
 	}
@@ -412,7 +473,7 @@ static int m_function(struct mctx *m, uint32_t id, uint64_t *out)
 	*out = profile__add_function(m->p, &pf);
 	if (!*out)
 		return -ENOMEM;
-	return u64map__put(&m->func, id, *out);
+	return idmap_put(&m->func, id, *out);
 }
 
 static int m_location(struct mctx *m, uint32_t id, uint64_t *out)
@@ -425,7 +486,7 @@ static int m_location(struct mctx *m, uint32_t id, uint64_t *out)
 	MDB_val d;
 	int rc;
 
-	if (u64map__get(&m->loc, id, &v)) {
+	if (idmap_get(&m->loc, id, &v)) {
 		*out = v;
 		return 0;
 	}
@@ -449,7 +510,7 @@ static int m_location(struct mctx *m, uint32_t id, uint64_t *out)
 	pl.nlines = nl;
 	pl.lines = pln;
 	*out = profile__add_location(m->p, &pl);
-	rc = *out ? u64map__put(&m->loc, id, *out) : -ENOMEM;
+	rc = *out ? idmap_put(&m->loc, id, *out) : -ENOMEM;
 out:
 	free(sl);
 	free(pln);
@@ -490,7 +551,7 @@ static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
 	uint64_t v;
 	int rc;
 
-	if (u64map__get(&m->stk, stack, &v)) {
+	if (idmap_get(&m->stk, stack, &v)) {
 		*locs = m->locpool + (v >> 16);
 		*n = v & 0xffff;
 		return 0;
@@ -512,7 +573,7 @@ static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
 	for (uint32_t i = 0; i < *n; i++)
 		if ((rc = m_location(m, m->spath[i], &m->locpool[m->npool + i])))
 			return rc;
-	if ((rc = u64map__put(&m->stk, stack, (uint64_t)m->npool << 16 | *n)))
+	if ((rc = idmap_put(&m->stk, stack, (uint64_t)m->npool << 16 | *n)))
 		return rc;
 	*locs = m->locpool + m->npool;
 	m->npool += *n;
@@ -745,6 +806,12 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	if (!ss.all && !ss.n)
 		goto done;
 	m.ss = &ss;
+	if ((rc = idmap_init(&m.str, s, m.txn, DB_STR)) ||
+	    (rc = idmap_init(&m.func, s, m.txn, DB_FUNC)) ||
+	    (rc = idmap_init(&m.map, s, m.txn, DB_MAP)) ||
+	    (rc = idmap_init(&m.loc, s, m.txn, DB_LOC)) ||
+	    (rc = idmap_init(&m.stk, s, m.txn, DB_STACK)))
+		goto out;
 	if ((rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "comm", 4, &m.comm_key)) ||
 	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)))
 		goto out;
@@ -824,16 +891,16 @@ out:
 	}
 	free(pt);
 	free(pu);
-	u64map__free(&m.str);
-	u64map__free(&m.func);
-	u64map__free(&m.map);
-	u64map__free(&m.loc);
+	idmap_free(&m.str);
+	idmap_free(&m.func);
+	idmap_free(&m.map);
+	idmap_free(&m.loc);
 	u64map__free(&m.ser);
 	u64map__free(&m.lsidx);
 	u64map__free(&m.agg);
 	free(m.spath);
 	free(m.tmp);
-	u64map__free(&m.stk);
+	idmap_free(&m.stk);
 	free(m.locpool);
 	free(m.lab);
 	free(m.nlab);

@@ -11,6 +11,8 @@
 # PERF=0 to skip the perf profiles of renders and ingest put in the report.
 set -euo pipefail
 
+# The ingest figures are of a store that syncs every commit, as the daemon's.
+unset PROFFS_STORE_NOSYNC
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
