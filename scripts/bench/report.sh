@@ -39,8 +39,8 @@ one run; ratios are against baselines measured in that same run. Nothing
 here is estimated. Re-run \`make bench\` to regenerate this file.
 
 - command: \`make bench\` = \`scripts/bench/run.sh\` with BUILD=$(shortcmd "$BUILD") (binaries of that build; tools in tests/tools/bench_*.c)
-- date: $(date -u +%Y-%m-%dT%H:%MZ)
-- commit: $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)
+- date: ${R[date]}
+- commit: ${R[commit]} (\`git describe --dirty\` of the tree the binaries were built from)
 - machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/ { print $2 }') GiB RAM, Linux $(uname -r)
 - load average (1, 5, 15 min) at start: ${R[load_start]}, at end: ${R[load_end]} (other work on the machine skews timings upward)
 - scratch filesystem: $(df -T "$W" | awk 'NR == 2 { print $2 }') ($(df "$W" | awk 'NR == 2 { print $1 }')), one 4 KiB write with O_DSYNC: ${R[dsync_ms]:-?} ms (dd, mean of 200)
@@ -104,8 +104,10 @@ $(render_rows closed "closed")
 | baseline \`go tool pprof -proto\` merging the ${R[pprof_files]} files | $PP_MS | | 1x |
 
 - \`proffs cat\` rows: 5 runs, each a fresh process with the page cache
-  dropped. In-process rows: 6 runs in one process on a store opened once
-  (page cache dropped before the first).
+  dropped. In-process rows (\`bench_render\`): 6 runs in one process on a
+  store opened once, page cache dropped before; "first" of the profile.pb
+  row is the process's first render (no in-process cache warm). The
+  "parts" rows run after those renders, with the store's caches warm.
 - Same totals on both sides: ${R[totals_ok]:-not checked}.
 - Goal <= 100 ms (closed, median): profile.pb **$(goal "${R[closed_cat_profile_median_ms]:-}" '<=' 100)** (page cache warm: **$(goal "${R[closed_warm_cat_profile_median_ms]:-}" '<=' 100)**), folded.txt **$(goal "${R[closed_cat_folded_median_ms]:-}" '<=' 100)**; raw: profile.pb **$(goal "${R[raw_cat_profile_median_ms]:-}" '<=' 100)**, folded.txt **$(goal "${R[raw_cat_folded_median_ms]:-}" '<=' 100)**.
 - Goal >= 20x faster than pprof (closed, median): profile.pb **$(goal "$(ratio "$PP_MS" "${R[closed_cat_profile_median_ms]:-}")" '>=' 20)**, folded.txt **$(goal "$(ratio "$PP_MS" "${R[closed_cat_folded_median_ms]:-}")" '>=' 20)**; raw: profile.pb **$(goal "$(ratio "$PP_MS" "${R[raw_cat_profile_median_ms]:-}")" '>=' 20)**, folded.txt **$(goal "$(ratio "$PP_MS" "${R[raw_cat_folded_median_ms]:-}")" '>=' 20)**.
@@ -148,6 +150,8 @@ cat <<EOF
 | the hour (fresh store) | $S | $(v gen_append_wall_s) | $(v gen_ingest_samples_per_s) | $(v gen_ingest_samples_per_cpu_s) | $(v gen_append_max_ms) |
 | a second hour into the hour's store (steady state: symbols known) | $(v steady_samples) | $(v steady_append_wall_s) | $(v steady_ingest_samples_per_s) | $(v steady_ingest_samples_per_cpu_s) | $(v steady_append_max_ms) |
 | the 24 h store (built on tmpfs: no fsync cost) | $(v day_samples) | $(v day_append_wall_s) | $(v day_ingest_samples_per_s) | $(v day_ingest_samples_per_cpu_s) | $(v day_append_max_ms) |
+
+Commands: \`${CMD[gen]}\`; \`${CMD[steady]:-}\`; \`${CMD[day]:-}\`
 
 Only \`store__append\` is timed (building the batch's profile is the
 sampler's work, not the store's); wall includes LMDB's commit and fsync.
@@ -202,4 +206,8 @@ echo
 if [[ -f $ROOT/scripts/bench/NOTES.md ]]; then
 	cat "$ROOT/scripts/bench/NOTES.md"
 fi
+for n in "${EXTRA[@]}"; do
+	echo
+	cat "$W/extra.$n.md"
+done
 } > "$OUT"

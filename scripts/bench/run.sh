@@ -7,8 +7,10 @@
 # Needs `make all` first (the Makefile's bench target does it). Takes a few
 # minutes. Env: BUILD (default build), BENCH_DIR (scratch, default a fresh
 # mktemp -d under /var/tmp, removed at the end unless KEEP=1), OUT (default
-# $ROOT/BENCHMARKS.md), SKIP_DAY=1 / SKIP_MOUNT=1 to leave parts out,
-# PERF=0 to skip the perf profiles of renders and ingest put in the report.
+# $ROOT/BENCHMARKS.md), SKIP_DAY=1 / SKIP_MOUNT=1 / SKIP_EXTRA=1 (the other
+# scripts/bench/*.sh, e.g. sampler.sh) to leave parts out,
+# PERF=0 to skip the perf profiles of renders and ingest put in the report,
+# REPORT_ONLY=1 (with the BENCH_DIR of a KEEP=1 run) to rewrite the report.
 set -euo pipefail
 
 # The ingest figures are of a store that syncs every commit, as the daemon's.
@@ -20,6 +22,14 @@ PROFFS=$BUILD/proffs
 TB=$BUILD/tests
 OUT=${OUT:-$ROOT/BENCHMARKS.md}
 source "$ROOT/scripts/bench/lib.sh"
+
+if [[ ${REPORT_ONLY:-0} = 1 ]]; then
+	W=${BENCH_DIR:?REPORT_ONLY needs BENCH_DIR}
+	source "$W/results.sh"
+	source "$ROOT/scripts/bench/report.sh"
+	log "rewrote $OUT from $W"
+	exit 0
+fi
 
 for f in "$PROFFS" "$TB/bench_gen" "$TB/bench_fsread" "$TB/bench_render"; do
 	[[ -x $f ]] || { echo "bench: $f missing; run make all first" >&2; exit 1; }
@@ -164,6 +174,37 @@ if ((MOUNT_OK)); then
 	source "$ROOT/scripts/bench/mount.sh"
 fi
 
+# ------------------------------------------------- the other bench scripts
+# Every other executable scripts/bench/*.sh prints a Markdown section on
+# stdout (e.g. sampler.sh, the daemon's figures of issue 4); each runs
+# alone, after ours, and its section goes into BENCHMARKS.md as printed.
+EXTRA=()
+for f in "$ROOT"/scripts/bench/*.sh; do
+	n=$(basename "$f" .sh)
+	case $n in run|lib|mount|report) continue ;; esac
+	[[ -x $f ]] || continue
+	[[ ${SKIP_EXTRA:-0} = 1 ]] && continue
+	log "running scripts/bench/$n.sh"
+	rc=0
+	BUILD=$BUILD "$f" > "$W/extra.$n.md" 2> "$W/extra.$n.err" || rc=$?
+	if ((rc != 0)); then
+		{
+			echo "## scripts/bench/$n.sh"
+			echo
+			echo "not measured: scripts/bench/$n.sh exited $rc: $(tail -1 "$W/extra.$n.err")"
+		} > "$W/extra.$n.md"
+	fi
+	EXTRA+=("$n")
+done
+
 set_kv load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+set_kv date "$(date -u +%Y-%m-%dT%H:%MZ)"
+set_kv commit "$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)"
+# Everything the report needs, so REPORT_ONLY=1 BENCH_DIR=... can rewrite
+# BENCHMARKS.md from a kept scratch dir (KEEP=1) without measuring again.
+{
+	declare -p R CMD
+	declare -p HOUR HOUR_NAME DAY DAY_NAME MOUNT_OK CAN_DROP BUILD EXTRA
+} > "$W/results.sh"
 source "$ROOT/scripts/bench/report.sh"
 log "wrote $OUT"

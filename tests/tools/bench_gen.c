@@ -269,7 +269,10 @@ static uint32_t add_func(const char *name, uint32_t map, const char *file)
 	f->name = xstrdup(name);
 	f->file = xstrdup(file);
 	f->map = map;
-	f->addr = maps[map].start + 0x1000 + (uint64_t)(nfuncs - 0) * 0x40 % (maps[map].limit - maps[map].start - 0x2000);
+	/* 64 bytes per function, wrapped inside the mapping: distinct
+	 * addresses for every function of a mapping this size. */
+	f->addr = maps[map].start + 0x1000 +
+		  ((uint64_t)nfuncs * 0x40) % (maps[map].limit - maps[map].start - 0x2000);
 	f->line = 10 + (int)rndn(3000);
 	return nfuncs++;
 }

@@ -5,10 +5,12 @@
  *   bench_render --store DIR [--repeat N] [--from T --to T] PATH...
  *
  * For each PATH (a tree path, e.g. /merged/cpu/2026-11-22T10/profile.pb):
- * tree__resolve + tree__render timed on a freshly opened store (first) and
- * then N more times (median). With --from/--to, the parts on their own:
- * store__merge of all cpu series over [from, to), pprof__encode of the
- * result and render__folded of it. Results are key=value lines.
+ * tree__resolve + tree__render timed on a freshly opened store (the first
+ * PATH's first run is the process's first render: no in-process cache is
+ * warm) and then N more times (median). With --from/--to, afterwards, the
+ * parts on their own: store__merge of all cpu series over [from, to),
+ * pprof__encode of the result and render__folded of it. Results are
+ * key=value lines.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -94,6 +96,34 @@ int main(int argc, char **argv)
 			goto out;
 		printf("store_open_ms=%.2f\n", (now() - t0) * 1e3);
 	}
+	tr = tree__new(s, &(struct tree_opts){ 0 });
+	if (!tr)
+		goto out;
+	for (int a = optind; a < argc; a++) {
+		char key[256];
+		size_t len = 0;
+
+		keyof(argv[a], key, sizeof(key));
+		for (int i = 0; i <= repeat; i++) {
+			double t0 = now();
+			struct node n = { 0 };
+			struct buf b = { 0 };
+			int err = tree__resolve(tr, argv[a], &n);
+
+			if (!err)
+				err = tree__render(tr, &n, &b);
+			t[i] = now() - t0;
+			len = b.len;
+			buf__free(&b);
+			node__fini(&n);
+			if (err) {
+				fprintf(stderr, "bench_render: %s: %s\n", argv[a], strerror(-err));
+				goto out;
+			}
+		}
+		printf("%s_bytes=%zu\n", key, len);
+		report(key, t, repeat + 1);
+	}
 	if (from >= 0 && to > from) {
 		struct store_sel sel = { .type = "cpu" };
 		struct profile *p = NULL;
@@ -138,34 +168,6 @@ int main(int argc, char **argv)
 		}
 		report("folded", t, repeat + 1);
 		profile__free(p);
-	}
-	tr = tree__new(s, &(struct tree_opts){ 0 });
-	if (!tr)
-		goto out;
-	for (int a = optind; a < argc; a++) {
-		char key[256];
-		size_t len = 0;
-
-		keyof(argv[a], key, sizeof(key));
-		for (int i = 0; i <= repeat; i++) {
-			double t0 = now();
-			struct node n = { 0 };
-			struct buf b = { 0 };
-			int err = tree__resolve(tr, argv[a], &n);
-
-			if (!err)
-				err = tree__render(tr, &n, &b);
-			t[i] = now() - t0;
-			len = b.len;
-			buf__free(&b);
-			node__fini(&n);
-			if (err) {
-				fprintf(stderr, "bench_render: %s: %s\n", argv[a], strerror(-err));
-				goto out;
-			}
-		}
-		printf("%s_bytes=%zu\n", key, len);
-		report(key, t, repeat + 1);
 	}
 	rc = 0;
 out:
