@@ -7,8 +7,11 @@
  * The indexes live in struct prof_index, private to this file; the arrays
  * are public so that renderers and the encoder walk them directly.
  *
- * Memory: strings, location lines and sample arrays are individual
- * mallocs owned by the profile; profile__free releases everything.
+ * Memory: strings and location lines are individual mallocs owned by the
+ * profile. Sample arrays (locs, labels, values) are carved from an arena
+ * of large chunks owned by the profile (a merge of an hour adds tens of
+ * thousands of samples: three mallocs and three frees each dominated
+ * it); they stay valid until profile__free, which releases everything.
  */
 #include "profile.h"
 
@@ -27,9 +30,61 @@ struct hidx {
 	uint32_t n;
 };
 
+/* Bump allocator for sample arrays: chunks never move or shrink. */
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t cap, used;
+	max_align_t data[];
+};
+
 struct prof_index {
 	struct hidx strs, maps, funcs, locs, samples;
+	struct arena_chunk *arena;
+	size_t arena_total; /* bytes of all chunks: the next chunk's size */
 };
+
+#define ARENA_MIN (16u << 10)
+#define ARENA_MAX (4u << 20)
+
+/* size bytes, 8-byte aligned, valid until arena_free; NULL on ENOMEM. */
+static void *arena_alloc(struct prof_index *x, size_t size)
+{
+	struct arena_chunk *c = x->arena;
+	void *r;
+
+	size = (size + 7) & ~(size_t)7;
+	if (!c || c->cap - c->used < size) {
+		size_t cap = x->arena_total < ARENA_MIN ? ARENA_MIN : x->arena_total;
+
+		if (cap > ARENA_MAX)
+			cap = ARENA_MAX;
+		if (cap < size)
+			cap = size;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->cap = cap;
+		c->used = 0;
+		c->next = x->arena;
+		x->arena = c;
+		x->arena_total += cap;
+	}
+	r = (char *)c->data + c->used;
+	c->used += size;
+	return r;
+}
+
+static void arena_free(struct prof_index *x)
+{
+	struct arena_chunk *c = x->arena, *n;
+
+	for (; c; c = n) {
+		n = c->next;
+		free(c);
+	}
+	x->arena = NULL;
+	x->arena_total = 0;
+}
 
 static int hidx_grow(struct hidx *h)
 {
@@ -156,13 +211,9 @@ void profile__free(struct profile *p)
 	for (uint32_t i = 0; i < p->nlocations; i++)
 		free(p->locations[i].lines);
 	free(p->locations);
-	for (uint32_t i = 0; i < p->nsamples; i++) {
-		free(p->samples[i].locs);
-		free(p->samples[i].labels);
-		free(p->samples[i].values);
-	}
-	free(p->samples);
+	free(p->samples); /* their arrays are in the arena */
 	if (p->idx) {
+		arena_free(p->idx);
 		hidx_free(&p->idx->strs);
 		hidx_free(&p->idx->maps);
 		hidx_free(&p->idx->funcs);
@@ -478,26 +529,31 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 		goto out;
 	s.nlocs = nlocs;
 	s.nlabels = nlabels;
-	s.locs = malloc((size_t)(nlocs ? nlocs : 1) * sizeof(*locs));
-	s.labels = malloc((size_t)(nlabels ? nlabels : 1) * sizeof(*sorted));
-	s.values = malloc((size_t)(p->nvalues ? p->nvalues : 1) * sizeof(*values));
-	if (!s.locs || !s.labels || !s.values)
-		goto err_free;
+	/* One arena allocation for the three arrays (all 8-byte elements or
+	 * multiples of 8: struct prof_label holds 64-bit fields). */
+	{
+		size_t lb = (size_t)(nlocs ? nlocs : 1) * sizeof(*locs);
+		size_t bb = (size_t)(nlabels ? nlabels : 1) * sizeof(*sorted);
+		size_t vb = (size_t)(p->nvalues ? p->nvalues : 1) * sizeof(*values);
+		char *m = arena_alloc(p->idx, lb + bb + vb);
+
+		if (!m)
+			goto out;
+		s.locs = (uint64_t *)m;
+		s.labels = (struct prof_label *)(m + lb);
+		s.values = (int64_t *)(m + lb + bb);
+	}
 	if (nlocs)
 		memcpy(s.locs, locs, (size_t)nlocs * sizeof(*locs));
 	if (nlabels)
 		memcpy(s.labels, sorted, (size_t)nlabels * sizeof(*sorted));
 	if (p->nvalues)
 		memcpy(s.values, values, (size_t)p->nvalues * sizeof(*values));
+	/* On failure the arrays stay in the arena until profile__free. */
 	if (hidx_insert(&p->idx->samples, h, p->nsamples))
-		goto err_free;
+		goto out;
 	p->samples[p->nsamples++] = s;
 	err = 0;
-	goto out;
-err_free:
-	free(s.locs);
-	free(s.labels);
-	free(s.values);
 out:
 	if (sorted != stackbuf)
 		free(sorted);

@@ -2,8 +2,9 @@
  * store_append.c - one batch in, one write transaction.
  *
  * Symbols of the profile are interned (each profile string, mapping,
- * function and location looked up once per batch, and once per process
- * lifetime through caches of committed ids), every sample's locations
+ * function and location looked up once per batch in in-memory maps of
+ * content hash -> id, which are the only index of those tables: rebuilt
+ * from the tables by the first append of a process), every sample's locations
  * become one interned stack record, samples are grouped by series and
  * written as one block keyed (type, batch start, seq), with the minute
  * index, series last-seen times, the dirty mark of the hour and the
@@ -37,22 +38,30 @@ struct wctx {
 	uint64_t series_next;
 	uint32_t *strs, *maps, *funcs, *locs; /* profile index -> store id */
 	uint64_t *strh;                       /* profile string hashes, 0 = not yet */
+	uint64_t *maph, *funch;               /* mapping / function content hashes, likewise */
+	uint64_t *locfp;                      /* location fingerprints, likewise */
 	struct u64map ser_hash;               /* label hash -> ser_cache index */
 	struct ser_cache_ent *sc;
 	size_t nsc;
 	struct u64map txsym[DB__N]; /* resolved in this txn, for s->pc_sym */
 	struct u64map txseries;     /* likewise for s->pc_series */
 	struct u64map txlocfp;      /* location fingerprint -> location */
+	struct u64map txlstr;       /* label strings indexed in this txn */
 	uint32_t *path;             /* store location ids of one sample, leaf first */
 	uint8_t *sbuf;              /* its encoding */
 	size_t npath;
 };
 
 #define PC_SEED1 0x63616368653a3161ULL
+#define PC_SEED_STACK 0x737461636b3a3161ULL
 
-/* intern__get behind the caches, keyed by a 64-bit hash of the content
- * (a collision needs ~2^32 distinct symbols to become likely). */
-static int w_intern(struct wctx *w, int dbi, int idx, const void *b, size_t len, uint32_t *id)
+static const int sym_dbs[] = { DB_STR, DB_FUNC, DB_MAP, DB_LOC, DB_STACK };
+
+/* Finds content b[len] of table dbi, or adds it, through the in-memory
+ * maps keyed by a 64-bit hash of the content (a collision needs ~2^32
+ * distinct symbols to become likely). The maps are the only index of
+ * these tables: w_sync keeps them complete. */
+static int w_intern(struct wctx *w, int dbi, const void *b, size_t len, uint32_t *id)
 {
 	uint64_t h, v;
 	int rc;
@@ -61,39 +70,146 @@ static int w_intern(struct wctx *w, int dbi, int idx, const void *b, size_t len,
 		*id = 0;
 		return 0;
 	}
-	h = hash64(b, len, PC_SEED1);
+	h = fhash(b, len, PC_SEED1);
 	if (u64map__get(&w->s->pc_sym[dbi], h, &v) || u64map__get(&w->txsym[dbi], h, &v)) {
 		*id = (uint32_t)v;
 		return 0;
 	}
-	rc = intern__get(w->s, w->txn, dbi, idx, b, len, &w->next[dbi], id);
+	rc = intern__add(w->s, w->txn, dbi, b, len, &w->next[dbi], id);
 	if (!rc)
 		rc = u64map__put(&w->txsym[dbi], h, *id);
 	return rc;
 }
 
-static void pc_merge(struct u64map *dst, struct u64map *src)
+/* Brings s->pc_sym up to date with every record committed so far (all of
+ * them when the store was just opened, then only those another process
+ * added): a write transaction sees them all and no other writes meanwhile. */
+static int w_sync(struct wctx *w)
 {
-	if (dst->n + src->n > PC_MAX_ENTRIES)
+	struct store *s = w->s;
+	uint32_t *ids = NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < sizeof(sym_dbs) / sizeof(sym_dbs[0]); i++) {
+		int dbi = sym_dbs[i];
+		uint8_t kb[4];
+		MDB_val k = { 4, kb }, d;
+		MDB_cursor *c;
+
+		rc = mdb_cursor_open(w->txn, s->dbi[dbi], &c);
+		if (rc)
+			break;
+		be32_put(kb, s->pc_upto[dbi]);
+		for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); !rc;
+		     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+			struct group g;
+
+			if (group__dec(&k, &d, &g))
+				continue; /* store__check reports it */
+			for (uint32_t r = 0; r < g.n && !rc; r++) {
+				const uint8_t *rb = g.data + g.off[r];
+				size_t rl = g.off[r + 1] - g.off[r];
+				uint64_t h = fhash(rb, rl, PC_SEED1);
+
+				if (dbi == DB_STACK) { /* w_stack's key: the hash of the ids */
+					int n;
+
+					if (!ids && !(ids = malloc(STACK_MAX_DEPTH * sizeof(*ids)))) {
+						rc = -ENOMEM;
+						break;
+					}
+					n = stack__dec(rb, rl, ids, STACK_MAX_DEPTH);
+					if (n < 0)
+						continue; /* store__check reports it */
+					h = fhash(ids, n * sizeof(*ids), PC_SEED_STACK);
+				}
+				if (u64map__put(&s->pc_sym[dbi], h, g.first + r))
+					rc = -ENOMEM;
+			}
+			if (rc) {
+				u64map__free(&s->pc_sym[dbi]);
+				s->pc_upto[dbi] = 0;
+				break;
+			}
+			s->pc_upto[dbi] = g.first + g.n;
+		}
+		mdb_cursor_close(c);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+		if (rc)
+			break;
+	}
+	free(ids);
+	return store__errno(rc);
+}
+
+/* Label names and values: readers find them by content (matchers), so
+ * they, and only they, are indexed on disk in str_idx. */
+static int w_label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
+{
+	uint64_t h, v;
+	uint32_t id;
+	int rc;
+
+	if (!len) {
+		*sid = 0;
+		return 0;
+	}
+	h = fhash(b, len, PC_SEED1);
+	if (u64map__get(w->s->pc_lstr, h, &v) || u64map__get(&w->txlstr, h, &v)) {
+		*sid = (uint32_t)v;
+		return 0;
+	}
+	/* The id readers find is the one to use. */
+	rc = intern__find(w->s, w->txn, DB_STR, DB_STR_IDX, b, len, &id);
+	if (!rc && !id) {
+		rc = w_intern(w, DB_STR, b, len, &id);
+		if (!rc)
+			rc = intern__index(w->s, w->txn, DB_STR_IDX, b, len, id);
+	}
+	if (!rc)
+		rc = u64map__put(&w->txlstr, h, id);
+	*sid = id;
+	return rc;
+}
+
+/* Adds src to dst. A bounded cache this full starts over; an unbounded
+ * one (pc_sym, no index behind it) is dropped on ENOMEM, which the caller
+ * must know: returns false then. */
+static bool pc_merge(struct u64map *dst, struct u64map *src, bool bounded)
+{
+	if (bounded && dst->n + src->n > PC_MAX_ENTRIES)
 		u64map__free(dst);
 	if (src->has_max && u64map__put(dst, U64MAP_EMPTY, src->max_v))
 		goto oom;
 	for (size_t i = 0; i < src->cap; i++)
 		if (src->e[i].k != U64MAP_EMPTY && u64map__put(dst, src->e[i].k, src->e[i].v))
 			goto oom;
-	return;
+	return true;
 oom:
 	u64map__free(dst); /* do without */
+	return false;
 }
 
 /* After a commit: what this txn resolved is now safe to keep. */
 static void w_commit_caches(struct wctx *w)
 {
-	for (int i = 0; i < DB__N; i++)
-		if (w->txsym[i].n)
-			pc_merge(&w->s->pc_sym[i], &w->txsym[i]);
-	pc_merge(w->s->pc_series, &w->txseries);
-	pc_merge(w->s->pc_locfp, &w->txlocfp);
+	struct store *s = w->s;
+
+	for (size_t i = 0; i < sizeof(sym_dbs) / sizeof(sym_dbs[0]); i++) {
+		int dbi = sym_dbs[i];
+
+		/* w_sync left pc_upto at this txn's first new id. */
+		if (w->txsym[dbi].n && !pc_merge(&s->pc_sym[dbi], &w->txsym[dbi], false)) {
+			s->pc_upto[dbi] = 0; /* rebuilt by the next w_sync */
+			continue;
+		}
+		if (w->next[dbi] > s->pc_upto[dbi])
+			s->pc_upto[dbi] = w->next[dbi];
+	}
+	pc_merge(s->pc_series, &w->txseries, true);
+	pc_merge(s->pc_locfp, &w->txlocfp, true);
+	pc_merge(s->pc_lstr, &w->txlstr, true);
 }
 
 static int w_str(struct wctx *w, uint32_t pi, uint32_t *sid)
@@ -106,7 +222,7 @@ static int w_str(struct wctx *w, uint32_t pi, uint32_t *sid)
 		*sid = w->strs[pi];
 		return 0;
 	}
-	rc = w_intern(w, DB_STR, DB_STR_IDX, w->p->strs[pi],
+	rc = w_intern(w, DB_STR, w->p->strs[pi],
 		      w->p->str_lens ? w->p->str_lens[pi] : strlen(w->p->strs[pi]), sid);
 	if (!rc)
 		w->strs[pi] = *sid;
@@ -137,7 +253,7 @@ static int w_mapping(struct wctx *w, uint64_t mid, uint32_t *out)
 	m.has_functions = pm->has_functions;
 	if ((rc = w_str(w, pm->file, &m.file)) || (rc = w_str(w, pm->build_id, &m.build_id)))
 		return rc;
-	rc = w_intern(w, DB_MAP, DB_MAP_IDX, b, mapping__enc(&m, b), out);
+	rc = w_intern(w, DB_MAP, b, mapping__enc(&m, b), out);
 	if (!rc)
 		w->maps[mid - 1] = *out;
 	return rc;
@@ -162,7 +278,7 @@ static int w_function(struct wctx *w, uint64_t fid, uint32_t *out)
 	    (rc = w_str(w, pf->system_name, &f.system_name)) ||
 	    (rc = w_str(w, pf->filename, &f.filename)))
 		return rc;
-	rc = w_intern(w, DB_FUNC, DB_FUNC_IDX, b, func__enc(&f, b), out);
+	rc = w_intern(w, DB_FUNC, b, func__enc(&f, b), out);
 	if (!rc)
 		w->funcs[fid - 1] = *out;
 	return rc;
@@ -176,49 +292,109 @@ static uint64_t w_strhash(struct wctx *w, uint32_t si)
 	if (si >= p->nstrs)
 		return 0;
 	if (!w->strh[si])
-		w->strh[si] = hash64(p->strs[si], p->str_lens ? p->str_lens[si] : strlen(p->strs[si]),
+		w->strh[si] = fhash(p->strs[si], p->str_lens ? p->str_lens[si] : strlen(p->strs[si]),
 				     0x73747268) | 1;
 	return w->strh[si];
 }
 
+/* Hash of the content of profile mapping mid (> 0), once per batch. */
+static uint64_t w_maphash(struct wctx *w, uint64_t mid)
+{
+	const struct prof_mapping *pm = &w->p->mappings[mid - 1];
+	uint64_t b[5];
+
+	if (w->maph[mid - 1])
+		return w->maph[mid - 1];
+	b[0] = pm->start;
+	b[1] = pm->limit;
+	b[2] = pm->offset | (uint64_t)pm->has_functions << 63;
+	b[3] = w_strhash(w, pm->file);
+	b[4] = w_strhash(w, pm->build_id);
+	return w->maph[mid - 1] = fhash(b, sizeof(b), 0x6d6170) | 1;
+}
+
+/* Hash of the content of profile function fid (> 0), once per batch. */
+static uint64_t w_funchash(struct wctx *w, uint64_t fid)
+{
+	const struct prof_function *f = &w->p->functions[fid - 1];
+	uint64_t b[4];
+
+	if (w->funch[fid - 1])
+		return w->funch[fid - 1];
+	b[0] = (uint64_t)f->start_line;
+	b[1] = w_strhash(w, f->name);
+	b[2] = w_strhash(w, f->system_name);
+	b[3] = w_strhash(w, f->filename);
+	return w->funch[fid - 1] = fhash(b, sizeof(b), 0x66756e63) | 1;
+}
+
 /* A fingerprint of a location by its content in the profile (strings, not
  * ids), so a location seen in an earlier batch is found with one hash and
- * one lookup, without interning its functions and strings again. */
-static uint64_t w_locfp(struct wctx *w, const struct prof_location *pl)
+ * one lookup, without interning its functions and strings again. Mapping
+ * and function hashes are shared by the locations of a batch. 0: none
+ * (inline chains deeper than 8, rare, are never served from the cache). */
+static uint64_t w_locfp(struct wctx *w, uint64_t lid)
 {
 	const struct profile *p = w->p;
-	uint64_t b[8 + 5 * 8], *q = b;
-	uint32_t nl = pl->nlines < 8 ? pl->nlines : 8;
+	const struct prof_location *pl = &p->locations[lid - 1];
+	uint64_t b[3 + 2 * 8], *q = b;
 
+	if (w->locfp[lid - 1])
+		return w->locfp[lid - 1];
+	if (pl->nlines > 8)
+		return 0;
 	*q++ = pl->address;
 	*q++ = pl->nlines;
-	if (pl->mapping_id && pl->mapping_id <= p->nmappings) {
-		const struct prof_mapping *pm = &p->mappings[pl->mapping_id - 1];
-
-		*q++ = pm->start;
-		*q++ = pm->limit;
-		*q++ = pm->offset | (uint64_t)pm->has_functions << 63;
-		*q++ = w_strhash(w, pm->file);
-		*q++ = w_strhash(w, pm->build_id);
-	}
-	for (uint32_t i = 0; i < nl; i++) {
+	*q++ = pl->mapping_id && pl->mapping_id <= p->nmappings ? w_maphash(w, pl->mapping_id) : 0;
+	for (uint32_t i = 0; i < pl->nlines; i++) {
 		const struct prof_line *l = &pl->lines[i];
 
 		*q++ = (uint64_t)l->line;
-		if (l->function_id && l->function_id <= p->nfunctions) {
-			const struct prof_function *f = &p->functions[l->function_id - 1];
-
-			*q++ = (uint64_t)f->start_line;
-			*q++ = w_strhash(w, f->name);
-			*q++ = w_strhash(w, f->system_name);
-			*q++ = w_strhash(w, f->filename);
-		}
+		*q++ = l->function_id && l->function_id <= p->nfunctions
+			       ? w_funchash(w, l->function_id)
+			       : 0;
 	}
-	/* Inline chains deeper than 8 are rare: their tail goes by length
-	 * only, and the location is then never served from this cache. */
-	if (pl->nlines > 8)
-		return 0;
-	return hash64(b, (q - b) * sizeof(*b), 0x6c6f63667031ULL) | 1;
+	return w->locfp[lid - 1] = fhash(b, (q - b) * sizeof(*b), 0x6c6f63667032ULL) | 1;
+}
+
+/* Resolves, before anything else, every location of the profile that the
+ * location cache knows (almost all of them, batch after batch). The cache
+ * is large, so each lookup would wait for memory: fingerprints are computed
+ * and their slots prefetched FP_AHEAD lookups ahead. Locations left
+ * unresolved go through w_location as usual. */
+#define FP_AHEAD 16
+static void w_known_locs(struct wctx *w)
+{
+	const struct profile *p = w->p;
+	const struct u64map *m = w->s->pc_locfp;
+	uint64_t ring_fp[FP_AHEAD], v;
+	uint32_t ring_lid[FP_AHEAD];
+	size_t head = 0, n = 0;
+
+	/* The location table in order (a batch's table holds the locations
+	 * its samples use): sequential memory, no per-frame dedupe. */
+	for (uint64_t lid = 1; lid <= p->nlocations; lid++) {
+		uint64_t fp = w_locfp(w, lid);
+
+		if (!fp)
+			continue;
+		u64map__prefetch(m, fp);
+		if (n == FP_AHEAD) {
+			if (u64map__get(m, ring_fp[head], &v))
+				w->locs[ring_lid[head] - 1] = (uint32_t)v;
+			n--;
+		}
+		ring_fp[head] = fp;
+		ring_lid[head] = (uint32_t)lid;
+		head = (head + 1) % FP_AHEAD;
+		n++;
+	}
+	for (; n; n--) {
+		size_t k = (head + FP_AHEAD - n) % FP_AHEAD;
+
+		if (u64map__get(m, ring_fp[k], &v))
+			w->locs[ring_lid[k] - 1] = (uint32_t)v;
+	}
 }
 
 static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
@@ -237,7 +413,7 @@ static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 		return 0;
 	}
 	pl = &w->p->locations[lid - 1];
-	fp = w_locfp(w, pl);
+	fp = w_locfp(w, lid);
 	if (fp && (u64map__get(w->s->pc_locfp, fp, &v) || u64map__get(&w->txlocfp, fp, &v))) {
 		*out = w->locs[lid - 1] = (uint32_t)v;
 		return 0;
@@ -261,7 +437,7 @@ static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 			goto out;
 		}
 	}
-	rc = w_intern(w, DB_LOC, DB_LOC_IDX, b,
+	rc = w_intern(w, DB_LOC, b,
 		      loc__enc(mapping, pl->address, lines, pl->nlines, b), out);
 	if (!rc) {
 		w->locs[lid - 1] = *out;
@@ -277,7 +453,7 @@ out:
 
 /* The stack id of a sample: its store location ids, leaf first, interned
  * as one record. */
-static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
+static int w_stack_path(struct wctx *w, const struct prof_sample *sm, uint32_t *np_)
 {
 	uint32_t n = sm->nlocs < STACK_MAX_DEPTH ? sm->nlocs : STACK_MAX_DEPTH;
 	int rc;
@@ -297,10 +473,45 @@ static int w_stack(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
 	if (!w->sbuf && !(w->sbuf = malloc(5)))
 		return -ENOMEM;
 	/* Deeper stacks keep their leaf end (the kernel caps depth anyway). */
-	for (uint32_t i = 0; i < n; i++)
-		if ((rc = w_location(w, sm->locs[i], &w->path[i])))
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t lid = sm->locs[i];
+
+		/* Resolved already in this batch (nearly always): inline. */
+		if (lid && lid <= w->p->nlocations && w->locs[lid - 1] != NO_ID)
+			w->path[i] = w->locs[lid - 1];
+		else if ((rc = w_location(w, lid, &w->path[i])))
 			return rc;
-	return w_intern(w, DB_STACK, DB_STACK_IDX, w->sbuf, stack__enc(w->path, n, w->sbuf), id);
+	}
+	*np_ = n;
+	return 0;
+}
+
+/* Stacks are keyed by the hash of their location ids (not of their
+ * encoding: only new ones get encoded). */
+static uint64_t w_stack_hash(struct wctx *w, uint32_t n)
+{
+	return fhash(w->path, n * sizeof(*w->path), PC_SEED_STACK);
+}
+
+/* The stack id of sample sm, whose stack hash is h. */
+static int w_stack_id(struct wctx *w, const struct prof_sample *sm, uint64_t h, uint32_t *id)
+{
+	uint32_t n;
+	uint64_t v;
+	int rc;
+
+	if (u64map__get(&w->s->pc_sym[DB_STACK], h, &v) || u64map__get(&w->txsym[DB_STACK], h, &v)) {
+		*id = (uint32_t)v;
+		return 0;
+	}
+	/* New: its locations are all resolved by now, so this is cheap. */
+	if ((rc = w_stack_path(w, sm, &n)))
+		return rc;
+	rc = intern__add(w->s, w->txn, DB_STACK, w->sbuf, stack__enc(w->path, n, w->sbuf),
+			 &w->next[DB_STACK], id);
+	if (!rc)
+		rc = u64map__put(&w->txsym[DB_STACK], h, *id);
+	return rc;
 }
 
 struct lpair {
@@ -347,8 +558,8 @@ static int w_series_of(struct wctx *w, struct lpair *lp, size_t n, uint32_t *id)
 	for (size_t i = 0; i < o; i++) {
 		uint32_t ns, vs;
 
-		if ((rc = w_intern(w, DB_STR, DB_STR_IDX, lp[i].name, lp[i].nl, &ns)) ||
-		    (rc = w_intern(w, DB_STR, DB_STR_IDX, lp[i].value, lp[i].vl, &vs)))
+		if ((rc = w_label_str(w, lp[i].name, lp[i].nl, &ns)) ||
+		    (rc = w_label_str(w, lp[i].value, lp[i].vl, &vs)))
 			goto out;
 		be32_put(b + 8 + 8 * i, ns);
 		be32_put(b + 12 + 8 * i, vs);
@@ -450,7 +661,7 @@ static int w_series(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
 		if (np >= 64)
 			break;
 	}
-	h = hash64(pairs, np * sizeof(uint32_t), 7);
+	h = fhash(pairs, np * sizeof(uint32_t), 7);
 	if (u64map__get(&w->ser_hash, h, &ci) && w->sc[ci].n == np &&
 	    !memcmp(w->sc[ci].pairs, pairs, np * sizeof(uint32_t))) {
 		*id = w->sc[ci].series;
@@ -576,12 +787,16 @@ static void wctx_free(struct wctx *w)
 {
 	free(w->strs);
 	free(w->strh);
+	free(w->maph);
+	free(w->funch);
+	free(w->locfp);
 	free(w->maps);
 	free(w->funcs);
 	free(w->locs);
 	u64map__free(&w->ser_hash);
 	u64map__free(&w->txseries);
 	u64map__free(&w->txlocfp);
+	u64map__free(&w->txlstr);
 	free(w->path);
 	free(w->sbuf);
 	for (int i = 0; i < DB__N; i++)
@@ -598,6 +813,8 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 	struct wctx w = { .s = s, .p = p, .extra = extra, .nextra = nextra, .start = start };
 	struct store_type t;
 	struct blk_entry *ents = NULL;
+	uint64_t *sh = NULL; /* stack hash of each entry */
+	uint32_t *si = NULL; /* its sample */
 	size_t nent = 0;
 	int vmap[PROF_MAX_VALUES];
 	uint8_t *blk = NULL;
@@ -610,8 +827,14 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 	w.funcs = malloc((p->nfunctions + 1) * sizeof(uint32_t));
 	w.locs = malloc((p->nlocations + 1) * sizeof(uint32_t));
 	w.strh = calloc(p->nstrs + 1, sizeof(uint64_t));
+	w.maph = calloc(p->nmappings + 1, sizeof(uint64_t));
+	w.funch = calloc(p->nfunctions + 1, sizeof(uint64_t));
+	w.locfp = calloc(p->nlocations + 1, sizeof(uint64_t));
 	ents = malloc((p->nsamples + 1) * sizeof(*ents));
-	if (!w.strs || !w.maps || !w.funcs || !w.locs || !w.strh || !ents) {
+	sh = malloc((p->nsamples + 1) * sizeof(*sh));
+	si = malloc((p->nsamples + 1) * sizeof(*si));
+	if (!w.strs || !w.maps || !w.funcs || !w.locs || !w.strh || !w.maph || !w.funch ||
+	    !w.locfp || !ents || !sh || !si) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -622,14 +845,16 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 	if (p->nstrs)
 		w.strs[0] = 0;
 
-	if (!s->pc_sym || !s->pc_series || !s->pc_locfp) {
+	if (!s->pc_sym || !s->pc_series || !s->pc_locfp || !s->pc_lstr) {
 		if (!s->pc_sym)
 			s->pc_sym = calloc(DB__N, sizeof(*s->pc_sym));
 		if (!s->pc_series)
 			s->pc_series = calloc(1, sizeof(*s->pc_series));
 		if (!s->pc_locfp)
 			s->pc_locfp = calloc(1, sizeof(*s->pc_locfp));
-		if (!s->pc_sym || !s->pc_series || !s->pc_locfp) {
+		if (!s->pc_lstr)
+			s->pc_lstr = calloc(1, sizeof(*s->pc_lstr));
+		if (!s->pc_sym || !s->pc_series || !s->pc_locfp || !s->pc_lstr) {
 			rc = -ENOMEM;
 			goto out_free;
 		}
@@ -637,14 +862,18 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 	rc = store__txn_begin(s, false, &w.txn);
 	if (rc)
 		goto out_free;
-	if ((rc = w_type(&w, type, &t, vmap)))
+	intern__discard(s);
+	__atomic_store_n(&s->pend_txn, w.txn, __ATOMIC_RELAXED);
+	if ((rc = w_sync(&w)) || (rc = w_type(&w, type, &t, vmap)))
 		goto out;
 	w.type = t.id;
+	w_known_locs(&w);
 
 	for (uint32_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *sm = &p->samples[i];
 		struct blk_entry *e = &ents[nent];
 		bool nz = false;
+		uint32_t n;
 
 		memset(e->v, 0, sizeof(e->v));
 		for (uint32_t j = 0; j < p->nvalues; j++) {
@@ -653,10 +882,18 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 		}
 		if (!nz)
 			continue; /* nothing to add */
-		if ((rc = w_series(&w, sm, &e->series)) || (rc = w_stack(&w, sm, &e->stack)))
+		if ((rc = w_series(&w, sm, &e->series)) || (rc = w_stack_path(&w, sm, &n)))
 			goto out;
+		sh[nent] = w_stack_hash(&w, n);
+		si[nent] = i;
+		u64map__prefetch(&s->pc_sym[DB_STACK], sh[nent]);
 		nent++;
 	}
+	/* Stack ids in a second pass, so that the prefetches above overlap
+	 * the cache misses of the lookups (the cache is large). */
+	for (size_t k = 0; k < nent; k++)
+		if ((rc = w_stack_id(&w, &p->samples[si[k]], sh[k], &ents[k].stack)))
+			goto out;
 	nent = blk_entries__normalize(ents, nent, t.nvalues);
 	if (nent) {
 		uint8_t kb[BLOCK_KEY_LEN], mk[8], sb[4];
@@ -694,7 +931,9 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 			if ((rc = table__read(s, w.txn, DB_SERIES, ents[i].series, &sv)) ||
 			    (rc = series__dec(sv.mv_data, sv.mv_size, &r)))
 				goto out;
-			if ((uint64_t)r.last_seen >= start)
+			/* Minute granularity (store_expire.c compares so): a
+			 * series is rewritten once a minute, not per batch. */
+			if ((uint64_t)r.last_seen / 60 >= start / 60)
 				continue;
 			nb = malloc(sv.mv_size);
 			if (!nb) {
@@ -720,17 +959,23 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 		    (rc = rollup__update(s, w.txn, &t, newest)))
 			goto out;
 	}
-	if ((rc = meta__put_u64(s, w.txn, "last_commit", (uint64_t)now_s())))
+	if ((rc = meta__put_u64(s, w.txn, "last_commit", (uint64_t)now_s())) ||
+	    (rc = intern__flush(s, w.txn)))
 		goto out;
+	__atomic_store_n(&s->pend_txn, NULL, __ATOMIC_RELAXED);
 	rc = store__txn_commit(s, w.txn);
 	w.txn = NULL;
 	if (!rc)
 		w_commit_caches(&w);
 out:
+	__atomic_store_n(&s->pend_txn, NULL, __ATOMIC_RELAXED);
+	intern__discard(s);
 	store__txn_abort(s, w.txn);
 out_free:
 	free(blk);
 	free(ents);
+	free(sh);
+	free(si);
 	wctx_free(&w);
 	return rc;
 }

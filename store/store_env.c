@@ -176,7 +176,9 @@ int store__open(struct store **out, const struct store_opts *o)
 		}
 	}
 	/* The on-disk format: written into a new store, checked otherwise
-	 * (a store holding data but no format predates format 2 (format 3: types keep the default sample type)). */
+	 * (a store holding data but no format predates format 2; format 3:
+	 * types keep the default sample type; format 4: only label strings
+	 * are indexed by content). */
 	{
 		uint64_t fmt = 0;
 		MDB_stat st = { 0 };
@@ -230,6 +232,10 @@ void store__close(struct store *s)
 	if (s->pc_locfp)
 		u64map__free(s->pc_locfp);
 	free(s->pc_locfp);
+	if (s->pc_lstr)
+		u64map__free(s->pc_lstr);
+	free(s->pc_lstr);
+	intern__free(s);
 	pthread_rwlock_destroy(&s->resize_lock);
 	stackcache__free(s);
 	pthread_rwlock_destroy(&s->sc_lock);
@@ -311,12 +317,17 @@ int store__stats(struct store *s, struct store_stats *out)
 		out->file_bytes = fst.st_size;
 	if (!mdb_stat(txn, s->dbi[DB_SERIES], &st))
 		out->nseries = st.ms_entries;
-	if (!mdb_stat(txn, s->dbi[DB_STACK], &st))
-		out->nstacks = st.ms_entries;
-	if (!mdb_stat(txn, s->dbi[DB_LOC], &st))
-		out->nlocations = st.ms_entries;
-	if (!mdb_stat(txn, s->dbi[DB_STR], &st))
-		out->nstrings = st.ms_entries;
+	/* Grouped tables: ids are dense from 1, entries are groups. */
+	{
+		uint32_t next;
+
+		if (!table__next_id(s, txn, DB_STACK, &next))
+			out->nstacks = next - 1;
+		if (!table__next_id(s, txn, DB_LOC, &next))
+			out->nlocations = next - 1;
+		if (!table__next_id(s, txn, DB_STR, &next))
+			out->nstrings = next - 1;
+	}
 	if (!mdb_stat(txn, s->dbi[DB_BLOCK], &st))
 		out->nblocks = st.ms_entries;
 	if (!meta__get_u64(s, txn, "last_commit", &v))
@@ -385,6 +396,12 @@ int u64map__put(struct u64map *m, uint64_t k, uint64_t v)
 	m->e[j].v = v;
 	m->n++;
 	return 0;
+}
+
+void u64map__prefetch(const struct u64map *m, uint64_t k)
+{
+	if (m->cap && k != U64MAP_EMPTY)
+		__builtin_prefetch(&m->e[u64map_slot(k, m->cap)]);
 }
 
 bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v)

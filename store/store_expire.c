@@ -216,7 +216,10 @@ static int series_gc(struct store *s, MDB_txn *txn, uint64_t *ngc)
 			continue; /* check reports it */
 		for (ti = 0; ti < nt && types[ti].t.id != r.type; ti++)
 			;
-		if (ti < nt && (uint64_t)r.last_seen >= oldest[ti])
+		/* last_seen is exact to the minute only (store_append.c
+		 * updates it once a minute): keep what was seen in the
+		 * oldest block's minute. */
+		if (ti < nt && (uint64_t)r.last_seen >= oldest[ti] - oldest[ti] % 60)
 			continue;
 		memcpy(ik, k.mv_data, 4);
 		be64_put(hk, hash64(d.mv_data, d.mv_size - 8, STORE_HASH_SEED));

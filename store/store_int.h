@@ -4,12 +4,16 @@
  *
  * Schema (all integer keys big-endian so byte order == numeric order):
  *   meta       "name" -> value (counters: series_next, dropped, last_commit)
- *   str        id u32 -> bytes              str_idx   hash64 u64 -> id (dup)
- *   func       id u32 -> enc(function)      func_idx  hash64 -> id (dup)
- *   map        id u32 -> enc(mapping)       map_idx   hash64 -> id (dup)
- *   loc        id u32 -> enc(location)      loc_idx   hash64 -> id (dup)
+ *   str        id u32 -> bytes (grouped: see store_intern.c; so are func,
+ *              map, loc and stacks)
+ *   str_idx    hash64 u64 -> id (dup): label names and values only
+ *   func       id u32 -> enc(function)
+ *   map        id u32 -> enc(mapping)
+ *   loc        id u32 -> enc(location)
  *   stacks     id u32 -> enc(stack): location ids, leaf first
- *   stacks_idx hash64 -> id (dup)
+ *   func_idx, map_idx, loc_idx, stacks_idx: empty since format 4 (the
+ *   writer rebuilds content -> id maps in memory from the tables; readers
+ *   never look these records up by content)
  *   type       name -> type record (id, period, value types)
  *   series     id u32 -> (type u32, npairs u32, (name sid, value sid)*, last_seen u64)
  *   series_idx hash64(content) -> id (dup)
@@ -27,6 +31,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "store.h"
 #include "util.h"
@@ -58,9 +63,54 @@ extern const char *const store_db_names[DB__N];
 
 #define STORE_HASH_SEED 0x70726f6666737331ULL /* "proffss1" */
 #define BLOCK_KEY_LEN 16
-#define STORE_FORMAT 3
+#define STORE_FORMAT 4
 #define STACK_MAX_DEPTH 4096
 #define HOUR_S 3600
+
+/* ---- fhash: a fast 64-bit hash for in-memory maps only (never stored:
+ * on-disk hashes are hash64's). 16 bytes per step through one 64x64->128
+ * multiply instead of hash64's serial mix per 8 bytes: the writer hashes
+ * every symbol of every batch. ---- */
+#define FH_K1 0xa0761d6478bd642fULL
+#define FH_K2 0xe7037ed1a0b428dbULL
+#define FH_K3 0x8ebc6af09c88c6e3ULL
+static inline uint64_t fh_mum(uint64_t a, uint64_t b)
+{
+	__uint128_t r = (__uint128_t)a * b;
+
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+static inline uint64_t fhash(const void *p, size_t n, uint64_t seed)
+{
+	const uint8_t *b = p;
+	uint64_t h = seed ^ fh_mum(n ^ FH_K1, FH_K2), x = 0, y = 0;
+	uint32_t u, v;
+
+	while (n > 16) {
+		memcpy(&x, b, 8);
+		memcpy(&y, b + 8, 8);
+		h ^= fh_mum(x ^ h ^ FH_K1, y ^ FH_K2);
+		b += 16;
+		n -= 16;
+	}
+	/* Tail of 0..16 bytes (overlapping reads, as n is known). */
+	if (n > 8) {
+		memcpy(&x, b, 8);
+		memcpy(&y, b + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(&u, b, 4);
+		memcpy(&v, b + n - 4, 4);
+		x = u;
+		y = v;
+	} else if (n) {
+		x = (uint64_t)b[0] << 16 | (uint64_t)b[n >> 1] << 8 | b[n - 1];
+		y = 0;
+	} else {
+		x = y = 0;
+	}
+	h ^= fh_mum(x ^ h ^ FH_K1, y ^ FH_K3 ^ n);
+	return fh_mum(h ^ FH_K2, h ^ FH_K3);
+}
 
 /* ---- hash map u64 -> u64 (open addressing; for per-call caches) ---- */
 struct u64map_ent {
@@ -75,6 +125,14 @@ struct u64map {
 	uint64_t max_v;
 };
 #define U64MAP_EMPTY UINT64_MAX
+/* Records added by the running append, not yet written (intern__add). */
+struct pend_tab {
+	uint32_t first, n; /* ids first .. first + n - 1 */
+	uint8_t *buf;
+	size_t len, cap;
+	uint32_t *off; /* n + 1 offsets into buf */
+	size_t offcap;
+};
 struct store {
 	MDB_env *env;
 	MDB_dbi dbi[DB__N];
@@ -96,6 +154,14 @@ struct store {
 	struct u64map *pc_sym; /* [DB__N] */
 	struct u64map *pc_series;
 	struct u64map *pc_locfp; /* profile location fingerprint -> location */
+	/* pc_sym[dbi] of str, func, map, loc and stacks is complete for ids
+	 * below pc_upto[dbi] (no on-disk index backs it): each append
+	 * transaction first adds the records committed since (by this or
+	 * another process). */
+	uint32_t pc_upto[DB__N];
+	struct pend_tab pend[DB__N];
+	MDB_txn *pend_txn; /* the append txn they belong to (atomic access) */
+	struct u64map *pc_lstr; /* label string hash -> sid indexed in str_idx */
 	/* Read side: stack id -> location ids, and the raw records of
 	 * strings, functions, mappings and locations (store_cache.c). */
 	pthread_rwlock_t sc_lock;
@@ -123,6 +189,8 @@ void store__txn_abort(struct store *s, MDB_txn *txn);
 
 int u64map__put(struct u64map *m, uint64_t k, uint64_t v); /* 0 / -ENOMEM */
 bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v);
+/* Hints the CPU to load k's first slot (a batch of lookups to come). */
+void u64map__prefetch(const struct u64map *m, uint64_t k);
 void u64map__free(struct u64map *m);
 
 /* Stack path cache (store_cache.c): get copies the path (store location
@@ -145,11 +213,37 @@ void symcache__free(struct store *s);
  * Returns 0 or -errno. */
 int intern__find(struct store *s, MDB_txn *txn, int dbi, int idx,
 		 const void *b, size_t len, uint32_t *id);
-/* Finds or adds; next caches the next free id of the table for this txn
- * (0 = not loaded yet). */
-int intern__get(struct store *s, MDB_txn *txn, int dbi, int idx,
-		const void *b, size_t len, uint32_t *next, uint32_t *id);
-/* Reads record id of table dbi. Returns 0, -ENOENT or -errno. */
+/* Adds content b[len] to table dbi under the next free id (next caches
+ * it for this txn, 0 = not loaded yet), without looking for it first: the
+ * writer's in-memory maps (store_append.c) did. Returns 0 or -errno. */
+int intern__add(struct store *s, MDB_txn *txn, int dbi, const void *b, size_t len,
+		uint32_t *next, uint32_t *id);
+/* Puts an index entry hash64(b) -> id into idx (str_idx, for label
+ * strings), unless it is there already. Returns 0 or -errno. */
+int intern__index(struct store *s, MDB_txn *txn, int idx, const void *b, size_t len,
+		  uint32_t id);
+/* Grouped tables (see store_intern.c): records of consecutive ids in one
+ * entry keyed by the first id. */
+#define GROUP_MAX 32
+#define GROUP_BYTES 768
+struct group {
+	uint32_t first, n;
+	const uint8_t *data;           /* the records' bytes */
+	uint32_t off[GROUP_MAX + 1]; /* record i is data[off[i], off[i+1]) */
+};
+bool table__grouped(int dbi);
+/* Decodes the entry k -> d of a grouped table; data points into d. */
+int group__dec(const MDB_val *k, const MDB_val *d, struct group *g);
+/* The next free id of table dbi (1 when empty). Returns 0 or -errno. */
+int table__next_id(struct store *s, MDB_txn *txn, int dbi, uint32_t *next);
+/* Writes the records intern__add collected as groups (before commit). */
+int intern__flush(struct store *s, MDB_txn *txn);
+/* Forgets them (the transaction was aborted). */
+void intern__discard(struct store *s);
+void intern__free(struct store *s);
+/* Reads record id of table dbi; *v points into the transaction's memory
+ * (or, for a record added by the running append, into s->pend until the
+ * next intern__add). Returns 0, -ENOENT or -errno. */
 int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id,
 		MDB_val *v);
 /* A string as a malloc'd C string (NUL-terminated copy) or NULL. */

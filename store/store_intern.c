@@ -2,9 +2,21 @@
  * store_intern.c - interned tables (strings, functions, mappings,
  * locations), their record encodings, and profile types.
  *
- * Content is found through an index keyed by hash64 of the record's bytes
- * holding every id with that hash (DUPSORT), and verified byte for byte,
- * because LMDB keys are limited to 511 bytes and strings are not.
+ * Only label strings (names and values of series labels, which readers
+ * look up by content) are indexed on disk: str_idx, keyed by hash64 of the
+ * bytes, holding every id with that hash (DUPSORT), verified byte for
+ * byte because LMDB keys are limited to 511 bytes and strings are not.
+ * The writer finds all other content through in-memory maps it rebuilds
+ * from the tables (store_append.c): an index on disk cost as much as the
+ * records themselves.
+ *
+ * Grouped tables (strings, functions, mappings, locations, stacks): one
+ * LMDB entry holds the records of consecutive ids, keyed by the first id
+ * (big-endian): varint n, n varint lengths, the n records' bytes. LMDB
+ * spends ~14 bytes per entry (node header, key, pointer), as much as a
+ * location record itself. An append collects its new records in memory
+ * (s->pend, readable through table__read meanwhile) and writes them as
+ * groups just before commit: groups are never rewritten.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,15 +24,98 @@
 
 #include "store_int.h"
 
+bool table__grouped(int dbi)
+{
+	return dbi == DB_STR || dbi == DB_FUNC || dbi == DB_MAP || dbi == DB_LOC ||
+	       dbi == DB_STACK;
+}
+
+int group__dec(const MDB_val *k, const MDB_val *d, struct group *g)
+{
+	const uint8_t *p = d->mv_data, *end = p + d->mv_size;
+	uint64_t n, len, total = 0;
+	size_t l;
+
+	if (k->mv_size != 4 || !(l = varint_get(p, end - p, &n)) || !n || n > GROUP_MAX)
+		return -EBADMSG;
+	p += l;
+	g->first = be32_get(k->mv_data);
+	g->n = (uint32_t)n;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!(l = varint_get(p, end - p, &len)) || len > d->mv_size)
+			return -EBADMSG;
+		p += l;
+		g->off[i] = (uint32_t)total;
+		total += len;
+	}
+	g->off[n] = (uint32_t)total;
+	if (total != (uint64_t)(end - p) || (uint64_t)g->first + n - 1 > UINT32_MAX)
+		return -EBADMSG;
+	g->data = p;
+	return 0;
+}
+
 int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, MDB_val *v)
 {
+	struct pend_tab *pt = &s->pend[dbi];
 	uint8_t kb[4];
-	MDB_val k = { 4, kb };
+	MDB_val k = { 4, kb }, d;
+	MDB_cursor *c;
+	struct group g;
 	int rc;
 
 	be32_put(kb, id);
-	rc = mdb_get(txn, s->dbi[dbi], &k, v);
-	return store__errno(rc);
+	if (!table__grouped(dbi)) {
+		rc = mdb_get(txn, s->dbi[dbi], &k, v);
+		return store__errno(rc);
+	}
+	if (txn == __atomic_load_n(&s->pend_txn, __ATOMIC_RELAXED) && pt->n &&
+	    id >= pt->first) { /* added by the running append */
+		if (id - pt->first >= pt->n)
+			return -ENOENT;
+		*v = (MDB_val){ pt->off[id - pt->first + 1] - pt->off[id - pt->first],
+				pt->buf + pt->off[id - pt->first] };
+		return 0;
+	}
+	/* The group holding id: the last whose first id is <= id. */
+	rc = mdb_cursor_open(txn, s->dbi[dbi], &c);
+	if (rc)
+		return store__errno(rc);
+	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+	if (!rc && (k.mv_size != 4 || be32_get(k.mv_data) != id))
+		rc = mdb_cursor_get(c, &k, &d, MDB_PREV);
+	else if (rc == MDB_NOTFOUND)
+		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+	mdb_cursor_close(c);
+	if (rc)
+		return store__errno(rc);
+	if (group__dec(&k, &d, &g))
+		return -EBADMSG;
+	if (id < g.first || id - g.first >= g.n)
+		return -ENOENT;
+	*v = (MDB_val){ g.off[id - g.first + 1] - g.off[id - g.first],
+			(void *)(g.data + g.off[id - g.first]) };
+	return 0;
+}
+
+int table__next_id(struct store *s, MDB_txn *txn, int dbi, uint32_t *next)
+{
+	MDB_cursor *c;
+	MDB_val k, d;
+	struct group g;
+	int rc;
+
+	*next = 1;
+	rc = mdb_cursor_open(txn, s->dbi[dbi], &c);
+	if (rc)
+		return store__errno(rc);
+	rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+	if (!rc && !group__dec(&k, &d, &g))
+		*next = g.first + g.n;
+	else if (!rc && k.mv_size == 4)
+		*next = be32_get(k.mv_data) + 1;
+	mdb_cursor_close(c);
+	return rc && rc != MDB_NOTFOUND ? store__errno(rc) : 0;
 }
 
 char *str__dup(struct store *s, MDB_txn *txn, uint32_t sid)
@@ -79,45 +174,123 @@ int intern__find(struct store *s, MDB_txn *txn, int dbi, int idx, const void *b,
 	return store__errno(rc);
 }
 
-int intern__get(struct store *s, MDB_txn *txn, int dbi, int idx, const void *b,
-		size_t len, uint32_t *next, uint32_t *id)
+int intern__add(struct store *s, MDB_txn *txn, int dbi, const void *b, size_t len,
+		uint32_t *next, uint32_t *id)
 {
-	uint8_t hk[8], ik[4];
-	MDB_val k, d;
+	struct pend_tab *pt = &s->pend[dbi];
 	int rc;
 
-	rc = intern__find(s, txn, dbi, idx, b, len, id);
-	if (rc || *id || (dbi == DB_STR && len == 0))
-		return rc;
-	if (!*next) {
-		MDB_cursor *c;
-
-		rc = mdb_cursor_open(txn, s->dbi[dbi], &c);
-		if (rc)
-			return store__errno(rc);
-		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
-		if (!rc && k.mv_size == 4)
-			*next = be32_get(k.mv_data) + 1;
-		else
-			*next = 1;
-		mdb_cursor_close(c);
-		if (rc && rc != MDB_NOTFOUND)
-			return store__errno(rc);
+	if (!pt->n) {
+		if ((rc = table__next_id(s, txn, dbi, &pt->first)))
+			return rc;
 	}
-	if (*next == UINT32_MAX)
+	if ((uint64_t)pt->first + pt->n >= UINT32_MAX || len > UINT32_MAX / 2 ||
+	    pt->len + len > UINT32_MAX / 2)
 		return -ENOSPC;
-	*id = (*next)++;
-	be32_put(ik, *id);
-	k = (MDB_val){ 4, ik };
-	d = (MDB_val){ len, (void *)b };
-	rc = mdb_put(txn, s->dbi[dbi], &k, &d, MDB_APPEND);
-	if (rc)
-		return store__errno(rc);
+	if (pt->n + 2 > pt->offcap) {
+		size_t nc = pt->offcap ? pt->offcap * 2 : 256;
+		uint32_t *no = realloc(pt->off, nc * sizeof(*no));
+
+		if (!no)
+			return -ENOMEM;
+		pt->off = no;
+		pt->offcap = nc;
+	}
+	if (pt->len + len > pt->cap) {
+		size_t nc = pt->cap ? pt->cap * 2 : 4096;
+		uint8_t *nb;
+
+		while (nc < pt->len + len)
+			nc *= 2;
+		nb = realloc(pt->buf, nc);
+		if (!nb)
+			return -ENOMEM;
+		pt->buf = nb;
+		pt->cap = nc;
+	}
+	memcpy(pt->buf + pt->len, b, len);
+	pt->off[pt->n] = (uint32_t)pt->len;
+	pt->len += len;
+	pt->off[++pt->n] = (uint32_t)pt->len;
+	*id = pt->first + pt->n - 1;
+	*next = *id + 1;
+	return 0;
+}
+
+int intern__flush(struct store *s, MDB_txn *txn)
+{
+	uint8_t *v = NULL;
+	int rc = 0;
+
+	for (int dbi = 0; dbi < DB__N && !rc; dbi++) {
+		struct pend_tab *pt = &s->pend[dbi];
+		uint32_t i = 0;
+
+		while (!rc && i < pt->n) {
+			uint32_t j = i, n;
+			size_t bytes = 0, o = 0;
+			uint8_t kb[4];
+			MDB_val k = { 4, kb }, d;
+
+			/* Up to GROUP_MAX records or GROUP_BYTES bytes (a value
+			 * that stays in a leaf page, with little slack). */
+			while (j < pt->n && j - i < GROUP_MAX &&
+			       (j == i || bytes + (pt->off[j + 1] - pt->off[j]) <= GROUP_BYTES)) {
+				bytes += pt->off[j + 1] - pt->off[j];
+				j++;
+			}
+			n = j - i;
+			free(v);
+			v = malloc(1 + 5 * (size_t)n + bytes);
+			if (!v) {
+				rc = -ENOMEM;
+				break;
+			}
+			o += varint_put(v + o, n);
+			for (uint32_t x = i; x < j; x++)
+				o += varint_put(v + o, pt->off[x + 1] - pt->off[x]);
+			memcpy(v + o, pt->buf + pt->off[i], bytes);
+			o += bytes;
+			be32_put(kb, pt->first + i);
+			d = (MDB_val){ o, v };
+			/* Ids grow: appending fills leaf pages completely. */
+			rc = store__errno(mdb_put(txn, s->dbi[dbi], &k, &d, MDB_APPEND));
+			i = j;
+		}
+	}
+	free(v);
+	intern__discard(s);
+	return rc;
+}
+
+void intern__discard(struct store *s)
+{
+	for (int dbi = 0; dbi < DB__N; dbi++) {
+		s->pend[dbi].n = 0;
+		s->pend[dbi].len = 0;
+	}
+}
+
+void intern__free(struct store *s)
+{
+	for (int dbi = 0; dbi < DB__N; dbi++) {
+		free(s->pend[dbi].buf);
+		free(s->pend[dbi].off);
+		memset(&s->pend[dbi], 0, sizeof(s->pend[dbi]));
+	}
+}
+
+int intern__index(struct store *s, MDB_txn *txn, int idx, const void *b, size_t len,
+		  uint32_t id)
+{
+	uint8_t hk[8], ik[4];
+	MDB_val k = { 8, hk }, d = { 4, ik };
+	int rc;
+
 	be64_put(hk, hash64(b, len, STORE_HASH_SEED));
-	k = (MDB_val){ 8, hk };
-	d = (MDB_val){ 4, ik };
-	rc = mdb_put(txn, s->dbi[idx], &k, &d, 0);
-	return store__errno(rc);
+	be32_put(ik, id);
+	rc = mdb_put(txn, s->dbi[idx], &k, &d, MDB_NODUPDATA);
+	return rc == MDB_KEYEXIST ? 0 : store__errno(rc);
 }
 
 /* ---- record encodings: varints, so small ids cost a byte or two ---- */

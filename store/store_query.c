@@ -343,19 +343,13 @@ static int idmap_put(struct idmap *x, uint32_t id, uint64_t v)
 /* Sized by the last id of table dbi in this snapshot. */
 static int idmap_init(struct idmap *x, struct store *s, MDB_txn *txn, int dbi)
 {
-	MDB_cursor *c;
-	MDB_val k, d;
+	uint32_t next;
 	int rc;
 
 	memset(x, 0, sizeof(*x));
-	if ((rc = mdb_cursor_open(txn, s->dbi[dbi], &c)))
-		return store__errno(rc);
-	rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
-	if (!rc && k.mv_size == 4)
-		x->n = be32_get(k.mv_data) + 1;
-	mdb_cursor_close(c);
-	if (rc && rc != MDB_NOTFOUND)
-		return store__errno(rc);
+	if ((rc = table__next_id(s, txn, dbi, &next)))
+		return rc;
+	x->n = next;
 	if (x->n > (64u << 20))
 		x->n = 64u << 20; /* beyond: the hash map */
 	if (x->n && !(x->a = calloc(x->n, sizeof(*x->a))))

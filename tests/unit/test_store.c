@@ -590,17 +590,17 @@ int main(void)
 		free(mins);
 	}
 
-	/* check must find corruption: drop a string and a stack node. */
+	/* check must find corruption: drop the first group (ids from 1) of
+	 * strings and of stacks. */
 	{
 		MDB_txn *txn;
 		uint8_t kb[4];
 		MDB_val k = { 4, kb };
 
 		store__txn_begin(s, false, &txn);
-		be32_put(kb, 3);
-		mdb_del(txn, s->dbi[DB_STR], &k, NULL);
-		be32_put(kb, 2);
-		mdb_del(txn, s->dbi[DB_STACK], &k, NULL);
+		be32_put(kb, 1);
+		CHECK(mdb_del(txn, s->dbi[DB_STR], &k, NULL) == 0, "planted: string group 1 deleted");
+		CHECK(mdb_del(txn, s->dbi[DB_STACK], &k, NULL) == 0, "planted: stack group 1 deleted");
 		store__txn_commit(s, txn);
 		rc = store__check(s, devnull);
 		CHECK(rc >= 2, "check finds a deleted string and stack node (%d problems)", rc);
@@ -696,14 +696,19 @@ int main(void)
 		if (pid == 0) {
 			struct store_opts co = { .dir = dir, .max_size = 64 << 20 };
 			struct store *w;
-			char st_[64];
+			char st_[160];
 
 			if (store__open(&w, &co))
 				_exit(3);
-			for (int b = 0; b < 40; b++) {
+			for (int b = 0; b < 400; b++) {
 				p = mk();
 				for (int i = 0; i < 400; i++) {
-					snprintf(st_, sizeof(st_), "main;f%d;g%d;h%d", b, i, i * 7 + b);
+					/* Long names: symbols must outgrow the map
+					 * (their index is no longer stored). */
+					snprintf(st_, sizeof(st_),
+						 "main;f%d_some_namespace_Class_method;g%d_other_"
+						 "namespace_function;h%d",
+						 b, i, i * 7 + b);
 					add(p, "grow", "9", st_, 1);
 				}
 				if (store__append(w, "cpu", (T0 + 10 * b) * 1000000000LL, 10000000000LL, p,
@@ -725,11 +730,73 @@ int main(void)
 			CHECK(!stat(path, &fs) && fs.st_size > (2 << 20), "the file grew beyond 1 MiB (%lld)",
 			      (long long)fs.st_size);
 		}
-		p = merge(s, "cpu", NULL, 0, T0, T0 + 400);
+		p = merge(s, "cpu", NULL, 0, T0, T0 + 4000);
 		big = total0(p);
 		profile__free(p);
-		CHECK(big == 40 * 400, "the reader sees everything after the map grew (%lld)", (long long)big);
+		CHECK(big == 400 * 400, "the reader sees everything after the map grew (%lld)", (long long)big);
 		CHECK(store__check(s, stdout) == 0, "check through the grown map");
+		store__close(s);
+	}
+	/* Format 4 keeps no content index of symbols and stacks on disk: the
+	 * writer rebuilds it from the (grouped) tables. Appending known data
+	 * after a reopen, or after another process added symbols, must add
+	 * no duplicate records. */
+	{
+		struct store_opts so = { .dir = dir };
+		struct store_stats st0, st1;
+		pid_t pid;
+		int st = 0;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
+		system(cmd);
+		CHECK(store__open(&s, &so) == 0, "dedupe: fresh store");
+		p = mk();
+		for (int i = 0; i < 100; i++) {
+			char st_[96];
+
+			snprintf(st_, sizeof(st_), "main;mod%d;fn%d;leaf%d", i % 7, i, i % 13);
+			add(p, "api", "100", st_, 1);
+		}
+		CHECK(store__append(s, "cpu", T0 * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
+		      "dedupe: batch 1");
+		CHECK(store__stats(s, &st0) == 0 && st0.nstacks == 100, "dedupe: 100 stacks (%llu)",
+		      (unsigned long long)st0.nstacks);
+		store__close(s);
+		CHECK(store__open(&s, &so) == 0, "dedupe: reopened");
+		CHECK(store__append(s, "cpu", (T0 + 10) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
+		      "dedupe: the same batch again after reopen");
+		CHECK(store__stats(s, &st1) == 0 && st1.nstacks == st0.nstacks &&
+			      st1.nlocations == st0.nlocations && st1.nstrings == st0.nstrings,
+		      "dedupe: no new stacks, locations or strings (%llu %llu %llu)",
+		      (unsigned long long)st1.nstacks, (unsigned long long)st1.nlocations,
+		      (unsigned long long)st1.nstrings);
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) { /* another writer adds one new stack */
+			struct store *w;
+			struct profile *q = mk();
+
+			add(q, "api", "100", "main;other;process", 1);
+			if (store__open(&w, &so) ||
+			    store__append(w, "cpu", (T0 + 20) * 1000000000LL, 10000000000LL, q, NULL, 0))
+				_exit(3);
+			profile__free(q);
+			store__close(w);
+			_exit(0);
+		}
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dedupe: another process appended");
+		add(p, "api", "100", "main;other;process", 1);
+		CHECK(store__append(s, "cpu", (T0 + 30) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
+		      "dedupe: this process appends its stack too");
+		CHECK(store__stats(s, &st1) == 0 && st1.nstacks == st0.nstacks + 1,
+		      "dedupe: one stack more, not two (%llu)", (unsigned long long)st1.nstacks);
+		profile__free(p);
+		p = merge(s, "cpu", NULL, 0, T0, T0 + 60);
+		CHECK(p && total0(p) == 100 * 3 + 2, "dedupe: every sample reads back (%lld)",
+		      p ? (long long)total0(p) : -1LL);
+		profile__free(p);
+		CHECK(store__check(s, stdout) == 0, "dedupe: check sound");
 		store__close(s);
 	}
 	fclose(devnull);
