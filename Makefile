@@ -131,3 +131,8 @@ clean:
 $(BUILD)/tests/%: tests/tools/%.c $(BUILD)/lib.a
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
+
+# The BPF object and skeleton are intermediates of a pattern chain; keep
+# them, or make deletes them after every build and rebuilds everything that
+# includes a skeleton the next time.
+.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS))
