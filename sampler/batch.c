@@ -212,6 +212,11 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 			if (id && hmap__put(&b->bare, k2, (void *)(uintptr_t)id))
 				return 0;
 		}
+		/* Not remembered per (pid, address): an unresolved user frame
+		 * may resolve later in this batch (a JIT writes its perf map
+		 * after exec, and the map is reloaded at most once a second). */
+		if (!f->kernel)
+			return id;
 	} else {
 		id = profile__add_location(b->p, &loc);
 	}
