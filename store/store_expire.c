@@ -93,26 +93,6 @@ int expire__range(struct store *s, MDB_txn *txn, uint32_t type, uint64_t from,
 	return 0;
 }
 
-/* Oldest block start of a type; UINT64_MAX if it has none. */
-static int oldest_block(struct store *s, MDB_txn *txn, uint32_t type, uint64_t *t)
-{
-	uint8_t kb[BLOCK_KEY_LEN];
-	MDB_val k = { BLOCK_KEY_LEN, kb }, d;
-	MDB_cursor *c;
-	int rc;
-
-	*t = UINT64_MAX;
-	rc = mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
-	if (rc)
-		return store__errno(rc);
-	block_key(kb, type, 0, 0);
-	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
-	if (!rc && k.mv_size == BLOCK_KEY_LEN && be32_get(k.mv_data) == type)
-		*t = be64_get((uint8_t *)k.mv_data + 4);
-	mdb_cursor_close(c);
-	return rc && rc != MDB_NOTFOUND ? store__errno(rc) : 0;
-}
-
 static uint64_t max_pages(struct store *s)
 {
 	MDB_stat st;
@@ -151,7 +131,7 @@ int expire__size(struct store *s, MDB_txn *txn, double target, uint64_t *ndel)
 		for (size_t i = 0; i < nt; i++) {
 			uint64_t t;
 
-			if ((rc = oldest_block(s, txn, types[i].t.id, &t)))
+			if ((rc = block__oldest(s, txn, types[i].t.id, &t)))
 				goto out;
 			/* The newest minute of a type stays: when only it is
 			 * left, the symbols (never collected) fill the store
@@ -198,7 +178,7 @@ static int series_gc(struct store *s, MDB_txn *txn, uint64_t *ngc)
 		goto out;
 	}
 	for (size_t i = 0; i < nt; i++)
-		if ((rc = oldest_block(s, txn, types[i].t.id, &oldest[i])))
+		if ((rc = block__oldest(s, txn, types[i].t.id, &oldest[i])))
 			goto out;
 	rc = mdb_cursor_open(txn, s->dbi[DB_SERIES], &c);
 	if (rc) {
@@ -284,7 +264,7 @@ int store__expire(struct store *s, int64_t now)
 		for (size_t i = 0; i < nt && !need_ret; i++) {
 			uint64_t t;
 
-			if (!oldest_block(s, txn, types[i].t.id, &t) && t < cutoff)
+			if (!block__oldest(s, txn, types[i].t.id, &t) && t < cutoff)
 				need_ret = true;
 		}
 	}

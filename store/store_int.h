@@ -379,6 +379,8 @@ int expire__range(struct store *s, MDB_txn *txn, uint32_t type, uint64_t from,
 uint64_t store__used_pages(struct store *s, MDB_txn *txn);
 /* Deletes oldest data until used pages < target fraction of max_size. */
 int expire__size(struct store *s, MDB_txn *txn, double target, uint64_t *ndel);
+/* Oldest block start of a type (UINT64_MAX if none). 0 or -errno. */
+int block__oldest(struct store *s, MDB_txn *txn, uint32_t type, uint64_t *t);
 /* Newest block start of a type, 0 if none. */
 int block__newest(struct store *s, MDB_txn *txn, uint32_t type,
 		  uint64_t *newest);

@@ -21,20 +21,10 @@ void store__free_strv(char **v, size_t n)
 
 static int has_blocks(struct store *s, MDB_txn *txn, uint32_t type)
 {
-	uint8_t kb[BLOCK_KEY_LEN];
-	MDB_val k = { BLOCK_KEY_LEN, kb }, d;
-	MDB_cursor *c;
-	int rc;
+	uint64_t t;
+	int rc = block__oldest(s, txn, type, &t);
 
-	rc = mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
-	if (rc)
-		return store__errno(rc);
-	block_key(kb, type, 0, 0);
-	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
-	mdb_cursor_close(c);
-	if (rc)
-		return rc == MDB_NOTFOUND ? 0 : store__errno(rc);
-	return k.mv_size == BLOCK_KEY_LEN && be32_get(k.mv_data) == type;
+	return rc ? rc : t != UINT64_MAX;
 }
 
 static int strv_cmp(const void *a, const void *b)

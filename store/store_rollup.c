@@ -165,6 +165,26 @@ int rollup__update(struct store *s, MDB_txn *txn, const struct store_type *t,
 	return 0;
 }
 
+/* Oldest block start of a type; UINT64_MAX if it has none. */
+int block__oldest(struct store *s, MDB_txn *txn, uint32_t type, uint64_t *t)
+{
+	uint8_t kb[BLOCK_KEY_LEN];
+	MDB_val k = { BLOCK_KEY_LEN, kb }, d;
+	MDB_cursor *c;
+	int rc;
+
+	*t = UINT64_MAX;
+	rc = mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
+	if (rc)
+		return store__errno(rc);
+	block_key(kb, type, 0, 0);
+	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+	if (!rc && k.mv_size == BLOCK_KEY_LEN && be32_get(k.mv_data) == type)
+		*t = be64_get((uint8_t *)k.mv_data + 4);
+	mdb_cursor_close(c);
+	return rc && rc != MDB_NOTFOUND ? store__errno(rc) : 0;
+}
+
 int block__newest(struct store *s, MDB_txn *txn, uint32_t type, uint64_t *newest)
 {
 	uint8_t kb[BLOCK_KEY_LEN];
