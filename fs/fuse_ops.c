@@ -496,6 +496,22 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
+/* The path of ino, resolved into *n (*err: tree__resolve's result). The
+ * path is the caller's to free. NULL when ino is unknown: req has then been
+ * answered already. */
+static char *ino__resolve(struct fsmount *m, fuse_req_t req, fuse_ino_t ino,
+			  struct node *n, int *err)
+{
+	char *path = inotab__path(&m->inos, ino);
+
+	if (!path) {
+		fuse_reply_err(req, errno);
+		return NULL;
+	}
+	*err = tree__resolve(m->t, path, n);
+	return path;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
@@ -507,12 +523,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	int err;
 
 	atomic_fetch_add(&m->n_getattr, 1);
-	path = inotab__path(&m->inos, ino);
-	if (!path) {
-		fuse_reply_err(req, errno);
+	path = ino__resolve(m, req, ino, &n, &err);
+	if (!path)
 		return;
-	}
-	err = tree__resolve(m->t, path, &n);
 	if (err)
 		goto out;
 	if (fi && fi->fh && n.kind == NODE_FILE)
@@ -534,12 +547,9 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	char *path, *target = NULL;
 	int err;
 
-	path = inotab__path(&m->inos, ino);
-	if (!path) {
-		fuse_reply_err(req, errno);
+	path = ino__resolve(m, req, ino, &n, &err);
+	if (!path)
 		return;
-	}
-	err = tree__resolve(m->t, path, &n);
 	if (err)
 		goto out;
 	if (n.kind != NODE_SYMLINK)
@@ -574,12 +584,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	char *path, *ppath = NULL;
 	int err;
 
-	path = inotab__path(&m->inos, ino);
-	if (!path) {
-		fuse_reply_err(req, errno);
+	path = ino__resolve(m, req, ino, &n, &err);
+	if (!path)
 		return;
-	}
-	err = tree__resolve(m->t, path, &n);
 	if (err)
 		goto out;
 	if (n.kind != NODE_DIR) {
@@ -705,12 +712,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	path = inotab__path(&m->inos, ino);
-	if (!path) {
-		fuse_reply_err(req, errno);
+	path = ino__resolve(m, req, ino, &n, &err);
+	if (!path)
 		return;
-	}
-	err = tree__resolve(m->t, path, &n);
 	if (err)
 		goto out;
 	if (n.kind == NODE_DIR)

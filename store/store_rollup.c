@@ -165,45 +165,42 @@ int rollup__update(struct store *s, MDB_txn *txn, const struct store_type *t,
 	return 0;
 }
 
-/* Oldest block start of a type; UINT64_MAX if it has none. */
-int block__oldest(struct store *s, MDB_txn *txn, uint32_t type, uint64_t *t)
+/* The first (oldest) or last (newest) block start of a type in *t; *t is
+ * left alone when the type has none. Keys sort by (type, start), so the
+ * newest is the entry just before the next type's first. */
+static int block_edge(struct store *s, MDB_txn *txn, uint32_t type,
+		      bool newest, uint64_t *t)
 {
 	uint8_t kb[BLOCK_KEY_LEN];
 	MDB_val k = { BLOCK_KEY_LEN, kb }, d;
 	MDB_cursor *c;
 	int rc;
 
-	*t = UINT64_MAX;
 	rc = mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
 	if (rc)
 		return store__errno(rc);
-	block_key(kb, type, 0, 0);
+	block_key(kb, newest ? type + 1 : type, 0, 0);
 	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+	if (newest) {
+		if (!rc)
+			rc = mdb_cursor_get(c, &k, &d, MDB_PREV);
+		else if (rc == MDB_NOTFOUND)
+			rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+	}
 	if (!rc && k.mv_size == BLOCK_KEY_LEN && be32_get(k.mv_data) == type)
 		*t = be64_get((uint8_t *)k.mv_data + 4);
 	mdb_cursor_close(c);
 	return rc && rc != MDB_NOTFOUND ? store__errno(rc) : 0;
 }
 
+int block__oldest(struct store *s, MDB_txn *txn, uint32_t type, uint64_t *t)
+{
+	*t = UINT64_MAX;
+	return block_edge(s, txn, type, false, t);
+}
+
 int block__newest(struct store *s, MDB_txn *txn, uint32_t type, uint64_t *newest)
 {
-	uint8_t kb[BLOCK_KEY_LEN];
-	MDB_val k = { BLOCK_KEY_LEN, kb }, d;
-	MDB_cursor *c;
-	int rc;
-
 	*newest = 0;
-	rc = mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
-	if (rc)
-		return store__errno(rc);
-	block_key(kb, type + 1, 0, 0);
-	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
-	if (!rc)
-		rc = mdb_cursor_get(c, &k, &d, MDB_PREV);
-	else if (rc == MDB_NOTFOUND)
-		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
-	if (!rc && k.mv_size == BLOCK_KEY_LEN && be32_get(k.mv_data) == type)
-		*newest = be64_get((uint8_t *)k.mv_data + 4);
-	mdb_cursor_close(c);
-	return rc && rc != MDB_NOTFOUND ? store__errno(rc) : 0;
+	return block_edge(s, txn, type, true, newest);
 }
