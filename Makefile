@@ -1,5 +1,11 @@
 # proffs - see README.md. `make V=1` shows commands; all output goes to build/.
 # SAN=1 builds an ASan+UBSan variant into build-san/.
+#
+# Flags: ours are in PROFFS_CFLAGS and always apply; CFLAGS (default
+# "-O2 -g", "-O1 -g" with SAN=1) is the user's to override, so
+# `make CFLAGS=-O0` changes optimisation without losing -I/-D.
+# pkg-config is asked lazily and once per make (the first compile), so a
+# fresh machine's `make test` runs deps.sh before anything needs fuse3.
 
 ifeq ($(V),1)
 Q :=
@@ -9,6 +15,8 @@ Q := @
 msg = @printf '  %-7s %s\n' $(1) $(2)
 endif
 
+.DELETE_ON_ERROR:
+
 CC      ?= cc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
@@ -17,28 +25,32 @@ PROTOC_C ?= protoc-c
 ifeq ($(SAN),1)
 BUILD   ?= build-san
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-OPT     := -O1
+CFLAGS  ?= -O1 -g
 else
 BUILD   ?= build
 SANFLAGS :=
-OPT     := -O2
+CFLAGS  ?= -O2 -g
 endif
 
 GEN     := $(BUILD)/gen
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
-CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
-	   -D_GNU_SOURCE -DFUSE_USE_VERSION=35 -DPROFFS_VERSION='"$(VERSION)"' $(SANFLAGS) \
-	   -I. -Istore -Ifs -Isampler -Ibpf -I$(GEN) \
-	   $(shell pkg-config --cflags fuse3 libbpf)
-LDLIBS  := $(shell pkg-config --libs fuse3 libbpf) -lelf -lz -lzstd -llmdb -lprotobuf-c -lpthread -lm
+# Evaluated on first use, then remembered (a recursive variable that
+# redefines itself as simple).
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags fuse3 libbpf))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs fuse3 libbpf))$(PKG_LIBS)
+
+DEFS    := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DPROFFS_VERSION='"$(VERSION)"'
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
+PROFFS_CFLAGS = -std=gnu11 $(WARN) $(DEFS) $(SANFLAGS) -I. -I$(BUILD) $(PKG_CFLAGS)
+LDLIBS  = $(PKG_LIBS) -lelf -lz -lzstd -llmdb -lprotobuf-c -lpthread -lm
 LDFLAGS += $(SANFLAGS)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
 PROTO_C    := $(GEN)/profile.pb-c.c
-LIB_SRCS   := $(wildcard store/*.c fs/*.c sampler/*.c)
+GENERATED  := $(PROTO_C) $(BPF_SKELS)
+LIB_SRCS   := $(wildcard store/*/*.c fs/*/*.c sampler/*.c sampler/*/*.c)
 LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -49,7 +61,7 @@ HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(HELPER_SRCS))
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all test test-fast run bench fuzz clean deps
+.PHONY: all test run bench fuzz clean deps
 all: $(BUILD)/proffs $(UNIT_BINS) $(TOOL_BINS) $(HELPER_BINS)
 
 deps:
@@ -63,46 +75,53 @@ $(BUILD)/lib.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/obj/%.o: %.c $(PROTO_C) $(BPF_SKELS) $(wildcard */*.h) | $(BUILD)/obj
+# Each object depends on the headers it includes (-MMD); the generated
+# headers must exist before the first compile, which cannot know yet.
+$(BUILD)/obj/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$<)
-	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -c -o $@ $<
+	$(Q)mkdir -p $(dir $@) && $(CC) $(PROFFS_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj/gen/profile.pb-c.o: $(PROTO_C)
 	$(call msg,CC,$<)
-	$(Q)mkdir -p $(dir $@) && $(CC) $(filter-out -Werror -Wextra,$(CFLAGS)) -c -o $@ $<
+	$(Q)mkdir -p $(dir $@) && $(CC) $(filter-out -Werror -Wextra,$(PROFFS_CFLAGS)) $(CFLAGS) -c -o $@ $<
 
-$(PROTO_C): store/profile.proto
+$(GEN)/profile.pb-c.h: $(PROTO_C)
+$(PROTO_C): store/profile/profile.proto
 	$(call msg,PROTOC,$<)
-	$(Q)mkdir -p $(GEN) && $(PROTOC_C) --c_out=$(GEN) --proto_path=store store/profile.proto
+	$(Q)mkdir -p $(GEN) && $(PROTOC_C) --c_out=$(GEN) --proto_path=store/profile $<
 
 # BPF: one object and one skeleton per bpf/*.bpf.c (libbpf-tools style).
 BPF_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 $(GEN)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
 	$(call msg,BPF,$<)
-	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf -I$(GEN) -c $< -o $@
+	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
 $(GEN)/%.skel.h: $(GEN)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/lib.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/lib.a | $(GENERATED)
 	$(call msg,CC,$<)
-	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
+	$(Q)mkdir -p $(dir $@) $(BUILD)/dep && $(CC) $(PROFFS_CFLAGS) $(CFLAGS) -MMD -MP -MF $(BUILD)/dep/$*.d -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
 
+# tests/tools/*.c: programs linked with the library that tests call
+# (generators, fuzz drivers); not run by the runner themselves.
+$(BUILD)/tests/%: tests/tools/%.c $(BUILD)/lib.a | $(GENERATED)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(dir $@) $(BUILD)/dep && $(CC) $(PROFFS_CFLAGS) $(CFLAGS) -MMD -MP -MF $(BUILD)/dep/$*.d -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
+
+# Ground-truth workloads: their own flags (frame pointers unless the
+# helper's HELPER_CFLAGS_name says otherwise), never sanitized.
 $(BUILD)/tests/%: tests/helpers/%.c
 	$(call msg,CC,$<)
-	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fno-omit-frame-pointer -Wall -Werror -o $@ $< $(HELPER_LDLIBS_$*)
+	$(Q)mkdir -p $(dir $@) && $(CC) $(or $(HELPER_CFLAGS_$*),-O2 -g -fno-omit-frame-pointer) -Wall -Werror -o $@ $< $(HELPER_LDLIBS_$*)
 
-$(BUILD)/obj:
-	$(Q)mkdir -p $@
-
-# Fuzz targets: clang + libFuzzer, always with ASan/UBSan.
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -DFUSE_USE_VERSION=35 -I. -Istore -Ifs -Isampler -I$(GEN) \
-	       $(shell pkg-config --cflags fuse3 libbpf)
-FUZZ_LIB_SRCS := $(wildcard store/*.c fs/*.c)
+# Fuzz targets: clang + libFuzzer, always with ASan/UBSan, over the
+# FUSE-free part of the library.
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
+FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c))
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
-	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -DPROFFS_VERSION='"fuzz"' -o $@ $< \
-	   $(filter-out %/cmd_mount.c %/fuse_ops.c,$(FUZZ_LIB_SRCS)) $(PROTO_C) $(LDLIBS)
+	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)
 
 FUZZ_TIME ?= 60
 fuzz: $(FUZZ_BINS)
@@ -112,27 +131,25 @@ fuzz: $(FUZZ_BINS)
 
 # The test suite: a normal pass, then the sanitizer pass, then a short fuzz run.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory SAN=1 all
-	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
+	$(Q)$(MAKE) --no-print-directory -j2 all
+	$(Q)$(MAKE) --no-print-directory -j2 SAN=1 all
+	$(Q)$(MAKE) --no-print-directory -j2 $(FUZZ_BINS)
 	$(Q)tests/run.sh
 
-run: deps all
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(BUILD)/proffs run $(RUN_ARGS)
 
-bench: deps all
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/bench/run.sh
 
 clean:
 	rm -rf build build-san
 
-# tests/tools/*.c: programs linked with the library that tests call
-# (generators, fuzz drivers); not run by the runner themselves.
-$(BUILD)/tests/%: tests/tools/%.c $(BUILD)/lib.a
-	$(call msg,CC,$<)
-	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
-
 # The BPF object and skeleton are intermediates of a pattern chain; keep
 # them, or make deletes them after every build and rebuilds everything that
 # includes a skeleton the next time.
 .SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS))
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -12,7 +12,7 @@
 #include <zstd.h>
 
 #include "cmd.h"
-#include "util.h"
+#include "store/util/util.h"
 
 static void usage(FILE *f)
 {

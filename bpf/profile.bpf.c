@@ -8,12 +8,12 @@
  * info must be refreshed or aged out; exec records wake the reader at
  * once, the rest wait for its next poll (about every 250 ms).
  */
-#include "vmlinux.h"
+#include "bpf/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "profile.h"
+#include "bpf/profile.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -7,14 +7,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "batch.h"
-#include "labels.h"
-#include "procinfo.h"
-#include "profiler.h"
-#include "sampler.h"
-#include "stack.h"
-#include "symbolize.h"
-#include "util.h"
+#include "sampler/batch/batch.h"
+#include "sampler/proc/labels.h"
+#include "sampler/proc/procinfo.h"
+#include "sampler/profiler.h"
+#include "sampler/ring/sampler.h"
+#include "sampler/batch/stack.h"
+#include "sampler/symbols/symbolize.h"
+#include "store/util/util.h"
 
 struct profiler {
 	struct sampler *s;

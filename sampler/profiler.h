@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "profile.h" /* store/profile.h */
+#include "store/profile/profile.h"
 
 struct profiler_opts {
 	int hz;                  /* 0 = 19 */

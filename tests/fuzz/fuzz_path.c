@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "path.h"
+#include "fs/path/path.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

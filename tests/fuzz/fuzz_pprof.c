@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pprof.h"
-#include "profile.h"
-#include "render.h"
+#include "store/profile/pprof.h"
+#include "store/profile/profile.h"
+#include "fs/render/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

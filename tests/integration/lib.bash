@@ -48,7 +48,7 @@ build_profgen_or_fail() {
 }
 
 # pb_decode: protoc's text form of the perftools Profile on stdin.
-pb_decode() { protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" profile.proto; }
+pb_decode() { protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store/profile" profile.proto; }
 
 # finish: says whether every check passed and exits with the verdict.
 finish() {

@@ -89,7 +89,7 @@ fi
 
 # ---- protoc ----
 for f in cpu/2026-11-20T10:00 merged/cpu/2026-11-20 diff/cpu/2026-11-20T10/vs/2026-11-20T11; do
-	if protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" "$ROOT/store/profile.proto" \
+	if protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store/profile" "$ROOT/store/profile/profile.proto" \
 		<"$MP/$f/profile.pb" >"$WORK/decoded" 2>&1 && head -1 "$WORK/decoded" | grep -q '^sample_type {'; then
 		ok "protoc --decode $f/profile.pb"
 	else

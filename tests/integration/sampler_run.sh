@@ -184,7 +184,7 @@ cp "$MP/merged/cpu/comm=jitmap/$R/folded.txt" "$F" || die "read jitmap"
 tot=$(fsum "$F"); a=$(fsum "$F" ';jitted_hot_loop$')
 within "$(pct "$a" "$tot")" 80 100 && ok "perf map: jitted_hot_loop $(pct "$a" "$tot")%" || { fail "perf map: jitted_hot_loop $(pct "$a" "$tot")%"; head "$F"; }
 cp "$MP/merged/cpu/comm=pielib/$R/profile.pb" "$WORK/pielib.pb" || die "read pielib.pb"
-protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store" "$ROOT/store/profile.proto" <"$WORK/pielib.pb" >"$WORK/pielib.txt" ||
+protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store/profile" "$ROOT/store/profile/profile.proto" <"$WORK/pielib.pb" >"$WORK/pielib.txt" ||
 	fail "protoc --decode pielib.pb"
 grep -q 'libs4burn.so' "$WORK/pielib.txt" && grep -q 'build_id' "$WORK/pielib.txt" &&
 	ok "profile.pb: mappings name the shared library, build ids present" || fail "profile.pb: no libs4burn.so mapping or build ids"

@@ -35,9 +35,9 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "pprof.h"
-#include "profile.h"
-#include "store.h"
+#include "store/profile/pprof.h"
+#include "store/profile/profile.h"
+#include "store/db/store.h"
 
 #define NEXE 40
 #define NPROC 200

@@ -19,10 +19,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "pprof.h"
-#include "render.h"
-#include "store.h"
-#include "tree.h"
+#include "store/profile/pprof.h"
+#include "fs/render/render.h"
+#include "store/db/store.h"
+#include "fs/tree/tree.h"
 
 static double now(void)
 {

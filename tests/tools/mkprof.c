@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pprof.h"
-#include "profile.h"
+#include "store/profile/pprof.h"
+#include "store/profile/profile.h"
 
 static uint64_t rng;
 

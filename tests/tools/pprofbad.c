@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "unit/pprof_bad.h"
+#include "tests/unit/pprof_bad.h"
 
 int main(int argc, char **argv)
 {

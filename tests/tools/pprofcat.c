@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pprof.h"
-#include "profile.h"
-#include "render.h"
-#include "util.h"
+#include "store/profile/pprof.h"
+#include "store/profile/profile.h"
+#include "fs/render/render.h"
+#include "store/util/util.h"
 
 static struct profile *load(const char *path)
 {

@@ -17,12 +17,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "labels.h"
-#include "procinfo.h"
-#include "sampler.h"
-#include "stack.h"
-#include "symbolize.h"
-#include "util.h"
+#include "sampler/proc/labels.h"
+#include "sampler/proc/procinfo.h"
+#include "sampler/ring/sampler.h"
+#include "sampler/batch/stack.h"
+#include "sampler/symbols/symbolize.h"
+#include "store/util/util.h"
 
 struct line {
 	char *stack;

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "pprof.h"
-#include "profiler.h"
-#include "util.h"
+#include "store/profile/pprof.h"
+#include "sampler/profiler.h"
+#include "store/util/util.h"
 
 int main(int argc, char **argv)
 {

@@ -27,9 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "store.h"
-#include "util.h"
+#include "store/profile/profile.h"
+#include "store/db/store.h"
+#include "store/util/util.h"
 
 static uint64_t rs = 0x9E3779B97F4A7C15ULL;
 

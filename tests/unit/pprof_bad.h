@@ -12,7 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "profile.pb-c.h"
+#include "gen/profile.pb-c.h"
 
 /* The good profile every case starts from: 2 sample types, 1 mapping,
  * 2 functions, 2 locations, 2 samples with labels. */

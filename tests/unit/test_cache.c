@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "fs/cache/cache.h"
 
 static int failures;
 #define CHECK(cond, ...)                                              \

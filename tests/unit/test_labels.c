@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "labels.h"
-#include "test.h"
+#include "sampler/proc/labels.h"
+#include "tests/test.h"
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID "5f0e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"

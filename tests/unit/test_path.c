@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "path.h"
-#include "test.h"
+#include "fs/path/path.h"
+#include "tests/test.h"
 
 /* 2023-10-11T11:11 UTC */
 #define T_1111 1697022660LL

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pprof.h"
-#include "profile.h"
-#include "test.h"
-#include "unit/pprof_bad.h"
+#include "store/profile/pprof.h"
+#include "store/profile/profile.h"
+#include "tests/test.h"
+#include "tests/unit/pprof_bad.h"
 
 static const char *S(const struct profile *p, uint32_t i)
 {

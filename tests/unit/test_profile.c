@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "profile.h"
-#include "test.h"
+#include "store/profile/profile.h"
+#include "tests/test.h"
 
 static struct profile *mk(int64_t a, int64_t b)
 {

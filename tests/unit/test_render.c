@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "render.h"
-#include "test.h"
+#include "store/profile/profile.h"
+#include "fs/render/render.h"
+#include "tests/test.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #define BIG_STACKS 3000

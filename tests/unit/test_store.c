@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "store.h"
-#include "store_int.h"
-#include "test.h"
+#include "store/profile/profile.h"
+#include "store/db/store.h"
+#include "store/db/store_int.h"
+#include "tests/test.h"
 
 static const char *vt[] = { "samples", "cpu" }, *vu[] = { "count", "nanoseconds" };
 

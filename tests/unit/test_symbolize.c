@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hmap.h"
-#include "labels.h"
-#include "procinfo.h"
-#include "stack.h"
-#include "symbolize.h"
-#include "test.h"
+#include "store/util/hmap.h"
+#include "sampler/proc/labels.h"
+#include "sampler/proc/procinfo.h"
+#include "sampler/batch/stack.h"
+#include "sampler/symbols/symbolize.h"
+#include "tests/test.h"
 
 __attribute__((noinline)) int test_marker_function(int x)
 {

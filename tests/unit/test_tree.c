@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pprof.h"
-#include "profile.h"
-#include "store.h"
-#include "test.h"
-#include "tree.h"
-#include "util.h"
+#include "store/profile/pprof.h"
+#include "store/profile/profile.h"
+#include "store/db/store.h"
+#include "tests/test.h"
+#include "fs/tree/tree.h"
+#include "store/util/util.h"
 
 #define T_1111 1697022660LL /* 2023-10-11T11:11 */
 

@@ -1,0 +1,74 @@
+/*
+ * cache.h - the render cache: rendered file bytes keyed by (canonical
+ * query, data version), bounded in bytes, least recently used out first.
+ *
+ * Shared by every FUSE thread. A render in progress for a key is never
+ * started a second time: later callers for the same key wait for the first
+ * one and share its bytes. Entries are reference counted so that an open
+ * file keeps its bytes after the cache has evicted them (reads are served
+ * from exactly the bytes that were measured for st_size).
+ */
+#ifndef PROFFS_CACHE_H
+#define PROFFS_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/render/render.h"
+
+#define CACHE_DEFAULT_BYTES (256ULL << 20)
+
+struct cache;
+
+/* Rendered bytes. data/len never change once handed out; they stay valid
+ * until the holder's reference is dropped with cache__put(). */
+struct cache_entry {
+	const char *data;
+	size_t len;
+	uint64_t fp; /* hash64 of the bytes: tells renders of one key apart */
+	/* private to cache.c below */
+	char *key;
+	size_t keylen;
+	uint64_t version;
+	uint64_t hash;
+	int refs;
+	int state; /* 0 rendering, 1 ready, <0 failed with -errno */
+	int cached; /* linked into the table and LRU */
+	struct cache_entry *hnext;
+	struct cache_entry *prev, *next; /* LRU, most recent at head */
+	struct cache_entry *aprev, *anext; /* every live entry */
+};
+
+/* Produces the bytes for a key into out (out->data is malloc'd and handed
+ * over to the cache on success). Returns 0 or -errno. */
+typedef int (*cache_render_fn)(void *ctx, struct buf *out);
+
+struct cache_stats {
+	uint64_t hits, misses, waits, evictions, failures;
+	uint64_t bytes, entries, max_bytes;
+};
+
+/* max_bytes == 0 means CACHE_DEFAULT_BYTES. Returns NULL with errno set. */
+struct cache *cache__new(size_t max_bytes);
+/* Frees the cache and every entry, even ones still referenced (files the
+ * kernel never released because the connection ended first): no
+ * reference may be used afterwards. */
+void cache__free(struct cache *c);
+
+/*
+ * Returns in *out a referenced entry for (key, version), rendering it with
+ * fn(ctx, ...) when absent. Concurrent callers for the same key wait for
+ * the render in progress instead of starting their own. A failed render is
+ * not cached; its error is returned to every waiter. An entry bigger than
+ * the whole cache is returned but not kept. Returns 0 or -errno.
+ */
+int cache__get(struct cache *c, const char *key, uint64_t version,
+	       cache_render_fn fn, void *ctx, struct cache_entry **out);
+/* Takes one more reference on an entry the caller already holds one on. */
+void cache__ref(struct cache *c, struct cache_entry *e);
+/* Drops a reference taken by cache__get() or cache__ref(). NULL is a no-op. */
+void cache__put(struct cache *c, struct cache_entry *e);
+
+void cache__stats(struct cache *c, struct cache_stats *st);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * mount.h - serving a tree over FUSE (libfuse 3 low-level API).
+ */
+#ifndef PROFFS_MOUNT_H
+#define PROFFS_MOUNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fs/tree/tree.h"
+
+struct mount_opts {
+	const char *mountpoint;
+	bool allow_other;
+	size_t cache_bytes; /* render cache bound; 0 = 256 MiB */
+};
+
+struct fsmount;
+/*
+ * Mounts t at o->mountpoint (detaching a stale mount left by a crash
+ * first) and serves it from background threads. The caller keeps t alive
+ * until fsmount__stop(). Signals: the caller blocks SIGINT/SIGTERM in every
+ * thread before calling this (threads inherit the mask) and waits for them
+ * itself (sigwait), then calls fsmount__stop(). When the mount is removed
+ * from outside (fusermount3 -u, umount), the process is sent SIGTERM so
+ * that it shuts down the same way. Returns 0 or -errno.
+ */
+int fsmount__start(struct fsmount **out, struct tree *t,
+		   const struct mount_opts *o);
+/* Unmounts, joins the FUSE threads and frees m. Safe with open files. */
+void fsmount__stop(struct fsmount *m);
+/* Appends the render cache's metrics (Prometheus text) to out. */
+void fsmount__metrics(struct fsmount *m, struct buf *out);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * render.h - the text and SVG renderers for the files of a leaf directory.
+ * Each takes a profile (or two for a diff) and returns a malloc'd buffer the
+ * caller frees. All output is deterministic: the same input gives the same
+ * bytes. They return 0 or -errno.
+ */
+#ifndef PROFFS_RENDER_H
+#define PROFFS_RENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/profile/profile.h"
+
+/* A growable byte buffer; data is malloc'd and belongs to whoever holds it. */
+struct buf {
+	char *data;
+	size_t len, cap;
+	int err; /* sticky -ENOMEM */
+};
+void buf__put(struct buf *b, const void *p, size_t n);
+void buf__puts(struct buf *b, const char *s);
+void buf__printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void buf__free(struct buf *b);
+
+/* folded.txt: "comm;root;...;leaf COUNT\n" per distinct stack, sorted by
+ * stack, value = profile__display_value(). Zero-count stacks are omitted. */
+int render__folded(const struct profile *p, struct buf *out);
+/* Differential folded: "stack countA countB\n", union of both sides. */
+int render__folded_diff(const struct profile *a, const struct profile *b,
+			struct buf *out);
+/* top.txt: flat, flat%, sum%, cum, cum%, name; sorted by flat. */
+int render__top(const struct profile *p, struct buf *out);
+/* flamegraph.svg: self-contained interactive SVG. For a diff profile
+ * (samples labelled pprof::base=true) frames are coloured by change. */
+int render__svg(const struct profile *p, const char *title, struct buf *out);
+
+#endif

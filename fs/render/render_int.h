@@ -1,0 +1,59 @@
+/*
+ * render_int.h - what the renderers (render_*.c) share and nobody else
+ * needs: a table of display frame names built once per profile.
+ *
+ * Every text renderer must name frames identically (folded.txt, top.txt and
+ * the SVG are read side by side), so the names come from
+ * profile__frame_name() through this one table. Names are sanitised for
+ * line-oriented output: ';' is already ':' (profile__frame_name), and
+ * control bytes (newlines would split a folded line) become '?'.
+ */
+#ifndef PROFFS_RENDER_INT_H
+#define PROFFS_RENDER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/profile/profile.h"
+#include "fs/render/render.h"
+
+struct frametab {
+	/* distinct names, NUL-terminated, in one pool */
+	char *pool;
+	size_t pool_len, pool_cap;
+	uint32_t *off, *len; /* per name id */
+	uint32_t nnames, cap_names;
+	uint32_t *ht; /* open addressing: name id + 1, 0 = empty */
+	uint32_t ht_cap;
+	/* per location (id - 1): its frames outermost first, as name ids,
+	 * in loc_frames[loc_off[i] .. loc_off[i + 1]) */
+	uint32_t *loc_off, *loc_frames;
+};
+
+/* Builds the table for p (kernel frames marked "_[k]"). Returns 0 or
+ * -ENOMEM; release with frametab__free() either way. */
+int frametab__build(struct frametab *ft, const struct profile *p);
+void frametab__free(struct frametab *ft);
+/* Interns a name (sanitised as above); returns its id or UINT32_MAX. */
+uint32_t frametab__intern(struct frametab *ft, const char *s, size_t len);
+static inline const char *frametab__name(const struct frametab *ft, uint32_t id)
+{
+	return ft->pool + ft->off[id];
+}
+
+/*
+ * Expands sample s into its frames root first: the comm label first when
+ * present (and withcomm), then every location outermost first, inlined
+ * lines expanded. A sample with no frames at all gets "(no stack)" so
+ * totals still add up. *ids grows as needed (the caller frees it).
+ * Returns the number of frames or -ENOMEM.
+ */
+int frametab__stack(struct frametab *ft, const struct profile *p,
+		    const struct prof_sample *s, bool withcomm, uint32_t **ids,
+		    uint32_t *cap);
+
+/* True when the sample carries pprof::base=true (A's side of a diff). */
+bool render__is_base(const struct profile *p, const struct prof_sample *s);
+
+#endif

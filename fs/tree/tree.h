@@ -1,0 +1,71 @@
+/*
+ * tree.h - the /prof tree without FUSE: path -> node -> listing, link
+ * target or file bytes. The FUSE layer (fuse_ops.c) and `proffs cat` are
+ * its two clients; everything a path means is decided here and in path.c.
+ */
+#ifndef PROFFS_TREE_H
+#define PROFFS_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/render/render.h"
+#include "store/db/store.h"
+
+enum node_kind { NODE_DIR, NODE_FILE, NODE_SYMLINK };
+
+/* A resolved path. canon is the canonical form (malloc'd, owned by the
+ * node, freed by node__fini): equal queries have equal canon, and inode
+ * numbers are hash64(canon). immutable: the node's content can never change
+ * again (a closed minute or range wholly in the past), so FUSE may cache it
+ * for long. */
+struct node {
+	enum node_kind kind;
+	char *canon;
+	bool immutable;
+	int64_t mtime; /* Unix seconds shown as mtime: window end, or now */
+	void *q;       /* parsed query, private to tree.c */
+};
+void node__fini(struct node *n);
+
+struct tree;
+/* metrics_cb, when set, appends the embedder's own metrics (the daemon's
+ * sampler figures) to /metrics. */
+struct tree_opts {
+	void (*metrics_cb)(struct buf *out, void *ctx);
+	void *metrics_ctx;
+};
+/* The tree borrows s; s must outlive it. Returns NULL with errno set. */
+struct tree *tree__new(struct store *s, const struct tree_opts *o);
+void tree__free(struct tree *t);
+
+/* Resolves an absolute path ("/", "/cpu/comm=x/2026-11-22T10:15/top.txt").
+ * Returns 0 and fills *out, or -ENOENT for anything that does not parse or
+ * does not exist. Thread-safe. */
+int tree__resolve(struct tree *t, const char *path, struct node *out);
+
+/* Directory entries of a NODE_DIR (without "." and ".."): names (malloc'd
+ * array of malloc'd strings, already percent-encoded) and kinds. Free with
+ * tree__free_list(). Thread-safe. */
+int tree__list(struct tree *t, const struct node *n, char ***names,
+	       enum node_kind **kinds, size_t *count);
+void tree__free_list(char **names, enum node_kind *kinds, size_t count);
+
+/* Target of a NODE_SYMLINK (e.g. "2026-11-22T10:15"), malloc'd. */
+int tree__readlink(struct tree *t, const struct node *n, char **target);
+
+/* The bytes of a NODE_FILE, rendered now (no caching here). Thread-safe. */
+int tree__render(struct tree *t, const struct node *n, struct buf *out);
+
+/* The store's data version (cache key part). */
+uint64_t tree__version(struct tree *t);
+
+/* What n's bytes depend on besides its canon: the store's data version,
+ * mixed with the current minute for last-N windows and latest links
+ * (they move with the clock even when no data arrives) and with the clock
+ * itself for /metrics. A render cache keyed by (canon, this) never serves
+ * stale bytes. */
+uint64_t tree__node_version(struct tree *t, const struct node *n);
+
+#endif

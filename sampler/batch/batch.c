@@ -1,0 +1,273 @@
+/*
+ * batch.c - aggregating symbolized samples into a profile.
+ *
+ * Interning every frame of every sample into the profile costs a few hash
+ * lookups each; two per-batch caches keep the common case to one: labels
+ * per (pid, proc generation, comm) and location ids per (pid, address) -
+ * per (address) for kernel frames, which every process shares.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/batch/batch.h"
+#include "store/util/hmap.h"
+#include "store/util/util.h"
+
+struct label_set {
+	uint64_t gen;
+	char comm[16];
+	uint32_t n;
+	struct prof_label l[LBL_MAX];
+};
+
+struct batch {
+	int64_t period_ns;
+	struct profile *p;
+	int64_t start_ns;
+	uint64_t count;
+	uint64_t kmap; /* mapping id of [kernel.kallsyms] in p, 0 = not yet */
+	struct hmap labels; /* pid + 1 -> struct label_set * */
+	struct hmap locs;   /* hash(pid, gen, addr) / hash(addr) -> loc id */
+	struct hmap bare;   /* hash(mapping id, addr) -> id of a line-less location */
+	uint64_t *stack;    /* scratch: location ids of one sample */
+};
+
+static void batch__reset_caches(struct batch *b)
+{
+	for (size_t i = 0; i < b->labels.cap; i++)
+		if (b->labels.keys[i])
+			free(b->labels.vals[i]);
+	hmap__fini(&b->labels);
+	hmap__fini(&b->locs);
+	hmap__fini(&b->bare);
+	b->kmap = 0;
+}
+
+static struct profile *new_profile(int64_t period_ns)
+{
+	static const char *const types[] = { "samples", "cpu" };
+	static const char *const units[] = { "count", "nanoseconds" };
+	struct profile *p = profile__new();
+
+	if (!p)
+		return NULL;
+	if (profile__set_value_types(p, 2, types, units)) {
+		profile__free(p);
+		errno = EINVAL;
+		return NULL;
+	}
+	p->period_type.type = profile__intern_str(p, "cpu");
+	p->period_type.unit = profile__intern_str(p, "nanoseconds");
+	p->period = period_ns;
+	return p;
+}
+
+struct batch *batch__new(int64_t period_ns)
+{
+	struct batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->period_ns = period_ns;
+	b->p = new_profile(period_ns);
+	b->stack = malloc(2 * PROF_MAX_FRAMES * sizeof(*b->stack));
+	if (!b->p || !b->stack) {
+		batch__free(b);
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->start_ns = now_ns();
+	return b;
+}
+
+void batch__free(struct batch *b)
+{
+	if (!b)
+		return;
+	batch__reset_caches(b);
+	profile__free(b->p);
+	free(b->stack);
+	free(b);
+}
+
+uint64_t batch__count(const struct batch *b)
+{
+	return b->count;
+}
+
+static struct label_set *labels_for(struct batch *b, struct proc *p, pid_t pid, const char *comm)
+{
+	struct label_set *ls = hmap__get(&b->labels, (uint64_t)pid + 1);
+	uint64_t gen = p ? p->gen : 0;
+	char num[24];
+
+	if (ls && ls->gen == gen && !strncmp(ls->comm, comm, sizeof(ls->comm)))
+		return ls;
+	if (!ls) {
+		ls = calloc(1, sizeof(*ls));
+		if (!ls || hmap__put(&b->labels, (uint64_t)pid + 1, ls)) {
+			free(ls);
+			return NULL;
+		}
+	}
+	ls->gen = gen;
+	snprintf(ls->comm, sizeof(ls->comm), "%s", comm);
+	ls->n = 0;
+	for (int i = 0; i < LBL_MAX; i++) {
+		const char *v = p ? p->labels[i] : NULL;
+
+		/* comm is the leader's name now, not when we first saw it
+		 * (a forked child renames itself after the fork). */
+		if (i == LBL_COMM)
+			v = comm;
+		if (i == LBL_PID && !v) {
+			snprintf(num, sizeof(num), "%d", (int)pid);
+			v = num;
+		}
+		if (!v || !*v)
+			continue;
+		ls->l[ls->n].key = profile__intern_str(b->p, label_names[i]);
+		ls->l[ls->n].str = profile__intern_str(b->p, v);
+		if (ls->l[ls->n].key == UINT32_MAX || ls->l[ls->n].str == UINT32_MAX)
+			return NULL;
+		ls->n++;
+	}
+	return ls;
+}
+
+static uint64_t kernel_mapping(struct batch *b)
+{
+	struct prof_mapping m = { .start = 0, .limit = UINT64_MAX, .offset = 0 };
+
+	if (b->kmap)
+		return b->kmap;
+	m.file = profile__intern_str(b->p, "[kernel.kallsyms]");
+	m.has_functions = true;
+	if (m.file == UINT32_MAX)
+		return 0;
+	b->kmap = profile__add_mapping(b->p, &m);
+	return b->kmap;
+}
+
+static uint64_t user_mapping(struct batch *b, const struct vma *v)
+{
+	struct prof_mapping m = { .start = v->start, .limit = v->end, .offset = v->pgoff };
+	const struct symtab *t = v->dso ? v->dso->tab : NULL;
+
+	m.file = profile__intern_str(b->p, v->path[0] ? v->path : "[anon]");
+	if (t && t->elf.build_id[0])
+		m.build_id = profile__intern_str(b->p, t->elf.build_id);
+	m.has_functions = t && t->has_syms;
+	if (m.file == UINT32_MAX || m.build_id == UINT32_MAX)
+		return 0;
+	return profile__add_mapping(b->p, &m);
+}
+
+static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const struct frame *f)
+{
+	/* Kernel frames are the same in every process; a marker frame (no
+	 * address) gets a key no real frame has. */
+	uint64_t key[3] = { f->kernel ? 0 : (uint64_t)pid + 1, f->kernel || !p ? 0 : p->gen, f->addr };
+
+	if (f->marker)
+		key[0] = key[1] = UINT64_MAX;
+	uint64_t k = hash64(key, sizeof(key), f->kernel), id;
+	struct prof_location loc = { .address = f->addr };
+	struct prof_line line = { 0 };
+
+	k = k ? k : 1;
+	id = (uintptr_t)hmap__get(&b->locs, k);
+	if (id)
+		return id;
+	if (f->kernel)
+		loc.mapping_id = kernel_mapping(b);
+	else if (f->vma)
+		loc.mapping_id = user_mapping(b, f->vma);
+	if (f->name) {
+		struct prof_function fn = { 0 };
+
+		fn.name = fn.system_name = profile__intern_str(b->p, f->name);
+		if (fn.name == UINT32_MAX)
+			return 0;
+		line.function_id = profile__add_function(b->p, &fn);
+		if (!line.function_id)
+			return 0;
+		loc.nlines = 1;
+		loc.lines = &line;
+	}
+	if (!loc.nlines) {
+		/* Unresolved frames of different processes (forked children,
+		 * shared libraries) meet here; find them ourselves rather than
+		 * ask profile__add_location to compare two line-less locations
+		 * (memcmp of a NULL lines array: undefined, and UBSan aborts). */
+		uint64_t w[2] = { loc.mapping_id, loc.address };
+		uint64_t k2 = hash64(w, sizeof(w), 0x11e);
+
+		k2 = k2 ? k2 : 1;
+		id = (uintptr_t)hmap__get(&b->bare, k2);
+		if (!id) {
+			id = profile__add_location(b->p, &loc);
+			if (id && hmap__put(&b->bare, k2, (void *)(uintptr_t)id))
+				return 0;
+		}
+		/* Not remembered per (pid, address): an unresolved user frame
+		 * may resolve later in this batch (a JIT writes its perf map
+		 * after exec, and the map is reloaded at most once a second). */
+		if (!f->kernel)
+			return id;
+	} else {
+		id = profile__add_location(b->p, &loc);
+	}
+	if (id && hmap__put(&b->locs, k, (void *)(uintptr_t)id))
+		return 0;
+	return id;
+}
+
+int batch__add(struct batch *b, struct proc *p, pid_t pid, const char *comm,
+	       const struct frame *fr, int n)
+{
+	int64_t vals[2] = { 1, b->period_ns };
+	struct label_set *ls;
+	int k = 0;
+
+	ls = labels_for(b, p, pid, comm);
+	if (!ls)
+		return -ENOMEM;
+	for (int i = 0; i < n && k < 2 * PROF_MAX_FRAMES; i++) {
+		uint64_t id = location_for(b, p, pid, &fr[i]);
+
+		if (!id)
+			return -ENOMEM;
+		b->stack[k++] = id;
+	}
+	if (profile__add_sample(b->p, b->stack, k, ls->l, ls->n, vals))
+		return -ENOMEM;
+	b->count++;
+	return 0;
+}
+
+int batch__take(struct batch *b, struct profile **out, int64_t *start_ns, int64_t *duration_ns)
+{
+	struct profile *next = new_profile(b->period_ns);
+	int64_t now = now_ns();
+
+	if (!next)
+		return -ENOMEM;
+	*start_ns = b->start_ns;
+	*duration_ns = now - b->start_ns;
+	b->p->time_nanos = *start_ns;
+	b->p->duration_nanos = *duration_ns;
+	if (b->count) {
+		*out = b->p;
+	} else {
+		*out = NULL;
+		profile__free(b->p);
+	}
+	b->p = next;
+	b->start_ns = now;
+	b->count = 0;
+	batch__reset_caches(b);
+	return 0;
+}

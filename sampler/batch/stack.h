@@ -1,0 +1,38 @@
+/*
+ * stack.h - one sample's frames, symbolized: kernel frames through
+ * kallsyms, user frames through the process's mappings, dsos and perf map.
+ */
+#ifndef PROFFS_STACK_H
+#define PROFFS_STACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bpf/profile.h"
+#include "sampler/proc/procinfo.h"
+#include "sampler/symbols/symbolize.h"
+
+struct frame {
+	uint64_t addr;    /* as sampled (a return address except the leaf) */
+	const char *name; /* function, or NULL when unresolved */
+	bool kernel;
+	bool marker;      /* not a frame: stands for frames lost (truncation) */
+	struct vma *vma;  /* user frames: the mapping, or NULL (unmapped) */
+	uint64_t off;     /* file offset of addr within vma's file */
+};
+
+/* The name of the marker frame that stands for the frames lost when a
+ * stack hit the kernel's depth cap (kernel.perf_event_max_stack). */
+#define STACK_TRUNCATED "[truncated]"
+
+/* Fills out[] leaf first: kernel frames, then user frames. Strings point
+ * into the symbolizer/procs caches and stay valid until the next call
+ * that may reload them (use them at once). Returns the frame count. */
+int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
+		     const struct prof_sample_ev *ev, struct frame *out, int max);
+
+/* Writes a frame's display name (function, "_[k]" on kernel frames when
+ * kmark, else module+0xOFFSET or 0xADDR) into buf. */
+void frame__name(const struct frame *f, bool kmark, char *buf, size_t size);
+
+#endif

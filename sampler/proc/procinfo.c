@@ -1,0 +1,420 @@
+/*
+ * procinfo.c - the pid -> struct proc cache.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/util/hmap.h"
+#include "sampler/proc/procinfo.h"
+#include "store/util/util.h"
+
+#define SEC_NS 1000000000LL
+
+struct procs {
+	struct procs_opts o;
+	struct hmap pids; /* pid -> struct proc * */
+	int64_t gc_ns;
+};
+
+struct procs *procs__new(const struct procs_opts *o)
+{
+	struct procs *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	ps->o = *o;
+	if (!ps->o.grace_ns)
+		ps->o.grace_ns = 30 * SEC_NS;
+	return ps;
+}
+
+static void maps__put(struct maps *m)
+{
+	if (!m || --m->refs > 0)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	free(m);
+}
+
+static void proc__free_labels(struct proc *p)
+{
+	for (int i = 0; i < LBL_MAX; i++) {
+		free(p->labels[i]);
+		p->labels[i] = NULL;
+	}
+}
+
+static void proc__free(struct proc *p)
+{
+	proc__free_labels(p);
+	maps__put(p->maps);
+	perfmap__free(p->perfmap);
+	free(p);
+}
+
+void procs__free(struct procs *ps)
+{
+	if (!ps)
+		return;
+	for (size_t i = 0; i < ps->pids.cap; i++)
+		if (ps->pids.keys[i])
+			proc__free(ps->pids.vals[i]);
+	hmap__fini(&ps->pids);
+	free(ps);
+}
+
+/* Reads /proc/PID/maps, keeping executable mappings. NULL if unreadable. */
+static struct maps *read_maps(pid_t pid)
+{
+	char p[64], *line = NULL;
+	size_t lcap = 0, cap = 0;
+	struct maps *m;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		goto out;
+	m->refs = 1;
+	while (getline(&line, &lcap, f) > 0) {
+		uint64_t start, end, off, ino;
+		unsigned long maj, min;
+		char *q = line, *e;
+		int n;
+		struct vma *v;
+
+		/* "start-end perms offset maj:min inode   path"; sscanf costs
+		 * more than the rest of a fork-heavy host's bookkeeping. */
+		start = strtoull(q, &e, 16);
+		if (*e != '-')
+			continue;
+		end = strtoull(e + 1, &e, 16);
+		if (*e != ' ' || strlen(e) < 6 || e[3] != 'x')
+			continue;
+		off = strtoull(e + 6, &e, 16);
+		maj = strtoul(e, &e, 16);
+		if (*e != ':')
+			continue;
+		min = strtoul(e + 1, &e, 16);
+		ino = strtoull(e, &e, 10);
+		while (*e == ' ')
+			e++;
+		n = e - line;
+		char *path = n ? line + n : (char *)"";
+		path[strcspn(path, "\n")] = 0;
+		size_t pl = strlen(path);
+		if (pl > 10 && !strcmp(path + pl - 10, " (deleted)"))
+			path[pl - 10] = 0;
+		if (m->n == cap) {
+			size_t nc = cap ? cap * 2 : 32;
+			struct vma *nv = realloc(m->v, nc * sizeof(*nv));
+
+			if (!nv)
+				break;
+			m->v = nv;
+			cap = nc;
+		}
+		v = &m->v[m->n];
+		memset(v, 0, sizeof(*v));
+		v->start = start;
+		v->end = end;
+		v->pgoff = off;
+		v->dev = makedev(maj, min);
+		v->ino = ino;
+		v->file = path[0] == '/';
+		v->path = strdup(path);
+		if (!v->path)
+			break;
+		m->n++;
+	}
+out:
+	free(line);
+	fclose(f);
+	return m;
+}
+
+static void read_comm(pid_t pid, char comm[16])
+{
+	char p[64];
+	int fd;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, 15);
+	close(fd);
+	if (n <= 0)
+		return;
+	comm[n] = 0;
+	comm[strcspn(comm, "\n")] = 0;
+}
+
+/* The cgroup path of pid: the unified (0::) line, or the first line that
+ * names a container or unit (hybrid hosts keep those in v1 hierarchies). */
+static char *read_cgroup(pid_t pid)
+{
+	char p[64], *line = NULL, *best = NULL, buf[128];
+	size_t lcap = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return NULL;
+	while (getline(&line, &lcap, f) > 0) {
+		char *c = strchr(line, ':');
+
+		c = c ? strchr(c + 1, ':') : NULL;
+		if (!c)
+			continue;
+		c++;
+		c[strcspn(c, "\n")] = 0;
+		if (!strncmp(line, "0::", 3) && strcmp(c, "/")) {
+			free(best);
+			best = strdup(c);
+			break;
+		}
+		if (!best && (!labels__container_id(c, buf, sizeof(buf)) ||
+			      !labels__pod_uid(c, buf, sizeof(buf)) || !labels__unit(c, buf, sizeof(buf))))
+			best = strdup(c);
+	}
+	free(line);
+	fclose(f);
+	return best;
+}
+
+/* (Re)computes the labels of p from /proc, with fallbacks for a process
+ * already gone. */
+static void proc__fill(struct procs *ps, struct proc *p, const char *comm, uint64_t cgroup_id)
+{
+	char path[64], exe[PATH_MAX], num[24];
+	char *cg;
+	ssize_t n;
+
+	proc__free_labels(p);
+	if (comm && *comm)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	else
+		read_comm(p->pid, p->comm);
+	p->labels[LBL_COMM] = strdup(p->comm);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
+			exe[n - 10] = 0;
+		p->labels[LBL_EXE] = strdup(exe);
+	}
+	snprintf(num, sizeof(num), "%d", (int)p->pid);
+	p->labels[LBL_PID] = strdup(num);
+	cg = read_cgroup(p->pid);
+	if (!cg)
+		cg = labeler__cgroup_path(ps->o.lab, cgroup_id);
+	labeler__from_cgroup(ps->o.lab, cg, p->labels);
+	free(cg);
+	p->gen++;
+}
+
+static void proc__read_maps(struct proc *p)
+{
+	struct maps *m = read_maps(p->pid);
+
+	p->maps_ns = now_mono_ns();
+	if (!m)
+		return; /* keep what we had (inherited or older) */
+	maps__put(p->maps);
+	p->maps = m;
+	p->own_maps = true;
+}
+
+static struct proc *proc__new(struct procs *ps, pid_t pid)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	if (hmap__put(&ps->pids, (uint64_t)pid + 1, p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct proc *procs__get(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id)
+{
+	struct proc *p = hmap__get(&ps->pids, (uint64_t)pid + 1);
+
+	if (p)
+		return p;
+	p = proc__new(ps, pid);
+	if (!p)
+		return NULL;
+	proc__fill(ps, p, comm, cgroup_id);
+	proc__read_maps(p);
+	return p;
+}
+
+void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id)
+{
+	struct proc *p = hmap__get(&ps->pids, (uint64_t)pid + 1);
+
+	if (!p) {
+		procs__get(ps, pid, comm, cgroup_id);
+		return;
+	}
+	p->exit_ns = 0;
+	proc__fill(ps, p, comm, cgroup_id);
+	maps__put(p->maps);
+	p->maps = NULL;
+	p->own_maps = false;
+	perfmap__free(p->perfmap);
+	p->perfmap = NULL;
+	p->perfmap_ns = 0;
+	p->maps_gap_ns = 0;
+	proc__read_maps(p);
+}
+
+void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint64_t cgroup_id)
+{
+	struct proc *parent = hmap__get(&ps->pids, (uint64_t)ppid + 1);
+	struct proc *p = hmap__get(&ps->pids, (uint64_t)pid + 1);
+
+	if (p) { /* a recycled pid whose exit we have not aged out yet */
+		hmap__del(&ps->pids, (uint64_t)pid + 1);
+		proc__free(p);
+	}
+	/* A parent we never saw is read now (once): its children are
+	 * copies of it until they exec, so they need no /proc reads. */
+	if (!parent)
+		parent = procs__get(ps, ppid, NULL, cgroup_id);
+	p = proc__new(ps, pid);
+	if (!p)
+		return;
+	if (parent) {
+		char num[24];
+
+		snprintf(p->comm, sizeof(p->comm), "%s", comm && *comm ? comm : parent->comm);
+		for (int i = 0; i < LBL_MAX; i++)
+			if (parent->labels[i] && i != LBL_PID && i != LBL_COMM)
+				p->labels[i] = strdup(parent->labels[i]);
+		p->labels[LBL_COMM] = strdup(p->comm);
+		snprintf(num, sizeof(num), "%d", (int)pid);
+		p->labels[LBL_PID] = strdup(num);
+		p->gen++;
+	} else {
+		proc__fill(ps, p, comm, cgroup_id);
+	}
+	/* Until it execs, a child maps what its parent mapped: borrow that
+	 * in case the child is gone before we read its own. */
+	if (parent && parent->maps) {
+		p->maps = parent->maps;
+		p->maps->refs++;
+		p->maps_ns = now_mono_ns();
+	} else {
+		proc__read_maps(p);
+	}
+}
+
+void procs__exit(struct procs *ps, pid_t pid)
+{
+	struct proc *p = hmap__get(&ps->pids, (uint64_t)pid + 1);
+
+	if (p && !p->exit_ns)
+		p->exit_ns = now_mono_ns();
+}
+
+static struct vma *maps__find(struct maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!m)
+		return NULL;
+	hi = m->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->v[mid].end <= addr)
+			lo = mid + 1;
+		else if (m->v[mid].start > addr)
+			hi = mid;
+		else
+			return &m->v[mid];
+	}
+	return NULL;
+}
+
+struct vma *procs__vma(struct procs *ps, struct proc *p, uint64_t addr)
+{
+	struct vma *v = maps__find(p->maps, addr);
+
+	if (v && v->file && !v->dso)
+		v->dso = symbolizer__dso(ps->o.sym, p->pid, v->dev, v->ino, v->path, v->start, v->end);
+	return v;
+}
+
+const char *procs__jit_symbol(struct procs *ps, struct proc *p, uint64_t addr)
+{
+	return perfmap__lookup(p->perfmap, addr);
+}
+
+void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
+{
+	int64_t now = now_mono_ns();
+
+	if (p->exit_ns)
+		return;
+	if (maps && now - p->maps_ns > p->maps_gap_ns) {
+		proc__read_maps(p);
+		/* A new process is still loading libraries; one with garbage
+		 * frame pointers misses forever: back off from 10 ms to 1 s. */
+		p->maps_gap_ns = p->maps_gap_ns ? p->maps_gap_ns * 2 : 10000000LL;
+		if (p->maps_gap_ns > SEC_NS)
+			p->maps_gap_ns = SEC_NS;
+	}
+	if (perfmap && now - p->perfmap_ns > SEC_NS) {
+		perfmap__free(p->perfmap);
+		p->perfmap = perfmap__load(p->pid);
+		p->perfmap_ns = now;
+	}
+}
+
+void procs__gc(struct procs *ps)
+{
+	int64_t now = now_mono_ns();
+
+	if (now - ps->gc_ns < SEC_NS)
+		return;
+	ps->gc_ns = now;
+	for (size_t i = 0; i < ps->pids.cap;) {
+		struct proc *p = ps->pids.vals[i];
+
+		if (ps->pids.keys[i] && p->exit_ns && now - p->exit_ns > ps->o.grace_ns) {
+			/* deletion shifts entries into slot i: look at it again */
+			hmap__del(&ps->pids, ps->pids.keys[i]);
+			proc__free(p);
+			continue;
+		}
+		i++;
+	}
+}
+
+size_t procs__count(struct procs *ps)
+{
+	return ps->pids.len;
+}

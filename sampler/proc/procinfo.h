@@ -1,0 +1,88 @@
+/*
+ * procinfo.h - what the sampler knows about each process: comm, exe,
+ * cgroup path, labels and executable mappings. Filled from /proc when a
+ * process is first seen, refreshed on exec, inherited on fork (so a child
+ * that dies before /proc could be read still resolves through its
+ * parent's mappings) and kept for a grace period after exit, because
+ * samples reach user space up to one poll interval late.
+ * Not thread-safe: the sampler thread owns it.
+ */
+#ifndef PROFFS_PROCINFO_H
+#define PROFFS_PROCINFO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sampler/proc/labels.h"
+#include "sampler/symbols/symbolize.h"
+
+struct vma {
+	uint64_t start, end, pgoff, dev, ino;
+	char *path;      /* "" for anonymous memory; " (deleted)" stripped */
+	struct dso *dso; /* resolved on first use, owned by the symbolizer */
+	bool file;       /* backed by a file (path starts with '/') */
+};
+
+/* Executable mappings, sorted by start; shared by fork until exec. */
+struct maps {
+	int refs;
+	size_t n;
+	struct vma *v;
+};
+
+struct proc {
+	pid_t pid;
+	char comm[16];
+	char *labels[LBL_MAX]; /* malloc'd values or NULL */
+	uint64_t gen;          /* bumped whenever labels change */
+	struct maps *maps;
+	struct perfmap *perfmap;
+	int64_t maps_ns, perfmap_ns; /* monotonic time of the last read */
+	int64_t maps_gap_ns;         /* wait at least this long before re-reading */
+	int64_t exit_ns;             /* 0 while alive */
+	bool own_maps;               /* read from its own /proc (not inherited) */
+};
+
+struct procs;
+
+struct procs_opts {
+	struct symbolizer *sym; /* borrowed */
+	struct labeler *lab;    /* borrowed */
+	int64_t grace_ns;       /* keep exited processes this long; 0 = 30 s */
+};
+
+struct procs *procs__new(const struct procs_opts *o);
+void procs__free(struct procs *ps);
+
+/* The process pid, read from /proc on first sight. comm (the leader's,
+ * from the sample) and cgroup_id stand in when /proc is already gone.
+ * Returns NULL only on allocation failure. Owned by ps. */
+struct proc *procs__get(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id);
+
+void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id);
+void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint64_t cgroup_id);
+void procs__exit(struct procs *ps, pid_t pid);
+
+/* The mapping holding addr with its dso resolved, or NULL if unmapped.
+ * Never re-reads anything, so pointers into the maps taken earlier stay
+ * valid until the next procs__refresh(). */
+struct vma *procs__vma(struct procs *ps, struct proc *p, uint64_t addr);
+
+/* A JIT symbol from the process's perf map, or NULL. Same lifetime. */
+const char *procs__jit_symbol(struct procs *ps, struct proc *p, uint64_t addr);
+
+/* Re-reads the maps and/or the perf map of a live process after a lookup
+ * missed (maps: soon after exec, as the loader maps libraries, then
+ * backing off to once a second; the perf map at most once a second): new code (dlopen, JIT) or maps
+ * only borrowed from the parent. Invalidates earlier vma and JIT symbol
+ * pointers of p. */
+void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap);
+
+/* Drops processes that exited more than the grace period ago. */
+void procs__gc(struct procs *ps);
+
+/* Processes tracked (alive or in their grace period). */
+size_t procs__count(struct procs *ps);
+
+#endif

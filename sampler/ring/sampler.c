@@ -1,0 +1,260 @@
+/*
+ * sampler.c - the user-space half of bpf/profile.bpf.c.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "gen/profile.skel.h"
+#include "sampler/ring/sampler.h"
+#include "store/util/util.h"
+
+struct sampler {
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int *pfds;
+	int nlinks, ncpus_possible;
+	struct sampler_opts o;
+};
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+
+	if (level == LIBBPF_DEBUG && log_level < LOG_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = 0; /* log_msg ends the line itself */
+	if (level == LIBBPF_WARN)
+		pr_warn("libbpf: %s", buf);
+	else
+		pr_debug("libbpf: %s", buf);
+	return 0;
+}
+
+static int handle(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct prof_hdr *h = data;
+
+	if (size < sizeof(*h))
+		return 0;
+	if (h->type == PROF_EV_SAMPLE && size >= offsetof(struct prof_sample_ev, frames)) {
+		const struct prof_sample_ev *ev = data;
+
+		/* Never trust lengths beyond what arrived. */
+		if (offsetof(struct prof_sample_ev, frames) +
+			    ((size_t)ev->nkern + ev->nuser) * sizeof(__u64) > size)
+			return 0;
+		if (s->o.on_sample)
+			s->o.on_sample(s->o.ctx, ev);
+	} else if (h->type != PROF_EV_SAMPLE && size >= sizeof(struct prof_task_ev)) {
+		if (s->o.on_task)
+			s->o.on_task(s->o.ctx, data);
+	}
+	return 0;
+}
+
+/* Online CPUs from sysfs ("0-3,5"); falls back to all possible. */
+static int online_cpus(bool **online, int *n)
+{
+	int np = libbpf_num_possible_cpus();
+	char buf[1024];
+	FILE *f;
+	bool *on;
+
+	if (np <= 0)
+		return np ? np : -EINVAL;
+	on = calloc(np, sizeof(*on));
+	if (!on)
+		return -ENOMEM;
+	f = fopen("/sys/devices/system/cpu/online", "r");
+	if (!f || !fgets(buf, sizeof(buf), f)) {
+		for (int i = 0; i < np; i++)
+			on[i] = true;
+	} else {
+		char *p = buf;
+
+		while (*p && *p != '\n') {
+			char *e;
+			long a = strtol(p, &e, 10), b = a;
+
+			if (e == p)
+				break;
+			if (*e == '-')
+				b = strtol(e + 1, &e, 10);
+			for (long i = a; i <= b && i < np; i++)
+				if (i >= 0)
+					on[i] = true;
+			p = *e == ',' ? e + 1 : e;
+		}
+	}
+	if (f)
+		fclose(f);
+	*online = on;
+	*n = np;
+	return 0;
+}
+
+int sampler__open(struct sampler **out, const struct sampler_opts *o)
+{
+	struct sampler *s;
+	bool *online = NULL;
+	size_t ring;
+	int err, np = 0;
+
+	libbpf_set_print(libbpf_log);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	if (s->o.hz <= 0)
+		s->o.hz = 19;
+	err = online_cpus(&online, &np);
+	if (err)
+		goto err;
+	s->ncpus_possible = np;
+
+	s->skel = profile_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		pr_err("sampler: cannot open BPF object: %s", strerror(errno));
+		goto err;
+	}
+	s->skel->rodata->target_tgid = o->target_tgid;
+	/* Worst case a record is ~2 KiB; keep ~2 s of full-depth samples of
+	 * every CPU so a slow poll loses nothing. Power of two, >= 1 MiB. */
+	ring = o->ring_bytes;
+	if (!ring)
+		ring = (size_t)s->o.hz * np * sizeof(struct prof_sample_ev) * 2;
+	size_t pow = 1 << 20;
+	while (pow < ring && pow < (1u << 26)) /* 64 MiB is plenty for any hz */
+		pow <<= 1;
+	err = bpf_map__set_max_entries(s->skel->maps.events, pow);
+	if (err)
+		goto err;
+	err = profile_bpf__load(s->skel);
+	if (err) {
+		pr_err("sampler: cannot load BPF program: %s", strerror(-err));
+		goto err;
+	}
+	/* Lifecycle tracepoints first, so no process slips between. */
+	err = profile_bpf__attach(s->skel);
+	if (err) {
+		pr_err("sampler: cannot attach tracepoints: %s", strerror(-err));
+		goto err;
+	}
+	s->links = calloc(np, sizeof(*s->links));
+	s->pfds = malloc(np * sizeof(*s->pfds));
+	if (!s->links || !s->pfds) {
+		err = -ENOMEM;
+		goto err;
+	}
+	for (int cpu = 0; cpu < np; cpu++) {
+		struct perf_event_attr attr = {
+			.type = PERF_TYPE_SOFTWARE,
+			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.size = sizeof(attr),
+			.freq = 1,
+			.sample_freq = s->o.hz,
+		};
+		int fd;
+
+		s->pfds[cpu] = -1;
+		if (!online[cpu])
+			continue;
+		fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			/* A CPU that went offline since we looked is not fatal. */
+			if (errno == ENODEV)
+				continue;
+			err = -errno;
+			pr_err("sampler: perf_event_open on cpu %d: %s", cpu, strerror(errno));
+			goto err;
+		}
+		s->pfds[cpu] = fd;
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
+		if (!s->links[cpu]) {
+			err = -errno;
+			pr_err("sampler: attach to cpu %d: %s", cpu, strerror(errno));
+			goto err;
+		}
+		s->nlinks++;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		goto err;
+	}
+	free(online);
+	pr_info("sampler: %d Hz on %d CPUs, ring %zu KiB", s->o.hz, s->nlinks, pow >> 10);
+	*out = s;
+	return 0;
+err:
+	free(online);
+	sampler__close(s);
+	return err < 0 ? err : -EINVAL;
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	if (n == -EINTR)
+		return 0;
+	if (n < 0)
+		return n;
+	/* A wakeup by a lifecycle record leaves samples queued behind it. */
+	int m = ring_buffer__consume(s->rb);
+	return m < 0 ? m : n + m;
+}
+
+int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX])
+{
+	int np = s->ncpus_possible;
+	__u64 *vals = calloc(np, sizeof(*vals));
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < PROF_CNT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), vals,
+					 np * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < np; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return 0;
+}
+
+int sampler__ncpus(struct sampler *s)
+{
+	return s->nlinks;
+}
+
+void sampler__close(struct sampler *s)
+{
+	if (!s)
+		return;
+	ring_buffer__free(s->rb);
+	if (s->links)
+		for (int i = 0; i < s->ncpus_possible; i++)
+			bpf_link__destroy(s->links[i]);
+	if (s->pfds)
+		for (int i = 0; i < s->ncpus_possible; i++)
+			if (s->pfds[i] >= 0)
+				close(s->pfds[i]);
+	profile_bpf__destroy(s->skel);
+	free(s->links);
+	free(s->pfds);
+	free(s);
+}

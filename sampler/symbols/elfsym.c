@@ -1,0 +1,273 @@
+/*
+ * elfsym.c - reading build ids, load segments and function symbols with
+ * libelf. Symbols are copied out so the file can be closed at once: the
+ * symbol cache outlives the processes (and their /proc/PID/map_files).
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/symbols/elfsym.h"
+#include "store/util/util.h"
+
+static void hex(const uint8_t *p, size_t n, char *out, size_t outsz)
+{
+	static const char d[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n && 2 * i + 2 < outsz; i++) {
+		out[2 * i] = d[p[i] >> 4];
+		out[2 * i + 1] = d[p[i] & 15];
+	}
+	out[2 * i] = 0;
+}
+
+static void read_build_id(Elf *elf, struct elf_info *e)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
+				hex((uint8_t *)d->d_buf + doff, nh.n_descsz, e->build_id,
+				    sizeof(e->build_id));
+				return;
+			}
+		}
+	}
+}
+
+static int read_loads(Elf *elf, struct elf_info *e)
+{
+	size_t n, i;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	e->loads = calloc(n ? n : 1, sizeof(*e->loads));
+	if (!e->loads)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		e->loads[e->nloads].vaddr = ph.p_vaddr;
+		e->loads[e->nloads].off = ph.p_offset;
+		e->loads[e->nloads].filesz = ph.p_filesz;
+		e->nloads++;
+	}
+	return 0;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* Among aliases prefer the one with a size. */
+	return (x->size < y->size) - (x->size > y->size);
+}
+
+/* Collects FUNC symbols of the section of type `type`. Returns the count
+ * added (>= 0) or -errno. */
+static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *nsyms,
+		      char **strs, size_t *strs_len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t cap = 0, scap = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			break;
+	}
+	if (!scn || sh.sh_entsize == 0)
+		return 0;
+
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t n = sh.sh_size / sh.sh_entsize, i, added = 0;
+
+	if (!d)
+		return 0;
+	for (i = 0; i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+		size_t len;
+
+		if (!gelf_getsym(d, i, &s))
+			continue;
+		if (GELF_ST_TYPE(s.st_info) != STT_FUNC && GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		name = elf_strptr(elf, sh.sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		len = strlen(name) + 1;
+		if (*nsyms == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct elf_sym *ns = realloc(*syms, nc * sizeof(*ns));
+
+			if (!ns)
+				return -ENOMEM;
+			*syms = ns;
+			cap = nc;
+		}
+		if (*strs_len + len > scap) {
+			size_t nc = scap ? scap * 2 : 4096;
+			char *ns;
+
+			while (nc < *strs_len + len)
+				nc *= 2;
+			ns = realloc(*strs, nc);
+			if (!ns)
+				return -ENOMEM;
+			*strs = ns;
+			scap = nc;
+		}
+		memcpy(*strs + *strs_len, name, len);
+		(*syms)[*nsyms].addr = s.st_value;
+		(*syms)[*nsyms].size = s.st_size;
+		(*syms)[*nsyms].name = *strs_len;
+		*strs_len += len;
+		(*nsyms)++;
+		added++;
+	}
+	return added;
+}
+
+static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
+{
+	struct elf_sym *syms = NULL;
+	char *strs = NULL;
+	size_t nsyms = 0, strs_len = 0;
+	long n;
+	bool symtab = true;
+
+	n = read_syms(elf, SHT_SYMTAB, &syms, &nsyms, &strs, &strs_len);
+	if (n == 0 && !require_symtab) {
+		symtab = false;
+		n = read_syms(elf, SHT_DYNSYM, &syms, &nsyms, &strs, &strs_len);
+	}
+	if (n < 0 || (require_symtab && n == 0)) {
+		free(syms);
+		free(strs);
+		return n < 0 ? (int)n : -ENOENT;
+	}
+	if (nsyms)
+		qsort(syms, nsyms, sizeof(*syms), sym_cmp);
+	free(e->syms);
+	free(e->strs);
+	e->syms = syms;
+	e->nsyms = nsyms;
+	e->strs = strs;
+	e->strs_len = strs_len;
+	e->has_symtab = symtab && n > 0;
+	return 0;
+}
+
+static int read_elf(Elf *elf, bool want_syms, struct elf_info *e)
+{
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	read_build_id(elf, e);
+	err = read_loads(elf, e);
+	if (err)
+		goto out;
+	if (want_syms)
+		err = load_syms(elf, e, false);
+out:
+	elf_end(elf);
+	if (err)
+		elfsym__fini(e);
+	return err;
+}
+
+int elfsym__read(int fd, bool want_syms, struct elf_info *e)
+{
+	elf_version(EV_CURRENT);
+	return read_elf(elf_begin(fd, ELF_C_READ_MMAP, NULL), want_syms, e);
+}
+
+int elfsym__read_mem(const void *image, size_t size, struct elf_info *e)
+{
+	elf_version(EV_CURRENT);
+	return read_elf(elf_memory((char *)image, size), true, e);
+}
+
+int elfsym__read_debug(int fd, struct elf_info *e)
+{
+	Elf *elf;
+	int err;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	err = elf_kind(elf) == ELF_K_ELF ? load_syms(elf, e, true) : -ENOEXEC;
+	elf_end(elf);
+	return err;
+}
+
+bool elfsym__off_to_vaddr(const struct elf_info *e, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < e->nloads; i++) {
+		const struct elf_load *l = &e->loads[i];
+
+		if (off >= l->off && off < l->off + l->filesz) {
+			*vaddr = off - l->off + l->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *elfsym__lookup(const struct elf_info *e, uint64_t vaddr)
+{
+	/* Last symbol with addr <= vaddr. */
+	size_t lo = bsearch_u64_upper(e->syms, e->nsyms, sizeof(*e->syms),
+				      offsetof(struct elf_sym, addr), vaddr);
+
+	if (!lo)
+		return NULL;
+	/* Aliases share an address; sorting put the sized one first. */
+	size_t i = lo - 1;
+	while (i > 0 && e->syms[i - 1].addr == e->syms[i].addr)
+		i--;
+	const struct elf_sym *s = &e->syms[i];
+	/* A sized symbol that ends before vaddr does not cover it (a gap,
+	 * or code the table does not describe). */
+	if (s->size && vaddr >= s->addr + s->size)
+		return NULL;
+	return e->strs + s->name;
+}
+
+void elfsym__fini(struct elf_info *e)
+{
+	free(e->loads);
+	free(e->syms);
+	free(e->strs);
+	memset(e, 0, sizeof(*e));
+}

@@ -1,0 +1,132 @@
+/*
+ * store.h - the proffs store: one LMDB environment holding every sample.
+ *
+ * Writers hand whole batches to store__append(), one LMDB write
+ * transaction each, so a crash loses at most the batch being written.
+ * Readers (the FUSE tree, `proffs cat`) call the query functions, each of
+ * which runs in its own read-only snapshot, so they never block the writer
+ * and never see half a batch. Several processes may use one store at once
+ * (a mount and an import); LMDB serialises the writers.
+ *
+ * All times are Unix seconds (UTC) unless a name says _ns.
+ * Thread-safety: a struct store may be shared by any number of reader
+ * threads; appends must come from one thread at a time.
+ */
+#ifndef PROFFS_STORE_H
+#define PROFFS_STORE_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/profile/profile.h"
+
+struct store;
+
+struct store_opts {
+	const char *dir;        /* created if missing (unless readonly) */
+	uint64_t max_size;      /* bytes; LMDB map size. 0 = 4 GiB */
+	int64_t retention_s;    /* drop data older than this; 0 = keep */
+	bool readonly;          /* open for queries only */
+};
+
+/* Opens (creating if needed) the store in o->dir. On success *out owns the
+ * environment until store__close(). Returns 0 or -errno; a message naming
+ * the cause is logged. */
+int store__open(struct store **out, const struct store_opts *o);
+void store__close(struct store *s);
+
+/* A label pair, C strings owned by the caller. */
+struct store_label {
+	const char *name, *value;
+};
+
+/*
+ * Appends one batch: every sample of p, in the window
+ * [time_ns, time_ns + duration_ns) of profile type `type` ("cpu", "heap"...).
+ * A sample's string labels, plus the extra labels (which win on a name
+ * clash), form its series' label set; numeric labels are not kept.
+ * The first append of a type fixes its value types; a later batch whose
+ * value types are not a subset of them is refused with -EINVAL.
+ * One write transaction: either all of it is stored or none. When the
+ * map nears max_size the oldest data is deleted first, so an append does
+ * not fail because the store filled. Returns 0 or -errno.
+ * p is not modified and stays the caller's.
+ */
+int store__append(struct store *s, const char *type, int64_t time_ns,
+		  int64_t duration_ns, const struct profile *p,
+		  const struct store_label *extra, size_t nextra);
+
+/* Label matcher for selections. */
+enum store_match_op { STORE_EQ, STORE_NEQ, STORE_RE };
+
+struct store_matcher {
+	const char *name, *value; /* owned by the caller */
+	enum store_match_op op;
+	regex_t re; /* compiled by store_matcher__init for STORE_RE */
+};
+
+/* Compiles m->value as an anchored POSIX ERE when op is STORE_RE.
+ * Returns 0 or -EINVAL. Release with store_matcher__fini(). */
+int store_matcher__init(struct store_matcher *m);
+void store_matcher__fini(struct store_matcher *m);
+
+/* A selection: a type and matchers that AND together. A label a series
+ * lacks never matches (not even with !=). */
+struct store_sel {
+	const char *type;
+	const struct store_matcher *m;
+	size_t nm;
+};
+
+/* Names of the types that have data, sorted. *names is a malloc'd array of
+ * malloc'd strings; free with store__free_strv(). Returns 0 or -errno. */
+int store__types(struct store *s, char ***names, size_t *n);
+void store__free_strv(char **v, size_t n);
+
+/* What a directory under a selection lists: every "name=value" pair of the
+ * series that match (sorted, unencoded), and every minute (Unix seconds,
+ * multiple of 60, ascending) that holds data of those series.
+ * *pairs: free with store__free_strv(); *minutes: free(). */
+int store__list(struct store *s, const struct store_sel *sel, char ***pairs,
+		size_t *npairs, int64_t **minutes, size_t *nminutes);
+
+/* Newest minute with data under sel, or -ENOENT. */
+int store__latest_minute(struct store *s, const struct store_sel *sel,
+			 int64_t *minute);
+
+/*
+ * Merges the samples of every series matching sel whose batch starts in
+ * [from, to) into a new profile: value types of the type, period, and
+ * time_nanos/duration_nanos = the window [from, to). Series labels comm and
+ * pid become sample labels. Symbols come from the store's tables. An empty
+ * selection or range gives an empty but valid profile. Uses the hourly
+ * rollups for whole, closed hours. *out is the caller's (profile__free).
+ * Returns 0 or -errno (-ENOENT if the type does not exist).
+ */
+int store__merge(struct store *s, const struct store_sel *sel, int64_t from,
+		 int64_t to, struct profile **out);
+
+/* A number that changes whenever committed data changes (cache keys). */
+uint64_t store__version(struct store *s);
+
+/* Figures for /prof/metrics. */
+struct store_stats {
+	uint64_t map_size, used_bytes, file_bytes;
+	uint64_t nseries, nstacks, nlocations, nstrings, nblocks;
+	int64_t last_commit; /* Unix seconds of the last append, 0 = none */
+	uint64_t dropped_blocks; /* deleted by retention or the size bound */
+};
+int store__stats(struct store *s, struct store_stats *st);
+
+/* Applies retention and the size bound now (the daemon calls this
+ * periodically; store__append also does). Returns 0 or -errno. */
+int store__expire(struct store *s, int64_t now);
+
+/* Walks every database and cross-reference. Problems are printed to f,
+ * one line each. Returns 0 when the store is sound, else the count of
+ * problems (> 0), or -errno if it could not be read. */
+int store__check(struct store *s, void *f /* FILE* */);
+
+#endif

@@ -1,0 +1,433 @@
+/*
+ * store_env.c - opening and closing the LMDB environment, transactions that
+ * survive another process growing the map, meta counters, statistics.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <zstd.h>
+
+#include "store/db/store_int.h"
+
+const char *const store_db_names[DB__N] = {
+	[DB_META] = "meta",	  [DB_STR] = "str",	      [DB_STR_IDX] = "str_idx",
+	[DB_FUNC] = "func",	  [DB_FUNC_IDX] = "func_idx", [DB_MAP] = "map",
+	[DB_MAP_IDX] = "map_idx", [DB_LOC] = "loc",	      [DB_LOC_IDX] = "loc_idx",
+	[DB_STACK] = "stacks",	  [DB_STACK_IDX] = "stacks_idx", [DB_TYPE] = "type",
+	[DB_SERIES] = "series",	  [DB_SERIES_IDX] = "series_idx", [DB_POST] = "post",
+	[DB_BLOCK] = "block",	  [DB_MINUTE] = "minute",     [DB_ROLLUP] = "rollup",
+	[DB_DIRTY] = "dirty",
+};
+
+static unsigned int db_flags(int db)
+{
+	switch (db) {
+	case DB_STR_IDX:
+	case DB_FUNC_IDX:
+	case DB_MAP_IDX:
+	case DB_LOC_IDX:
+	case DB_STACK_IDX:
+	case DB_SERIES_IDX:
+	case DB_POST:
+	case DB_MINUTE:
+		return MDB_DUPSORT | MDB_DUPFIXED;
+	default:
+		return 0;
+	}
+}
+
+int store__errno(int rc)
+{
+	if (!rc)
+		return 0;
+	if (rc > 0)
+		return -rc; /* an errno from LMDB itself */
+	if (rc < MDB_KEYEXIST || rc > MDB_LAST_ERRCODE)
+		return rc; /* already -errno */
+	switch (rc) {
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+		return -ENOSPC;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	case MDB_READERS_FULL:
+		return -EAGAIN;
+	default:
+		return -EIO;
+	}
+}
+
+int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn)
+{
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		pthread_rwlock_rdlock(&s->resize_lock);
+		rc = mdb_txn_begin(s->env, NULL, rdonly ? MDB_RDONLY : 0, txn);
+		if (!rc)
+			return 0; /* the shared lock is held until the txn ends */
+		pthread_rwlock_unlock(&s->resize_lock);
+		if (rc != MDB_MAP_RESIZED || tries >= 3)
+			break;
+		/* Another process grew the map: adopt its size. */
+		pthread_rwlock_wrlock(&s->resize_lock);
+		rc = mdb_env_set_mapsize(s->env, 0);
+		pthread_rwlock_unlock(&s->resize_lock);
+		if (rc)
+			break;
+	}
+	pr_err("store: cannot begin transaction: %s", mdb_strerror(rc));
+	return store__errno(rc);
+}
+
+int store__txn_commit(struct store *s, MDB_txn *txn)
+{
+	int rc = mdb_txn_commit(txn);
+
+	pthread_rwlock_unlock(&s->resize_lock);
+	return store__errno(rc);
+}
+
+void store__txn_abort(struct store *s, MDB_txn *txn)
+{
+	if (!txn)
+		return;
+	mdb_txn_abort(txn);
+	pthread_rwlock_unlock(&s->resize_lock);
+}
+
+int store__open(struct store **out, const struct store_opts *o)
+{
+	struct store *s;
+	char path[4096];
+	unsigned int flags = MDB_NOTLS;
+	MDB_txn *txn = NULL;
+	const char *nosync = getenv("PROFFS_STORE_NOSYNC");
+	struct stat st;
+	int rc;
+
+	if (!o || !o->dir || !*o->dir)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_rwlock_init(&s->resize_lock, NULL);
+	pthread_rwlock_init(&s->sc_lock, NULL);
+	pthread_rwlock_init(&s->yc_lock, NULL);
+	s->dir = strdup(o->dir);
+	s->max_size = o->max_size ? o->max_size : 4ULL << 30;
+	s->retention_s = o->retention_s;
+	s->readonly = o->readonly;
+	if (!s->dir) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	if (s->readonly) {
+		snprintf(path, sizeof(path), "%s/data.mdb", o->dir);
+		if (stat(path, &st)) {
+			rc = -errno;
+			pr_err("store: %s: no store here (%s)", o->dir, strerror(errno));
+			goto err;
+		}
+		flags |= MDB_RDONLY;
+	} else if (mkdir(o->dir, 0700) && errno != EEXIST) {
+		rc = -errno;
+		pr_err("store: cannot create %s: %s", o->dir, strerror(errno));
+		goto err;
+	}
+	if (nosync && *nosync && strcmp(nosync, "0"))
+		flags |= MDB_NOSYNC; /* tests and benchmarks only */
+	rc = mdb_env_create(&s->env);
+	if (rc)
+		goto lmdb_err;
+	rc = mdb_env_set_maxdbs(s->env, DB__N + 2);
+	if (!rc)
+		rc = mdb_env_set_maxreaders(s->env, 512);
+	if (!rc)
+		rc = mdb_env_set_mapsize(s->env, s->max_size);
+	if (rc)
+		goto lmdb_err;
+	rc = mdb_env_open(s->env, o->dir, flags, 0600);
+	if (rc)
+		goto lmdb_err;
+	/* Readers left behind by a killed process would pin old pages. */
+	mdb_reader_check(s->env, NULL);
+
+	rc = store__txn_begin(s, s->readonly, &txn);
+	if (rc)
+		goto err;
+	for (int i = 0; i < DB__N; i++) {
+		rc = mdb_dbi_open(txn, store_db_names[i],
+				  db_flags(i) | (s->readonly ? 0 : MDB_CREATE), &s->dbi[i]);
+		if (rc) {
+			if (rc == MDB_NOTFOUND)
+				pr_err("store: %s: no database %s: not a proffs store of format %d",
+				       o->dir, store_db_names[i], STORE_FORMAT);
+			else
+				pr_err("store: %s: database %s: %s", o->dir, store_db_names[i],
+				       mdb_strerror(rc));
+			store__txn_abort(s, txn);
+			rc = rc == MDB_NOTFOUND ? -ENOENT : store__errno(rc);
+			goto err;
+		}
+	}
+	/* The on-disk format: written into a new store, checked otherwise
+	 * (a store holding data but no format predates format 2; format 3:
+	 * types keep the default sample type; format 4: only label strings
+	 * are indexed by content). */
+	{
+		uint64_t fmt = 0;
+		MDB_stat st = { 0 };
+
+		rc = meta__get_u64(s, txn, "format", &fmt);
+		if (!rc)
+			rc = store__errno(mdb_stat(txn, s->dbi[DB_BLOCK], &st));
+		if (!rc && !fmt && !st.ms_entries && !s->readonly)
+			rc = meta__put_u64(s, txn, "format", fmt = STORE_FORMAT);
+		if (!rc && fmt != STORE_FORMAT && (fmt || st.ms_entries)) {
+			pr_err("store: %s: store format %llu, this proffs reads format %d",
+			       o->dir, (unsigned long long)fmt, STORE_FORMAT);
+			rc = -EPROTO;
+		}
+		if (rc) {
+			store__txn_abort(s, txn);
+			goto err;
+		}
+	}
+	rc = store__txn_commit(s, txn);
+	if (rc) {
+		pr_err("store: %s: cannot commit: %s", o->dir, strerror(-rc));
+		goto err;
+	}
+	*out = s;
+	return 0;
+
+lmdb_err:
+	pr_err("store: %s: %s", o->dir, mdb_strerror(rc));
+	rc = store__errno(rc);
+err:
+	store__close(s);
+	return rc;
+}
+
+void store__close(struct store *s)
+{
+	if (!s)
+		return;
+	if (s->env)
+		mdb_env_close(s->env);
+	ZSTD_freeCCtx(s->zc);
+	ZSTD_freeDCtx(s->zd);
+	if (s->pc_sym)
+		for (int i = 0; i < DB__N; i++)
+			u64map__free(&s->pc_sym[i]);
+	free(s->pc_sym);
+	if (s->pc_series)
+		u64map__free(s->pc_series);
+	free(s->pc_series);
+	if (s->pc_locfp)
+		u64map__free(s->pc_locfp);
+	free(s->pc_locfp);
+	if (s->pc_lstr)
+		u64map__free(s->pc_lstr);
+	free(s->pc_lstr);
+	intern__free(s);
+	pthread_rwlock_destroy(&s->resize_lock);
+	stackcache__free(s);
+	pthread_rwlock_destroy(&s->sc_lock);
+	symcache__free(s);
+	pthread_rwlock_destroy(&s->yc_lock);
+	free(s->dir);
+	free(s);
+}
+
+int meta__get_u64(struct store *s, MDB_txn *txn, const char *name, uint64_t *v)
+{
+	MDB_val k = { strlen(name), (void *)name }, d;
+	int rc = mdb_get(txn, s->dbi[DB_META], &k, &d);
+
+	*v = 0;
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store__errno(rc);
+	if (d.mv_size != 8)
+		return -EBADMSG;
+	*v = be64_get(d.mv_data);
+	return 0;
+}
+
+int meta__put_u64(struct store *s, MDB_txn *txn, const char *name, uint64_t v)
+{
+	uint8_t b[8];
+	MDB_val k = { strlen(name), (void *)name }, d = { 8, b };
+
+	be64_put(b, v);
+	return store__errno(mdb_put(txn, s->dbi[DB_META], &k, &d, 0));
+}
+
+uint64_t store__used_pages(struct store *s, MDB_txn *txn)
+{
+	MDB_stat st;
+	uint64_t used = 0;
+
+	/* The main DB (holding the named DB records) and the free list. */
+	for (MDB_dbi d = 0; d < 2; d++)
+		if (!mdb_stat(txn, d, &st))
+			used += st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+	for (int i = 0; i < DB__N; i++)
+		if (!mdb_stat(txn, s->dbi[i], &st))
+			used += st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+	return used;
+}
+
+uint64_t store__version(struct store *s)
+{
+	MDB_envinfo info;
+
+	if (mdb_env_info(s->env, &info))
+		return 0;
+	return info.me_last_txnid;
+}
+
+int store__stats(struct store *s, struct store_stats *out)
+{
+	MDB_txn *txn;
+	MDB_stat st;
+	MDB_envinfo info;
+	char path[4096];
+	struct stat fst;
+	uint64_t v;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = store__txn_begin(s, true, &txn);
+	if (rc)
+		return rc;
+	mdb_env_info(s->env, &info);
+	mdb_env_stat(s->env, &st);
+	out->map_size = s->max_size;
+	out->used_bytes = store__used_pages(s, txn) * st.ms_psize;
+	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
+	if (!stat(path, &fst))
+		out->file_bytes = fst.st_size;
+	if (!mdb_stat(txn, s->dbi[DB_SERIES], &st))
+		out->nseries = st.ms_entries;
+	/* Grouped tables: ids are dense from 1, entries are groups. */
+	{
+		uint32_t next;
+
+		if (!table__next_id(s, txn, DB_STACK, &next))
+			out->nstacks = next - 1;
+		if (!table__next_id(s, txn, DB_LOC, &next))
+			out->nlocations = next - 1;
+		if (!table__next_id(s, txn, DB_STR, &next))
+			out->nstrings = next - 1;
+	}
+	if (!mdb_stat(txn, s->dbi[DB_BLOCK], &st))
+		out->nblocks = st.ms_entries;
+	if (!meta__get_u64(s, txn, "last_commit", &v))
+		out->last_commit = (int64_t)v;
+	if (!meta__get_u64(s, txn, "dropped", &v))
+		out->dropped_blocks = v;
+	store__txn_abort(s, txn);
+	return 0;
+}
+
+/* ---- hash map ---- */
+
+static inline size_t u64map_slot(uint64_t k, size_t cap)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k & (cap - 1);
+}
+
+static int u64map_grow(struct u64map *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64;
+	struct u64map_ent *ne = malloc(ncap * sizeof(*ne));
+
+	if (!ne)
+		return -ENOMEM;
+	memset(ne, 0xff, ncap * sizeof(*ne));
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+
+		if (m->e[i].k == U64MAP_EMPTY)
+			continue;
+		j = u64map_slot(m->e[i].k, ncap);
+		while (ne[j].k != U64MAP_EMPTY)
+			j = (j + 1) & (ncap - 1);
+		ne[j] = m->e[i];
+	}
+	free(m->e);
+	m->e = ne;
+	m->cap = ncap;
+	return 0;
+}
+
+int u64map__put(struct u64map *m, uint64_t k, uint64_t v)
+{
+	size_t j;
+
+	if (k == U64MAP_EMPTY) {
+		m->n += !m->has_max;
+		m->has_max = true;
+		m->max_v = v;
+		return 0;
+	}
+	if ((m->n + 1) * 2 > m->cap && u64map_grow(m))
+		return -ENOMEM;
+	j = u64map_slot(k, m->cap);
+	while (m->e[j].k != U64MAP_EMPTY) {
+		if (m->e[j].k == k) {
+			m->e[j].v = v;
+			return 0;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	m->e[j].k = k;
+	m->e[j].v = v;
+	m->n++;
+	return 0;
+}
+
+void u64map__prefetch(const struct u64map *m, uint64_t k)
+{
+	if (m->cap && k != U64MAP_EMPTY)
+		__builtin_prefetch(&m->e[u64map_slot(k, m->cap)]);
+}
+
+bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v)
+{
+	size_t j;
+
+	if (k == U64MAP_EMPTY) {
+		if (m->has_max)
+			*v = m->max_v;
+		return m->has_max;
+	}
+	if (!m->cap)
+		return false;
+	j = u64map_slot(k, m->cap);
+	while (m->e[j].k != U64MAP_EMPTY) {
+		if (m->e[j].k == k) {
+			*v = m->e[j].v;
+			return true;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	return false;
+}
+
+void u64map__free(struct u64map *m)
+{
+	free(m->e);
+	memset(m, 0, sizeof(*m));
+}

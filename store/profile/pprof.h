@@ -1,0 +1,33 @@
+/*
+ * pprof.h - perftools.profiles.Profile encode and decode (protobuf-c,
+ * generated from store/profile.proto).
+ */
+#ifndef PROFFS_PPROF_H
+#define PROFFS_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/profile/profile.h"
+
+/*
+ * Decodes a pprof profile, raw or gzip-compressed (detected by magic), and
+ * validates it the way pprof does: string_table[0] == "", every string
+ * index in range, mapping/function/location ids non-zero and unique, every
+ * referenced id resolvable, exactly one value per sample type per sample,
+ * sane lengths (no more than 1 GiB decompressed). On success returns 0 and
+ * a new profile in *out (the caller's). On failure returns -EINVAL (or
+ * -ENOMEM) and writes a one-line reason, without the file name, into
+ * err[errsz].
+ */
+int pprof__decode(const void *buf, size_t len, struct profile **out,
+		  char *err, size_t errsz);
+
+/*
+ * Encodes p as one uncompressed perftools.profiles.Profile message.
+ * *out is malloc'd (the caller frees), *outlen its size. Deterministic: the
+ * same profile gives the same bytes. Returns 0 or -errno.
+ */
+int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen);
+
+#endif

@@ -1,0 +1,833 @@
+/*
+ * profile.c - the in-memory aggregated profile.
+ *
+ * Design: every table (strings, mappings, functions, locations, samples)
+ * is a growable array plus an open-addressing hash index of array slots,
+ * so interning and aggregation are O(1) and ids stay dense (id = slot+1).
+ * The indexes live in struct prof_index, private to this file; the arrays
+ * are public so that renderers and the encoder walk them directly.
+ *
+ * Memory: strings and location lines are individual mallocs owned by the
+ * profile. Sample arrays (locs, labels, values) are carved from an arena
+ * of large chunks owned by the profile (a merge of an hour adds tens of
+ * thousands of samples: three mallocs and three frees each dominated
+ * it); they stay valid until profile__free, which releases everything.
+ */
+#include "store/profile/profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/util/util.h"
+
+/* One hash index: slots hold (entry index + 1), 0 = empty. */
+struct hidx {
+	uint32_t *slots;
+	uint64_t *hashes; /* parallel: hash of the entry in the slot */
+	uint32_t cap;     /* power of two */
+	uint32_t n;
+};
+
+/* Bump allocator for sample arrays: chunks never move or shrink. */
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t cap, used;
+	max_align_t data[];
+};
+
+struct prof_index {
+	struct hidx strs, maps, funcs, locs, samples;
+	struct arena_chunk *arena;
+	size_t arena_total; /* bytes of all chunks: the next chunk's size */
+};
+
+#define ARENA_MIN (16u << 10)
+#define ARENA_MAX (4u << 20)
+
+/* size bytes, 8-byte aligned, valid until arena_free; NULL on ENOMEM. */
+static void *arena_alloc(struct prof_index *x, size_t size)
+{
+	struct arena_chunk *c = x->arena;
+	void *r;
+
+	size = (size + 7) & ~(size_t)7;
+	if (!c || c->cap - c->used < size) {
+		size_t cap = x->arena_total < ARENA_MIN ? ARENA_MIN : x->arena_total;
+
+		if (cap > ARENA_MAX)
+			cap = ARENA_MAX;
+		if (cap < size)
+			cap = size;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->cap = cap;
+		c->used = 0;
+		c->next = x->arena;
+		x->arena = c;
+		x->arena_total += cap;
+	}
+	r = (char *)c->data + c->used;
+	c->used += size;
+	return r;
+}
+
+static void arena_free(struct prof_index *x)
+{
+	struct arena_chunk *c = x->arena, *n;
+
+	for (; c; c = n) {
+		n = c->next;
+		free(c);
+	}
+	x->arena = NULL;
+	x->arena_total = 0;
+}
+
+static int hidx_grow(struct hidx *h)
+{
+	uint32_t ncap = h->cap ? h->cap * 2 : 64;
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
+	uint64_t *nh = calloc(ncap, sizeof(*nh));
+
+	if (!ns || !nh) {
+		free(ns);
+		free(nh);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < h->cap; i++) {
+		uint32_t j;
+
+		if (!h->slots[i])
+			continue;
+		for (j = h->hashes[i] & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = h->slots[i];
+		nh[j] = h->hashes[i];
+	}
+	free(h->slots);
+	free(h->hashes);
+	h->slots = ns;
+	h->hashes = nh;
+	h->cap = ncap;
+	return 0;
+}
+
+static void hidx_free(struct hidx *h)
+{
+	free(h->slots);
+	free(h->hashes);
+}
+
+typedef bool (*eq_fn)(const struct profile *p, uint32_t idx, const void *key);
+
+/* Finds the entry equal to key; returns its index or UINT32_MAX. *slot
+ * receives the free slot where it would go. */
+static uint32_t hidx_find(const struct profile *p, const struct hidx *h,
+			  uint64_t hash, eq_fn eq, const void *key,
+			  uint32_t *slot)
+{
+	uint32_t j;
+
+	if (!h->cap) {
+		*slot = UINT32_MAX;
+		return UINT32_MAX;
+	}
+	for (j = hash & (h->cap - 1); h->slots[j]; j = (j + 1) & (h->cap - 1)) {
+		if (h->hashes[j] == hash && eq(p, h->slots[j] - 1, key))
+			return h->slots[j] - 1;
+	}
+	*slot = j;
+	return UINT32_MAX;
+}
+
+/* Inserts idx; grows first when needed, so the slot is recomputed. */
+static int hidx_insert(struct hidx *h, uint64_t hash, uint32_t idx)
+{
+	uint32_t j;
+
+	if ((h->n + 1) * 4 >= h->cap * 3) {
+		int err = hidx_grow(h);
+
+		if (err)
+			return err;
+	}
+	for (j = hash & (h->cap - 1); h->slots[j]; j = (j + 1) & (h->cap - 1))
+		;
+	h->slots[j] = idx + 1;
+	h->hashes[j] = hash;
+	h->n++;
+	return 0;
+}
+
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint32_t ncap;
+	void *na;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	while (ncap < need)
+		ncap *= 2;
+	na = realloc(*arr, (size_t)ncap * elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+struct profile *profile__new(void)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->idx = calloc(1, sizeof(*p->idx));
+	if (!p->idx)
+		goto err;
+	if (profile__intern(p, "", 0) != 0)
+		goto err;
+	return p;
+err:
+	profile__free(p);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void profile__free(struct profile *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->nstrs; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	free(p->str_lens);
+	free(p->mappings);
+	free(p->functions);
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		free(p->locations[i].lines);
+	free(p->locations);
+	free(p->samples); /* their arrays are in the arena */
+	if (p->idx) {
+		arena_free(p->idx);
+		hidx_free(&p->idx->strs);
+		hidx_free(&p->idx->maps);
+		hidx_free(&p->idx->funcs);
+		hidx_free(&p->idx->locs);
+		hidx_free(&p->idx->samples);
+		free(p->idx);
+	}
+	free(p);
+}
+
+/* ---- strings ---- */
+
+struct strkey {
+	const char *s;
+	size_t len;
+};
+
+static bool str_eq(const struct profile *p, uint32_t i, const void *key)
+{
+	const struct strkey *k = key;
+
+	return p->str_lens[i] == k->len && !memcmp(p->strs[i], k->s, k->len);
+}
+
+uint32_t profile__intern(struct profile *p, const char *s, size_t len)
+{
+	struct strkey k = { s, len };
+	uint64_t h = hash64(s, len, 1);
+	uint32_t slot, i;
+	char *c;
+
+	i = hidx_find(p, &p->idx->strs, h, str_eq, &k, &slot);
+	if (i != UINT32_MAX)
+		return i;
+	if (len > UINT32_MAX - 1)
+		return UINT32_MAX;
+	if (grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs)))
+		return UINT32_MAX;
+	/* str_lens grows in step with strs; cap_strs was just updated, so
+	 * size it to the same capacity. */
+	{
+		uint32_t *nl = realloc(p->str_lens, (size_t)p->cap_strs * sizeof(*nl));
+
+		if (!nl)
+			return UINT32_MAX;
+		p->str_lens = nl;
+	}
+	c = malloc(len + 1);
+	if (!c)
+		return UINT32_MAX;
+	if (len)
+		memcpy(c, s, len);
+	c[len] = 0;
+	i = p->nstrs;
+	if (hidx_insert(&p->idx->strs, h, i)) {
+		free(c);
+		return UINT32_MAX;
+	}
+	p->strs[i] = c;
+	p->str_lens[i] = (uint32_t)len;
+	p->nstrs++;
+	return i;
+}
+
+uint32_t profile__intern_str(struct profile *p, const char *s)
+{
+	return profile__intern(p, s ? s : "", s ? strlen(s) : 0);
+}
+
+uint32_t profile__find_str(const struct profile *p, const char *s)
+{
+	struct strkey k = { s, strlen(s) };
+	uint32_t slot;
+
+	return hidx_find(p, &p->idx->strs, hash64(s, k.len, 1), str_eq, &k, &slot);
+}
+
+/* ---- value types ---- */
+
+int profile__set_value_types(struct profile *p, uint32_t n,
+			     const char *const *types, const char *const *units)
+{
+	if (n == 0 || n > PROF_MAX_VALUES || p->nsamples)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = profile__intern_str(p, types[i]);
+		uint32_t u = profile__intern_str(p, units[i]);
+
+		if (t == UINT32_MAX || u == UINT32_MAX)
+			return -ENOMEM;
+		p->sample_types[i].type = t;
+		p->sample_types[i].unit = u;
+	}
+	p->nvalues = n;
+	return 0;
+}
+
+int profile__value_index(const struct profile *p, const char *type,
+			 const char *unit)
+{
+	for (uint32_t i = 0; i < p->nvalues; i++)
+		if (!strcmp(p->strs[p->sample_types[i].type], type) &&
+		    !strcmp(p->strs[p->sample_types[i].unit], unit))
+			return (int)i;
+	return -1;
+}
+
+/* ---- mappings, functions, locations ---- */
+
+static uint64_t mapping_hash(const struct prof_mapping *m)
+{
+	uint64_t w[5] = { m->start, m->limit, m->offset,
+			  (uint64_t)m->file << 32 | m->build_id, m->has_functions };
+
+	return hash64(w, sizeof(w), 2);
+}
+
+static bool mapping_eq(const struct profile *p, uint32_t i, const void *key)
+{
+	const struct prof_mapping *a = &p->mappings[i], *b = key;
+
+	return a->start == b->start && a->limit == b->limit &&
+	       a->offset == b->offset && a->file == b->file &&
+	       a->build_id == b->build_id && a->has_functions == b->has_functions;
+}
+
+uint64_t profile__add_mapping(struct profile *p, const struct prof_mapping *m)
+{
+	uint64_t h = mapping_hash(m);
+	uint32_t slot, i;
+
+	i = hidx_find(p, &p->idx->maps, h, mapping_eq, m, &slot);
+	if (i != UINT32_MAX)
+		return (uint64_t)i + 1;
+	if (grow((void **)&p->mappings, &p->cap_mappings, p->nmappings + 1,
+		 sizeof(*m)))
+		return 0;
+	i = p->nmappings;
+	if (hidx_insert(&p->idx->maps, h, i))
+		return 0;
+	p->mappings[i] = *m;
+	p->nmappings++;
+	return (uint64_t)i + 1;
+}
+
+static uint64_t function_hash(const struct prof_function *f)
+{
+	uint64_t w[3] = { (uint64_t)f->name << 32 | f->system_name, f->filename,
+			  (uint64_t)f->start_line };
+
+	return hash64(w, sizeof(w), 3);
+}
+
+static bool function_eq(const struct profile *p, uint32_t i, const void *key)
+{
+	const struct prof_function *a = &p->functions[i], *b = key;
+
+	return a->name == b->name && a->system_name == b->system_name &&
+	       a->filename == b->filename && a->start_line == b->start_line;
+}
+
+uint64_t profile__add_function(struct profile *p, const struct prof_function *f)
+{
+	uint64_t h = function_hash(f);
+	uint32_t slot, i;
+
+	i = hidx_find(p, &p->idx->funcs, h, function_eq, f, &slot);
+	if (i != UINT32_MAX)
+		return (uint64_t)i + 1;
+	if (grow((void **)&p->functions, &p->cap_functions, p->nfunctions + 1,
+		 sizeof(*f)))
+		return 0;
+	i = p->nfunctions;
+	if (hidx_insert(&p->idx->funcs, h, i))
+		return 0;
+	p->functions[i] = *f;
+	p->nfunctions++;
+	return (uint64_t)i + 1;
+}
+
+static uint64_t location_hash(const struct prof_location *l)
+{
+	uint64_t w[2] = { l->mapping_id, l->address };
+	uint64_t h = hash64(w, sizeof(w), 4);
+
+	return hash64(l->lines, (size_t)l->nlines * sizeof(*l->lines), h);
+}
+
+static bool location_eq(const struct profile *p, uint32_t i, const void *key)
+{
+	const struct prof_location *a = &p->locations[i], *b = key;
+
+	return a->mapping_id == b->mapping_id && a->address == b->address &&
+	       a->nlines == b->nlines &&
+	       (!a->nlines || /* lines may be NULL then: memcmp(NULL) is UB */
+		!memcmp(a->lines, b->lines, (size_t)a->nlines * sizeof(*a->lines)));
+}
+
+uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
+{
+	struct prof_location copy = *l;
+	struct prof_line tmp[1];
+	uint64_t h;
+	uint32_t slot, i;
+
+	/* Lines are hashed and compared as raw bytes: zero any padding. */
+	if (!l->nlines)
+		copy.lines = tmp;
+	h = location_hash(&copy);
+	i = hidx_find(p, &p->idx->locs, h, location_eq, &copy, &slot);
+	if (i != UINT32_MAX)
+		return (uint64_t)i + 1;
+	if (grow((void **)&p->locations, &p->cap_locations, p->nlocations + 1,
+		 sizeof(*l)))
+		return 0;
+	copy.lines = NULL;
+	if (l->nlines) {
+		copy.lines = malloc((size_t)l->nlines * sizeof(*l->lines));
+		if (!copy.lines)
+			return 0;
+		memcpy(copy.lines, l->lines, (size_t)l->nlines * sizeof(*l->lines));
+	}
+	i = p->nlocations;
+	if (hidx_insert(&p->idx->locs, h, i)) {
+		free(copy.lines);
+		return 0;
+	}
+	p->locations[i] = copy;
+	p->nlocations++;
+	return (uint64_t)i + 1;
+}
+
+/* ---- samples ---- */
+
+struct samplekey {
+	const uint64_t *locs;
+	uint32_t nlocs;
+	const struct prof_label *labels;
+	uint32_t nlabels;
+};
+
+static int label_cmp(const void *a, const void *b)
+{
+	const struct prof_label *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->str != y->str)
+		return x->str < y->str ? -1 : 1;
+	if (x->num != y->num)
+		return x->num < y->num ? -1 : 1;
+	if (x->num_unit != y->num_unit)
+		return x->num_unit < y->num_unit ? -1 : 1;
+	return 0;
+}
+
+static uint64_t sample_hash(const struct samplekey *k)
+{
+	uint64_t h = hash64(k->locs, (size_t)k->nlocs * sizeof(*k->locs), 5);
+
+	return hash64(k->labels, (size_t)k->nlabels * sizeof(*k->labels), h);
+}
+
+static bool sample_eq(const struct profile *p, uint32_t i, const void *key)
+{
+	const struct prof_sample *s = &p->samples[i];
+	const struct samplekey *k = key;
+
+	return s->nlocs == k->nlocs && s->nlabels == k->nlabels &&
+	       (!k->nlocs ||
+		!memcmp(s->locs, k->locs, (size_t)k->nlocs * sizeof(*k->locs))) &&
+	       (!k->nlabels ||
+		!memcmp(s->labels, k->labels, (size_t)k->nlabels * sizeof(*k->labels)));
+}
+
+int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
+			const struct prof_label *labels, uint32_t nlabels,
+			const int64_t *values)
+{
+	struct prof_label stackbuf[8], *sorted = stackbuf;
+	struct samplekey k = { locs, nlocs, NULL, nlabels };
+	struct prof_sample s = { 0 };
+	uint32_t slot, i;
+	uint64_t h;
+	int err = -ENOMEM;
+
+	if (nlabels > 8) {
+		sorted = malloc((size_t)nlabels * sizeof(*sorted));
+		if (!sorted)
+			return -ENOMEM;
+	}
+	/* Labels are compared as bytes; build clean copies (no padding). */
+	for (uint32_t j = 0; j < nlabels; j++) {
+		memset(&sorted[j], 0, sizeof(sorted[j]));
+		sorted[j].key = labels[j].key;
+		sorted[j].str = labels[j].str;
+		sorted[j].num = labels[j].num;
+		sorted[j].num_unit = labels[j].num_unit;
+	}
+	if (nlabels > 1)
+		qsort(sorted, nlabels, sizeof(*sorted), label_cmp);
+	k.labels = sorted;
+	h = sample_hash(&k);
+	i = hidx_find(p, &p->idx->samples, h, sample_eq, &k, &slot);
+	if (i != UINT32_MAX) {
+		for (uint32_t v = 0; v < p->nvalues; v++)
+			p->samples[i].values[v] += values[v];
+		err = 0;
+		goto out;
+	}
+	if (grow((void **)&p->samples, &p->cap_samples, p->nsamples + 1,
+		 sizeof(s)))
+		goto out;
+	s.nlocs = nlocs;
+	s.nlabels = nlabels;
+	/* One arena allocation for the three arrays (all 8-byte elements or
+	 * multiples of 8: struct prof_label holds 64-bit fields). */
+	{
+		size_t lb = (size_t)(nlocs ? nlocs : 1) * sizeof(*locs);
+		size_t bb = (size_t)(nlabels ? nlabels : 1) * sizeof(*sorted);
+		size_t vb = (size_t)(p->nvalues ? p->nvalues : 1) * sizeof(*values);
+		char *m = arena_alloc(p->idx, lb + bb + vb);
+
+		if (!m)
+			goto out;
+		s.locs = (uint64_t *)m;
+		s.labels = (struct prof_label *)(m + lb);
+		s.values = (int64_t *)(m + lb + bb);
+	}
+	if (nlocs)
+		memcpy(s.locs, locs, (size_t)nlocs * sizeof(*locs));
+	if (nlabels)
+		memcpy(s.labels, sorted, (size_t)nlabels * sizeof(*sorted));
+	if (p->nvalues)
+		memcpy(s.values, values, (size_t)p->nvalues * sizeof(*values));
+	/* On failure the arrays stay in the arena until profile__free. */
+	if (hidx_insert(&p->idx->samples, h, p->nsamples))
+		goto out;
+	p->samples[p->nsamples++] = s;
+	err = 0;
+out:
+	if (sorted != stackbuf)
+		free(sorted);
+	return err;
+}
+
+/* ---- merge and diff ---- */
+
+int profile__merge(struct profile *dst, const struct profile *src, int64_t scale,
+		   const struct prof_label *extra, uint32_t nextra)
+{
+	uint32_t *smap = NULL;
+	uint64_t *mmap_ = NULL, *fmap = NULL, *lmap = NULL, *locs = NULL;
+	struct prof_label *labels = NULL;
+	struct prof_line *lines = NULL;
+	int vmap[PROF_MAX_VALUES];
+	int64_t vals[PROF_MAX_VALUES];
+	uint32_t maxlocs = 1, maxlabels = 1, maxlines = 1;
+	int err = -ENOMEM;
+
+	smap = malloc((size_t)(src->nstrs ? src->nstrs : 1) * sizeof(*smap));
+	if (!smap)
+		goto out;
+	for (uint32_t i = 0; i < src->nstrs; i++) {
+		smap[i] = profile__intern(dst, src->strs[i], src->str_lens[i]);
+		if (smap[i] == UINT32_MAX)
+			goto out;
+	}
+	if (!dst->nvalues && !dst->nsamples) {
+		dst->nvalues = src->nvalues;
+		for (uint32_t i = 0; i < src->nvalues; i++) {
+			dst->sample_types[i].type = smap[src->sample_types[i].type];
+			dst->sample_types[i].unit = smap[src->sample_types[i].unit];
+		}
+		dst->default_sample_type = smap[src->default_sample_type];
+	}
+	for (uint32_t i = 0; i < src->nvalues; i++) {
+		int j = profile__value_index(dst, src->strs[src->sample_types[i].type],
+					     src->strs[src->sample_types[i].unit]);
+
+		if (j < 0) {
+			err = -EINVAL;
+			goto out;
+		}
+		vmap[i] = j;
+	}
+	if (!dst->period_type.type && src->period_type.type) {
+		dst->period_type.type = smap[src->period_type.type];
+		dst->period_type.unit = smap[src->period_type.unit];
+	}
+	if (!dst->period)
+		dst->period = src->period;
+	if (src->time_nanos || src->duration_nanos) {
+		int64_t s0 = src->time_nanos, s1 = src->time_nanos + src->duration_nanos;
+		int64_t d0 = dst->time_nanos, d1 = dst->time_nanos + dst->duration_nanos;
+
+		if (!d0 && !dst->duration_nanos) {
+			d0 = s0;
+			d1 = s1;
+		}
+		if (s0 < d0)
+			d0 = s0;
+		if (s1 > d1)
+			d1 = s1;
+		dst->time_nanos = d0;
+		dst->duration_nanos = d1 - d0;
+	}
+
+	mmap_ = calloc(src->nmappings + 1, sizeof(*mmap_));
+	fmap = calloc(src->nfunctions + 1, sizeof(*fmap));
+	lmap = calloc(src->nlocations + 1, sizeof(*lmap));
+	if (!mmap_ || !fmap || !lmap)
+		goto out;
+	for (uint32_t i = 0; i < src->nmappings; i++) {
+		struct prof_mapping m = src->mappings[i];
+
+		m.file = smap[m.file];
+		m.build_id = smap[m.build_id];
+		if (!(mmap_[i + 1] = profile__add_mapping(dst, &m)))
+			goto out;
+	}
+	for (uint32_t i = 0; i < src->nfunctions; i++) {
+		struct prof_function f = src->functions[i];
+
+		f.name = smap[f.name];
+		f.system_name = smap[f.system_name];
+		f.filename = smap[f.filename];
+		if (!(fmap[i + 1] = profile__add_function(dst, &f)))
+			goto out;
+	}
+	for (uint32_t i = 0; i < src->nlocations; i++)
+		if (src->locations[i].nlines > maxlines)
+			maxlines = src->locations[i].nlines;
+	lines = calloc(maxlines, sizeof(*lines));
+	if (!lines)
+		goto out;
+	for (uint32_t i = 0; i < src->nlocations; i++) {
+		struct prof_location l = src->locations[i];
+
+		for (uint32_t j = 0; j < l.nlines; j++) {
+			lines[j].function_id = l.lines[j].function_id <= src->nfunctions
+						       ? fmap[l.lines[j].function_id] : 0;
+			lines[j].line = l.lines[j].line;
+		}
+		l.lines = lines;
+		l.mapping_id = l.mapping_id <= src->nmappings ? mmap_[l.mapping_id] : 0;
+		if (!(lmap[i + 1] = profile__add_location(dst, &l)))
+			goto out;
+	}
+	for (uint32_t i = 0; i < src->nsamples; i++) {
+		if (src->samples[i].nlocs > maxlocs)
+			maxlocs = src->samples[i].nlocs;
+		if (src->samples[i].nlabels + nextra > maxlabels)
+			maxlabels = src->samples[i].nlabels + nextra;
+	}
+	locs = malloc((size_t)maxlocs * sizeof(*locs));
+	labels = malloc((size_t)maxlabels * sizeof(*labels));
+	if (!locs || !labels)
+		goto out;
+	for (uint32_t i = 0; i < src->nsamples; i++) {
+		const struct prof_sample *s = &src->samples[i];
+		uint32_t nl = 0;
+
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			locs[j] = s->locs[j] <= src->nlocations ? lmap[s->locs[j]] : 0;
+		for (uint32_t j = 0; j < s->nlabels + nextra; j++) {
+			const struct prof_label *l = j < s->nlabels ? &s->labels[j]
+								    : &extra[j - s->nlabels];
+
+			labels[nl].key = smap[l->key];
+			labels[nl].str = smap[l->str];
+			labels[nl].num = l->num;
+			labels[nl].num_unit = smap[l->num_unit];
+			nl++;
+		}
+		memset(vals, 0, sizeof(vals));
+		for (uint32_t v = 0; v < src->nvalues; v++)
+			vals[vmap[v]] = s->values[v] * scale;
+		err = profile__add_sample(dst, locs, s->nlocs, labels, nl, vals);
+		if (err)
+			goto out;
+	}
+	err = 0;
+out:
+	free(smap);
+	free(mmap_);
+	free(fmap);
+	free(lmap);
+	free(locs);
+	free(labels);
+	free(lines);
+	return err;
+}
+
+struct profile *profile__diff(const struct profile *a, const struct profile *b)
+{
+	struct profile *d = profile__new(), *tmp = NULL;
+	struct prof_label base;
+	int err;
+
+	if (!d)
+		return NULL;
+	err = profile__merge(d, b, 1, NULL, 0);
+	if (err)
+		goto err;
+	/* The extra label's strings must belong to a: a is const, so copy it
+	 * into a scratch profile that owns them. */
+	tmp = profile__new();
+	if (!tmp) {
+		err = -ENOMEM;
+		goto err;
+	}
+	err = profile__merge(tmp, a, 1, NULL, 0);
+	if (err)
+		goto err;
+	memset(&base, 0, sizeof(base));
+	base.key = profile__intern_str(tmp, "pprof::base");
+	base.str = profile__intern_str(tmp, "true");
+	if (base.key == UINT32_MAX || base.str == UINT32_MAX) {
+		err = -ENOMEM;
+		goto err;
+	}
+	err = profile__merge(d, tmp, -1, &base, 1);
+	if (err)
+		goto err;
+	profile__free(tmp);
+	return d;
+err:
+	profile__free(tmp);
+	profile__free(d);
+	errno = -err;
+	return NULL;
+}
+
+int64_t profile__total(const struct profile *p, uint32_t vi)
+{
+	int64_t t = 0;
+
+	if (vi >= p->nvalues)
+		return 0;
+	for (uint32_t i = 0; i < p->nsamples; i++)
+		t += p->samples[i].values[vi];
+	return t;
+}
+
+const char *profile__sample_label(const struct profile *p,
+				  const struct prof_sample *s, const char *key)
+{
+	for (uint32_t i = 0; i < s->nlabels; i++)
+		if (s->labels[i].str && !strcmp(p->strs[s->labels[i].key], key))
+			return p->strs[s->labels[i].str];
+	return NULL;
+}
+
+uint32_t profile__display_value(const struct profile *p)
+{
+	if (!p->nvalues)
+		return 0;
+	if (p->default_sample_type)
+		for (uint32_t i = 0; i < p->nvalues; i++)
+			if (p->sample_types[i].type == p->default_sample_type)
+				return i;
+	return p->nvalues - 1;
+}
+
+static bool is_kernel_mapping(const char *file)
+{
+	return !strncmp(file, "[kernel", 7) || !strcmp(file, "[vmlinux]") ||
+	       !strncmp(file, "[k]", 3);
+}
+
+size_t profile__frame_name(const struct profile *p, uint64_t loc, uint32_t li,
+			   bool kmark, char *buf, size_t size)
+{
+	const struct prof_location *l;
+	const struct prof_mapping *m = NULL;
+	const char *file = "";
+	size_t n;
+	int r;
+
+	if (!size)
+		return 0;
+	buf[0] = 0;
+	if (!loc || loc > p->nlocations)
+		return 0;
+	l = &p->locations[loc - 1];
+	if (l->mapping_id && l->mapping_id <= p->nmappings) {
+		m = &p->mappings[l->mapping_id - 1];
+		file = p->strs[m->file];
+	}
+	if (li < l->nlines && l->lines[li].function_id &&
+	    l->lines[li].function_id <= p->nfunctions) {
+		const struct prof_function *f = &p->functions[l->lines[li].function_id - 1];
+		const char *name = p->strs[f->name];
+
+		if (!*name)
+			name = p->strs[f->system_name];
+		r = snprintf(buf, size, "%s", *name ? name : "??");
+	} else if (m) {
+		const char *base = strrchr(file, '/');
+
+		base = base ? base + 1 : file;
+		r = snprintf(buf, size, "%s+0x%llx", *base ? base : "??",
+			     (unsigned long long)(l->address - m->start + m->offset));
+	} else {
+		r = snprintf(buf, size, "0x%llx", (unsigned long long)l->address);
+	}
+	n = r < 0 ? 0 : (size_t)r >= size ? size - 1 : (size_t)r;
+	if (kmark && m && is_kernel_mapping(file) && n + 4 < size) {
+		memcpy(buf + n, "_[k]", 5);
+		n += 4;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == ';')
+			buf[i] = ':';
+	return n;
+}

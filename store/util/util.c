@@ -1,0 +1,251 @@
+#include "store/util/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int log_level = LOG_INFO;
+
+void log_msg(int level, const char *fmt, ...)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	fprintf(stderr, "proffs: %s: ", names[level]);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* A 64-bit multiply-xorshift hash over 8-byte words; quality is plenty for
+ * hash tables and inode numbers, and it is fixed forever because on-disk
+ * keys depend on it. */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 32;
+	x *= 0xd6e8feb86659fd93ULL;
+	x ^= x >> 32;
+	x *= 0xd6e8feb86659fd93ULL;
+	x ^= x >> 32;
+	return x;
+}
+
+uint64_t hash64(const void *p, size_t n, uint64_t seed)
+{
+	const uint8_t *b = p;
+	uint64_t h = seed ^ (0x9e3779b97f4a7c15ULL * (n + 1));
+	uint64_t w;
+
+	while (n >= 8) {
+		memcpy(&w, b, 8);
+		h = mix64(h ^ w) + 0x632be59bd9b4e019ULL;
+		b += 8;
+		n -= 8;
+	}
+	w = 0;
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)b[i] << (8 * i);
+	return mix64(h ^ w ^ ((uint64_t)n << 56));
+}
+
+uint64_t hash_mix64(uint64_t key)
+{
+	return mix64(key);
+}
+
+size_t bsearch_u64_upper(const void *base, size_t n, size_t size, size_t off, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t key;
+
+		memcpy(&key, (const char *)base + mid * size + off, sizeof(key));
+		if (key <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int read_file_all(const char *path, size_t max, uint8_t **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *d = NULL, *nd;
+	size_t n = 0, cap = 0, r;
+	int rc = 0;
+
+	if (!f)
+		return -errno;
+	for (;;) {
+		if (n == cap) {
+			if (max && cap >= max) {
+				rc = -EFBIG;
+				goto out;
+			}
+			cap = cap ? cap * 2 : 65536;
+			nd = realloc(d, cap);
+			if (!nd) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			d = nd;
+		}
+		r = fread(d + n, 1, cap - n, f);
+		n += r;
+		if (r == 0) {
+			if (ferror(f)) {
+				rc = -EIO;
+				goto out;
+			}
+			break;
+		}
+	}
+	*data = d;
+	*len = n;
+	d = NULL;
+out:
+	free(d);
+	fclose(f);
+	return rc;
+}
+
+size_t varint_put(uint8_t *out, uint64_t v)
+{
+	size_t i = 0;
+
+	while (v >= 0x80) {
+		out[i++] = (uint8_t)v | 0x80;
+		v >>= 7;
+	}
+	out[i++] = (uint8_t)v;
+	return i;
+}
+
+size_t varint_get(const uint8_t *in, size_t n, uint64_t *v)
+{
+	uint64_t r = 0;
+
+	for (size_t i = 0; i < n && i < 10; i++) {
+		r |= (uint64_t)(in[i] & 0x7f) << (7 * i);
+		if (!(in[i] & 0x80)) {
+			*v = r;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 0: break;
+	case 'k': case 'K': mul = 1ULL << 10; end++; break;
+	case 'm': case 'M': mul = 1ULL << 20; end++; break;
+	case 'g': case 'G': mul = 1ULL << 30; end++; break;
+	case 't': case 'T': mul = 1ULL << 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+int parse_duration(const char *s, int64_t *secs)
+{
+	char *end;
+	long long v;
+	int64_t mul;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 's': mul = 1; break;
+	case 'm': mul = 60; break;
+	case 'h': mul = 3600; break;
+	case 'd': mul = 86400; break;
+	case 'w': mul = 7 * 86400; break;
+	default: return -EINVAL;
+	}
+	if (end[1] || v > INT64_MAX / mul)
+		return -EINVAL;
+	*secs = v * mul;
+	return 0;
+}
+
+int parse_label(const char *s, char **dup, const char **k, const char **v)
+{
+	char *d, *eq;
+
+	if (!s || !(eq = strchr(s, '=')) || eq == s)
+		return -EINVAL;
+	d = strdup(s);
+	if (!d)
+		return -ENOMEM;
+	eq = d + (eq - s);
+	*eq = 0;
+	*dup = d;
+	*k = d;
+	*v = eq + 1;
+	return 0;
+}
+
+int64_t now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void fmt_minute(int64_t t, char buf[17])
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	gmtime_r(&tt, &tm);
+	/* strftime: years past 9999 are not a concern, and unlike snprintf it
+	 * cannot trip -Wformat-truncation. */
+	if (!strftime(buf, 17, "%Y-%m-%dT%H:%M", &tm))
+		buf[0] = 0;
+}
