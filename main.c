@@ -24,6 +24,7 @@ static void usage(FILE *f)
 		"  import   add pprof files to a store: import --store DIR FILE.pb[.gz]...\n"
 		"  cat      print what the mount serves at PATH: cat --store DIR PATH\n"
 		"  check    verify a store: check --store DIR\n"
+		"  copy     copy a live store: copy --store DIR DEST\n"
 		"  version  print versions\n"
 		"\n"
 		"`proffs COMMAND --help` describes each command.\n");
@@ -55,6 +56,7 @@ static const struct {
 } cmds[] = {
 	{ "run", cmd_run },	{ "mount", cmd_mount }, { "import", cmd_import },
 	{ "cat", cmd_cat },	{ "check", cmd_check }, { "version", cmd_version },
+	{ "copy", cmd_copy },
 };
 
 int main(int argc, char **argv)

@@ -124,6 +124,13 @@ int store__stats(struct store *s, struct store_stats *st);
  * periodically; store__append also does). Returns 0 or -errno. */
 int store__expire(struct store *s, int64_t now);
 
+/* Writes a consistent, compacted copy of s (one read snapshot, free pages
+ * left out) as DEST/data.mdb; DEST is created if missing and must not
+ * hold a store already (-EEXIST). Runs beside appends of any process
+ * without blocking them. The copy opens as a store of its own. Returns 0
+ * or -errno (a partial copy is removed). */
+int store__copy(struct store *s, const char *dest);
+
 /* Walks every database and cross-reference. Problems are printed to f,
  * one line each. Returns 0 when the store is sound, else the count of
  * problems (> 0), or -errno if it could not be read. */
