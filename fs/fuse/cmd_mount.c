@@ -20,15 +20,33 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: proffs mount --store DIR [--allow-other] [--cache-size SIZE] MOUNTPOINT\n"
+		"usage: proffs mount --store DIR [--store DIR]... [--allow-other] [--cache-size SIZE] MOUNTPOINT\n"
 		"\n"
 		"Serves the store in DIR read-only as the /prof tree at MOUNTPOINT, without\n"
 		"sampling. Runs in the foreground; SIGINT/SIGTERM unmount and exit 0.\n"
+		"Several stores are served as one tree: series without a node label get\n"
+		"node=<the store directory's name>; merged/ and diff/ work across stores.\n"
 		"\n"
-		"  --store DIR        the store directory (required)\n"
+		"  --store DIR        a store directory (required; repeatable)\n"
 		"  --allow-other      let users other than root read the mount\n"
 		"  --cache-size SIZE  bound of the render cache (default 256M)\n"
 		"  -h, --help         this text\n");
+}
+
+#define MAX_STORES 256
+
+/* The store directory's own name ("/mnt/web-1/" -> "web-1"), malloc'd;
+ * NULL for "/" or no memory. */
+static char *dir_name(const char *dir)
+{
+	size_t end = strlen(dir), start;
+
+	while (end > 0 && dir[end - 1] == '/')
+		end--;
+	start = end;
+	while (start > 0 && dir[start - 1] != '/')
+		start--;
+	return end > start ? strndup(dir + start, end - start) : NULL;
 }
 
 /* /metrics gets the render cache's figures through this. */
@@ -52,7 +70,10 @@ int cmd_mount(int argc, char **argv)
 	struct mount_opts mo = { 0 };
 	struct tree_opts to = { 0 };
 	struct fsmount *m = NULL;
-	struct store *s = NULL;
+	struct store *s[MAX_STORES] = { 0 };
+	char *nodes[MAX_STORES] = { 0 };
+	const char *dirs[MAX_STORES];
+	size_t ns = 0;
 	struct tree *t = NULL;
 	sigset_t sigs;
 	uint64_t size;
@@ -63,7 +84,11 @@ int cmd_mount(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			so.dir = optarg;
+			if (ns == MAX_STORES) {
+				fprintf(stderr, "proffs mount: at most %d --store\n", MAX_STORES);
+				return 2;
+			}
+			dirs[ns++] = optarg;
 			break;
 		case 'a':
 			mo.allow_other = true;
@@ -86,7 +111,7 @@ int cmd_mount(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!so.dir) {
+	if (!ns) {
 		fprintf(stderr, "proffs mount: --store DIR is required\n");
 		return 2;
 	}
@@ -97,14 +122,22 @@ int cmd_mount(int argc, char **argv)
 	}
 	mo.mountpoint = argv[optind];
 
-	err = store__open(&s, &so);
-	if (err) {
-		fprintf(stderr, "proffs mount: cannot open store %s: %s\n", so.dir, strerror(-err));
-		return 1;
+	for (size_t i = 0; i < ns; i++) {
+		so.dir = dirs[i];
+		err = store__open(&s[i], &so);
+		if (err) {
+			fprintf(stderr, "proffs mount: cannot open store %s: %s\n", so.dir,
+				strerror(-err));
+			goto out_store;
+		}
+		if (ns > 1 && !(nodes[i] = dir_name(dirs[i]))) {
+			fprintf(stderr, "proffs mount: no name for store %s\n", dirs[i]);
+			goto out_store;
+		}
 	}
 	to.metrics_cb = metrics_cb;
 	to.metrics_ctx = &m;
-	t = tree__new(s, &to);
+	t = tree__new_multi(s, ns > 1 ? (const char *const *)nodes : NULL, ns, &to);
 	if (!t) {
 		fprintf(stderr, "proffs mount: cannot build the tree: %s\n", strerror(errno));
 		goto out_store;
@@ -133,6 +166,9 @@ int cmd_mount(int argc, char **argv)
 out_tree:
 	tree__free(t);
 out_store:
-	store__close(s);
+	for (size_t i = 0; i < ns; i++) {
+		store__close(s[i]);
+		free(nodes[i]);
+	}
 	return rc;
 }

@@ -21,13 +21,15 @@
 #include "store/profile/pprof.h"
 #include "fs/tree/tree_int.h"
 #include "store/util/util.h"
+#include "fs/tree/stores.h"
 
 /* Longest name a directory entry may have (NAME_MAX): longer label pairs
  * are left out of listings rather than offered and then refused. */
 #define ENTRY_NAME_MAX 255
 
 struct tree {
-	struct store *s;
+	struct store *s; /* the first store: its figures are /metrics' */
+	struct tstores st;
 	struct tree_opts o;
 	pthread_mutex_t lock; /* guards the types cache */
 	bool types_valid;
@@ -43,16 +45,34 @@ struct tree {
 
 struct tree *tree__new(struct store *s, const struct tree_opts *o)
 {
-	struct tree *t;
+	return tree__new_multi(&s, NULL, 1, o);
+}
 
-	if (!s) {
+struct tree *tree__new_multi(struct store *const *s, const char *const *nodes, size_t n,
+			     const struct tree_opts *o)
+{
+	struct tree *t;
+	int err;
+
+	for (size_t i = 0; i < n; i++)
+		if (!s[i]) {
+			errno = EINVAL;
+			return NULL;
+		}
+	if (!n) {
 		errno = EINVAL;
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	t->s = s;
+	err = stores__init(&t->st, s, nodes, n);
+	if (err) {
+		free(t);
+		errno = -err;
+		return NULL;
+	}
+	t->s = s[0];
 	t->born = now_s();
 	if (o)
 		t->o = *o;
@@ -65,13 +85,14 @@ void tree__free(struct tree *t)
 	if (!t)
 		return;
 	store__free_strv(t->types, t->ntypes);
+	stores__fini(&t->st);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
 uint64_t tree__version(struct tree *t)
 {
-	return store__version(t->s);
+	return stores__version(&t->st);
 }
 
 void node__fini(struct node *n)
@@ -92,21 +113,17 @@ void node__fini(struct node *n)
  * Called with t->lock held. */
 static int types_refresh(struct tree *t)
 {
-	uint64_t v = store__version(t->s);
+	uint64_t v = stores__version(&t->st);
 	char **names;
 	size_t n;
 	int err;
 
 	if (t->types_valid && v == t->types_version)
 		return 0;
-	err = store__types(t->s, &names, &n);
+	err = stores__types(&t->st, &names, &n);
 	if (err)
 		return err;
-	{
-		struct store_stats st;
-
-		t->last_commit = store__stats(t->s, &st) ? 0 : st.last_commit;
-	}
+	t->last_commit = stores__last_commit(&t->st);
 	store__free_strv(t->types, t->ntypes);
 	t->types = names;
 	t->ntypes = n;
@@ -247,7 +264,7 @@ static int latest_minute(struct tree *t, const struct path_query *q, int64_t now
 	err = sel_build(q->type, q->a.m, q->a.nm, &h);
 	if (err)
 		return err;
-	err = store__latest_minute(t->s, &h.sel, &m);
+	err = stores__latest_minute(&t->st, &h.sel, &m);
 	if (err)
 		goto out;
 	if (m + 60 <= now) {
@@ -255,7 +272,7 @@ static int latest_minute(struct tree *t, const struct path_query *q, int64_t now
 		goto out;
 	}
 	/* The newest minute is still open: look one further back. */
-	err = store__list(t->s, &h.sel, &pairs, &npairs, &minutes, &nmin);
+	err = stores__list(&t->st, &h.sel, &pairs, &npairs, &minutes, &nmin);
 	if (err)
 		goto out;
 	err = latest_of(minutes, nmin, now, out) ? 0 : -ENOENT;
@@ -461,7 +478,7 @@ static int list_sel(struct tree *t, const struct path_query *q, struct list *l)
 	err = sel_build(q->type, own, nown, &h);
 	if (err)
 		return err;
-	err = store__list(t->s, &h.sel, &pairs, &npairs, &minutes, &nmin);
+	err = stores__list(&t->st, &h.sel, &pairs, &npairs, &minutes, &nmin);
 	if (err)
 		goto out;
 	for (size_t i = 0; i < npairs; i++) {
@@ -612,7 +629,7 @@ static int merge(struct tree *t, const char *type, const struct path_matcher *pm
 	if (err)
 		return err;
 	path_range__window(r, now, &from, &to);
-	err = store__merge(t->s, &h.sel, from, to, out);
+	err = stores__merge(&t->st, &h.sel, from, to, out);
 	sel_release(&h);
 	CNT_ADD(t->c.merges, 1);
 	CNT_ADD(t->c.merge_ns, (uint64_t)(now_mono_ns() - t0));
@@ -745,7 +762,7 @@ int tree__render(struct tree *t, const struct node *n, struct buf *out)
 uint64_t tree__node_version(struct tree *t, const struct node *n)
 {
 	const struct path_query *q = n->q;
-	uint64_t v = store__version(t->s);
+	uint64_t v = stores__version(&t->st);
 	int64_t now;
 
 	if (!q)

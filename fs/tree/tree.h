@@ -38,6 +38,11 @@ struct tree_opts {
 };
 /* The tree borrows s; s must outlive it. Returns NULL with errno set. */
 struct tree *tree__new(struct store *s, const struct tree_opts *o);
+/* A tree over n stores served as one (stores.h): s[i] borrowed, must
+ * outlive the tree; nodes[i] (copied) is the node= value of store i's
+ * series that carry no node label; nodes NULL: no labelling. */
+struct tree *tree__new_multi(struct store *const *s, const char *const *nodes, size_t n,
+			     const struct tree_opts *o);
 void tree__free(struct tree *t);
 
 /* Resolves an absolute path ("/", "/cpu/comm=x/2026-11-22T10:15/top.txt").
