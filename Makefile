@@ -43,15 +43,17 @@ PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs fuse3 libbpf))$(PKG_L
 DEFS    := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DPROFFS_VERSION='"$(VERSION)"'
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PROFFS_CFLAGS = -std=gnu11 $(WARN) $(DEFS) $(SANFLAGS) -I. -I$(BUILD) $(PKG_CFLAGS)
-LDLIBS  = $(PKG_LIBS) -lelf -lz -lzstd -llmdb -lprotobuf-c -lpthread -lm
+LDLIBS  = $(PKG_LIBS) -lelf -lz -lzstd -llmdb -lprotobuf-c -lcurl -lpthread -lm
 LDFLAGS += $(SANFLAGS)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
 PROTO_C    := $(GEN)/profile.pb-c.c
-GENERATED  := $(PROTO_C) $(BPF_SKELS)
+PUSH_PROTO_C := $(GEN)/push.pb-c.c
+GENERATED  := $(PROTO_C) $(PUSH_PROTO_C) $(BPF_SKELS)
 LIB_SRCS   := $(wildcard store/*/*.c fs/*/*.c sampler/*.c sampler/*/*.c)
-LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
+LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
+	      $(BUILD)/obj/gen/push.pb-c.o
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TOOL_SRCS  := $(wildcard tests/tools/*.c)
@@ -84,6 +86,15 @@ $(BUILD)/obj/%.o: %.c | $(GENERATED)
 $(BUILD)/obj/gen/profile.pb-c.o: $(PROTO_C)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(filter-out -Werror -Wextra,$(PROFFS_CFLAGS)) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/gen/push.pb-c.o: $(PUSH_PROTO_C)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(dir $@) && $(CC) $(filter-out -Werror -Wextra,$(PROFFS_CFLAGS)) $(CFLAGS) -c -o $@ $<
+
+$(GEN)/push.pb-c.h: $(PUSH_PROTO_C)
+$(PUSH_PROTO_C): sampler/push/push.proto
+	$(call msg,PROTOC,$<)
+	$(Q)mkdir -p $(GEN) && $(PROTOC_C) --c_out=$(GEN) --proto_path=sampler/push $<
 
 $(GEN)/profile.pb-c.h: $(PROTO_C)
 $(PROTO_C): store/profile/profile.proto

@@ -24,6 +24,7 @@
 #include "cmd.h"
 #include "fs/fuse/mount.h"
 #include "sampler/profiler.h"
+#include "sampler/push/push.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
 #include "fs/tree/tree.h"
@@ -40,6 +41,7 @@ struct run {
 	int64_t retention_s;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
 	pthread_t thread;
+	struct pusher *pusher; /* --push, else NULL */
 	/* figures for /metrics, written by the sampler thread */
 	uint64_t batches, append_errors, last_batch_samples;
 };
@@ -48,7 +50,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
-		"                  [--max-size SIZE] [--label k=v]... [--allow-other]\n"
+		"                  [--max-size SIZE] [--label k=v]... [--allow-other] [--push URL]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -60,7 +62,9 @@ static void usage(FILE *f)
 		"  --retention DUR    drop data older than DUR, e.g. 6h, 7d (default 7d)\n"
 		"  --max-size SIZE    bound on the store's size, e.g. 512M, 4G (default 4G)\n"
 		"  --label k=v        attach this label to every series (repeatable)\n"
-		"  --allow-other      let users other than root read the mount\n");
+		"  --allow-other      let users other than root read the mount\n"
+		"  --push URL         send every complete minute to the Grafana Pyroscope\n"
+		"                     server at URL (its push API), retrying across restarts\n");
 }
 
 static void metrics_cb(struct buf *out, void *ctx)
@@ -125,6 +129,7 @@ static void metrics_cb(struct buf *out, void *ctx)
 	H("proffs_resident_memory_bytes", "gauge", "Resident set size of the daemon.");
 	buf__printf(out, "proffs_resident_memory_bytes %ld\n", rss_pages * sysconf(_SC_PAGESIZE));
 #undef H
+	pusher__metrics(__atomic_load_n(&r->pusher, __ATOMIC_ACQUIRE), out);
 }
 
 /* Hands the open batch to the store. A refused batch is dropped (and
@@ -178,7 +183,7 @@ static void *sampler_thread(void *arg)
 
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW };
+	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_PUSH };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -187,6 +192,7 @@ int cmd_run(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'x' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
+		{ "push", required_argument, NULL, O_PUSH },
 		{ "help", no_argument, NULL, 'h' },
 		/* hidden, for tests */
 		{ "batch-interval", required_argument, NULL, O_BATCH },
@@ -200,6 +206,7 @@ int cmd_run(int argc, char **argv)
 	struct mount_opts mo = { .mountpoint = "/prof" };
 	struct profiler_opts po = { .hz = 19 };
 	struct tree_opts to = { .metrics_cb = metrics_cb };
+	struct pusher_opts pusho = { 0 };
 	char *dups[MAX_LABELS] = { 0 }, host[256];
 	struct fsmount *fm = NULL;
 	struct tree *tree = NULL;
@@ -261,6 +268,13 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case O_ALLOW: mo.allow_other = true; break;
+		case O_PUSH:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8)) {
+				fprintf(stderr, "proffs run: bad --push '%s' (want an http:// or https:// URL)\n", optarg);
+				goto usage_err;
+			}
+			pusho.url = optarg;
+			break;
 		case O_BATCH:
 			if (parse_duration(optarg, &interval_s) || interval_s <= 0) {
 				fprintf(stderr, "proffs run: bad --batch-interval '%s'\n", optarg);
@@ -339,6 +353,27 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	thread_started = true;
+	if (pusho.url) {
+		const char *e;
+
+		/* Complete: its last batch is in, one drain interval after
+		 * its end. The PROFFS_PUSH_* variables are test knobs. */
+		pusho.settle_s = interval_s + 5;
+		if ((e = getenv("PROFFS_PUSH_SETTLE_S")))
+			pusho.settle_s = atoll(e);
+		if ((e = getenv("PROFFS_PUSH_BACKOFF_MAX_S")))
+			pusho.backoff_max_s = atoll(e);
+		if ((e = getenv("PROFFS_PUSH_MAX_AGE_S")))
+			pusho.max_age_s = atoll(e);
+		struct pusher *pp = NULL;
+
+		err = pusher__start(&pp, r.store, &pusho);
+		__atomic_store_n(&r.pusher, pp, __ATOMIC_RELEASE);
+		if (err) {
+			pr_err("run: cannot start pushing to %s: %s", pusho.url, strerror(-err));
+			goto out;
+		}
+	}
 	pr_info("run: sampling at %d Hz, store %s, mounted at %s", po.hz, so.dir, mo.mountpoint);
 
 	do {
@@ -353,6 +388,8 @@ out:
 	}
 	if (fm)
 		fsmount__stop(fm);
+	/* After the mount: /metrics reads the pusher's figures. */
+	pusher__stop(r.pusher);
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);

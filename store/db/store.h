@@ -78,6 +78,10 @@ struct store_sel {
 	const char *type;
 	const struct store_matcher *m;
 	size_t nm;
+	/* When set, only these series (ids ascending, as store__minute_series
+	 * gives them) are selected, ANDed with the matchers. */
+	const uint32_t *ids;
+	size_t nids;
 };
 
 /* Names of the types that have data, sorted. *names is a malloc'd array of
@@ -130,6 +134,28 @@ int store__expire(struct store *s, int64_t now);
  * without blocking them. The copy opens as a store of its own. Returns 0
  * or -errno (a partial copy is removed). */
 int store__copy(struct store *s, const char *dest);
+
+/* A series holding data in a minute: its id (stable within this store)
+ * and its labels (malloc'd strings). */
+struct store_series {
+	uint32_t id;
+	struct store_label *labels;
+	size_t nlabels;
+};
+
+/* The series of type with data in minute (Unix s, multiple of 60),
+ * ascending by id. *out: free with store__free_series(). Returns 0 (none:
+ * *n = 0), -ENOENT for an unknown type, or -errno. */
+int store__minute_series(struct store *s, const char *type, int64_t minute,
+			 struct store_series **out, size_t *n);
+void store__free_series(struct store_series *v, size_t n);
+
+/* Named u64 values of the store's users (e.g. the push cursor), kept in
+ * the store so they survive restarts and travel with copies. get: -ENOENT
+ * when never put. put: one write transaction; -EROFS on a read-only
+ * store. Names are at most 100 bytes. Return 0 or -errno. */
+int store__meta_get(struct store *s, const char *name, uint64_t *v);
+int store__meta_put(struct store *s, const char *name, uint64_t v);
 
 /* Walks every database and cross-reference. Problems are printed to f,
  * one line each. Returns 0 when the store is sound, else the count of

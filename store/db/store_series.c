@@ -229,7 +229,20 @@ int series__select(struct store *s, MDB_txn *txn, uint32_t type,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!sel->nm) {
+	if (sel->ids) {
+		/* Ids first: the matchers below intersect with them. */
+		acc.v = malloc((sel->nids ? sel->nids : 1) * sizeof(*acc.v));
+		if (!acc.v)
+			return -ENOMEM;
+		memcpy(acc.v, sel->ids, sel->nids * sizeof(*acc.v));
+		acc.n = acc.cap = sel->nids;
+		idvec_sort_unique(&acc);
+		if (!sel->nm || !acc.n) {
+			out->ids = acc.v;
+			out->n = acc.n;
+			return 0;
+		}
+	} else if (!sel->nm) {
 		out->all = true;
 		return 0;
 	}
@@ -241,7 +254,7 @@ int series__select(struct store *s, MDB_txn *txn, uint32_t type,
 		rc = match_one(s, txn, c, type, &sel->m[i], &cur);
 		if (rc)
 			goto out;
-		if (!i) {
+		if (!i && !sel->ids) {
 			struct idvec t = acc;
 
 			acc = cur;
