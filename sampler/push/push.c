@@ -454,6 +454,7 @@ int pusher__start(struct pusher **out, struct store *s, const struct pusher_opts
 		free(p);
 		return -err;
 	}
+	pthread_setname_np(p->thread, "proffs-push"); /* its CPU shows apart */
 	*out = p;
 	return 0;
 }
