@@ -1,6 +1,6 @@
 /*
  * tree.h - the /prof tree without FUSE: path -> node -> listing, link
- * target or file bytes. The FUSE layer (fuse_ops.c) and `proffs cat` are
+ * target or file bytes. The FUSE layer (fs/fuse/ops.c) and `proffs cat` are
  * its two clients; everything a path means is decided here and in path.c.
  */
 #ifndef PROFFS_TREE_H
