@@ -24,7 +24,6 @@
 #define TTL_CURRENT 1.0
 #define TTL_NEGATIVE 1.0
 
-
 /* An open directory: a snapshot of its listing, with inode numbers. */
 struct dirh {
 	size_t n;

@@ -30,8 +30,9 @@ struct node {
 void node__fini(struct node *n);
 
 struct tree;
-/* metrics_cb, when set, appends the embedder's own metrics (the daemon's
- * sampler figures) to /metrics. */
+/* metrics_cb, when set, appends the embedder's own metrics (the mount's
+ * render cache and FUSE figures, the daemon's sampler figures) to
+ * /metrics. */
 struct tree_opts {
 	void (*metrics_cb)(struct buf *out, void *ctx);
 	void *metrics_ctx;
