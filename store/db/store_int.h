@@ -316,6 +316,9 @@ int series__select(struct store *s, MDB_txn *txn, uint32_t type,
 		   const struct store_sel *sel, struct series_set *out);
 bool series_set__has(const struct series_set *ss, uint32_t id);
 void series_set__free(struct series_set *ss);
+/* Does the minute key (type, minute) cursor c is positioned on hold any
+ * series of ss? */
+bool series_set__in_minute(MDB_cursor *c, const struct series_set *ss);
 
 /* ---- blocks ---- */
 struct blk_entry {
