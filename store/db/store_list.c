@@ -141,16 +141,9 @@ int store__list(struct store *s, const struct store_sel *sel, char ***pairs,
 		}
 		if (!any)
 			continue;
-		if (np == pcap) {
-			size_t nc = pcap ? pcap * 2 : 32;
-			char **n2 = realloc(pv, nc * sizeof(*pv));
-
-			if (!n2) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			pv = n2;
-			pcap = nc;
+		if (GROW(pv, &pcap, np + 1)) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		if ((rc = pair_str(s, txn, ns, vs, &pv[np])))
 			goto out;
@@ -178,16 +171,9 @@ int store__list(struct store *s, const struct store_sel *sel, char ***pairs,
 			break;
 		if (!series_set__in_minute(c, &ss))
 			continue;
-		if (nm == mcap) {
-			size_t nc = mcap ? mcap * 2 : 256;
-			int64_t *n2 = realloc(mv, nc * sizeof(*mv));
-
-			if (!n2) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			mv = n2;
-			mcap = nc;
+		if (GROW(mv, &mcap, nm + 1)) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		mv[nm++] = (int64_t)be32_get((uint8_t *)k.mv_data + 4) * 60;
 	}

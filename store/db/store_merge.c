@@ -87,7 +87,7 @@ struct mctx {
 	struct u64map lsidx; /* (comm sid << 32 | pid sid) -> label set index */
 	struct prof_label (*lab)[2];
 	uint8_t *nlab;
-	size_t nls;
+	size_t nls, caplab;
 	struct u64map agg; /* (label set << 32 | stack) -> entry */
 	uint64_t *akey;
 	int64_t *aval;
@@ -228,14 +228,8 @@ static int m_path(struct mctx *m, uint32_t stack, uint32_t *n)
 	if ((rc = table__read(m->s, m->txn, DB_STACK, stack, &d)))
 		return rc == -ENOENT ? -EBADMSG : rc;
 	/* n is the first varint; at most the record's length. */
-	if (d.mv_size > m->spcap) {
-		uint32_t *np = realloc(m->spath, d.mv_size * sizeof(*np));
-
-		if (!np)
-			return -ENOMEM;
-		m->spath = np;
-		m->spcap = d.mv_size;
-	}
+	if (GROW(m->spath, &m->spcap, d.mv_size))
+		return -ENOMEM;
 	rc = stack__dec(d.mv_data, d.mv_size, m->spath, m->spcap);
 	if (rc < 0)
 		return rc;
@@ -258,18 +252,8 @@ static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
 	}
 	if ((rc = m_path(m, stack, n)))
 		return rc;
-	if (m->npool + *n > m->cappool) {
-		size_t nc = m->cappool ? m->cappool * 2 : 4096;
-		uint64_t *np;
-
-		while (nc < m->npool + *n)
-			nc *= 2;
-		np = realloc(m->locpool, nc * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		m->locpool = np;
-		m->cappool = nc;
-	}
+	if (GROW(m->locpool, &m->cappool, m->npool + *n))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < *n; i++)
 		if ((rc = m_location(m, m->spath[i], &m->locpool[m->npool + i])))
 			return rc;
@@ -313,17 +297,10 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 	if (!u64map__get(&m->lsidx, lk, &v)) {
 		uint8_t n = 0;
 
-		if (m->nls % 64 == 0) {
-			void *a = realloc(m->lab, (m->nls + 64) * sizeof(*m->lab));
+		size_t cap = m->caplab; /* lab and nlab grow in step */
 
-			if (!a)
-				return -ENOMEM;
-			m->lab = a;
-			a = realloc(m->nlab, m->nls + 64);
-			if (!a)
-				return -ENOMEM;
-			m->nlab = a;
-		}
+		if (GROW(m->lab, &cap, m->nls + 1) || GROW(m->nlab, &m->caplab, m->nls + 1))
+			return -ENOMEM;
 		/* An empty value cannot be a string label: left out. */
 		if (comm) {
 			m->lab[m->nls][n] = (struct prof_label){ 0 };
@@ -361,20 +338,11 @@ static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 		return rc;
 	k = (uint64_t)ls << 32 | stack;
 	if (!u64map__get(&m->agg, k, &i)) {
-		if (m->nagg == m->capagg) {
-			size_t nc = m->capagg ? m->capagg * 2 : 4096;
-			uint64_t *nk = realloc(m->akey, nc * sizeof(*nk));
-			int64_t *nvv;
+		size_t cap = m->capagg; /* akey and aval (nv a row) grow in step */
 
-			if (!nk)
-				return -ENOMEM;
-			m->akey = nk;
-			nvv = realloc(m->aval, nc * nv * sizeof(*nvv));
-			if (!nvv)
-				return -ENOMEM;
-			m->aval = nvv;
-			m->capagg = nc;
-		}
+		if (GROW(m->akey, &cap, m->nagg + 1) ||
+		    grow((void **)&m->aval, &m->capagg, m->nagg + 1, nv * sizeof(*m->aval)))
+			return -ENOMEM;
 		i = m->nagg++;
 		m->akey[i] = k;
 		memset(m->aval + i * nv, 0, nv * sizeof(int64_t));

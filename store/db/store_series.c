@@ -98,15 +98,8 @@ struct idvec {
 
 static int idvec_push(struct idvec *iv, uint32_t id)
 {
-	if (iv->n == iv->cap) {
-		size_t nc = iv->cap ? iv->cap * 2 : 64;
-		uint32_t *nv = realloc(iv->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		iv->v = nv;
-		iv->cap = nc;
-	}
+	if (GROW(iv->v, &iv->cap, iv->n + 1))
+		return -ENOMEM;
 	iv->v[iv->n++] = id;
 	return 0;
 }

@@ -36,7 +36,7 @@ struct wctx {
 	uint64_t *locfp;                      /* location fingerprints, likewise */
 	struct u64map ser_hash;               /* label hash -> ser_cache index */
 	struct ser_cache_ent *sc;
-	size_t nsc;
+	size_t nsc, capsc;
 	struct u64map txsym[DB__N]; /* resolved in this txn, for s->pc_sym */
 	struct u64map txseries;     /* likewise for s->pc_series */
 	struct u64map txlocfp;      /* location fingerprint -> location */

@@ -646,11 +646,11 @@ int wctx__series(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
 	if (rc)
 		return rc;
 	{
-		struct ser_cache_ent *nsc = realloc(w->sc, (w->nsc + 1) * sizeof(*nsc));
+		struct ser_cache_ent *nsc;
 
-		if (!nsc)
+		if (GROW(w->sc, &w->capsc, w->nsc + 1))
 			return -ENOMEM;
-		w->sc = nsc;
+		nsc = w->sc;
 		nsc[w->nsc].pairs = malloc(np * sizeof(uint32_t) + 1);
 		if (!nsc[w->nsc].pairs)
 			return -ENOMEM;

@@ -110,8 +110,6 @@ void profile__free(struct profile *p);
  * string. On allocation failure returns UINT32_MAX. */
 uint32_t profile__intern(struct profile *p, const char *s, size_t len);
 uint32_t profile__intern_str(struct profile *p, const char *s);
-/* Index of an already interned string, or UINT32_MAX if absent. */
-uint32_t profile__find_str(const struct profile *p, const char *s);
 
 /* Sets the value types. types/units are C strings copied into the table.
  * Must be called before the first sample; returns 0 or -EINVAL (n == 0 or
