@@ -148,8 +148,10 @@ uint32_t profile__intern(struct profile *p, const char *s, size_t len)
 	i = hidx__find(&p->idx->strs, h, str_eq, p, &k);
 	if (i != UINT32_MAX)
 		return i;
-	if (len > UINT32_MAX - 1)
+	if (len > UINT32_MAX - 1) {
+		errno = EOVERFLOW;
 		return UINT32_MAX;
+	}
 	/* str_lens grows in step with strs: from the same capacity, to the
 	 * same capacity. */
 	cap = p->cap_strs;
@@ -197,8 +199,8 @@ int profile__set_value_types(struct profile *p, uint32_t n,
 	return 0;
 }
 
-int profile__value_index(const struct profile *p, const char *type,
-			 const char *unit)
+/* Index (0-based) of the value type named type/unit, or -1: absent. */
+static int value_index(const struct profile *p, const char *type, const char *unit)
 {
 	for (uint32_t i = 0; i < p->nvalues; i++)
 		if (!strcmp(p->strs[p->sample_types[i].type], type) &&
@@ -477,7 +479,7 @@ int profile__merge(struct profile *dst, const struct profile *src, int64_t scale
 		dst->default_sample_type = smap[src->default_sample_type];
 	}
 	for (uint32_t i = 0; i < src->nvalues; i++) {
-		int j = profile__value_index(dst, src->strs[src->sample_types[i].type],
+		int j = value_index(dst, src->strs[src->sample_types[i].type],
 					     src->strs[src->sample_types[i].unit]);
 
 		if (j < 0) {

@@ -258,16 +258,17 @@ int grow(void **p, size_t *cap, size_t need, size_t elem)
 	if (need <= *cap)
 		return 0;
 	ncap = *cap ? *cap : 16;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return -ENOMEM;
+	while (ncap < need && ncap <= SIZE_MAX / 2)
 		ncap *= 2;
+	if (ncap < need || (elem && ncap > SIZE_MAX / elem)) {
+		errno = ENOMEM;
+		return -ENOMEM;
 	}
-	if (elem && ncap > SIZE_MAX / elem)
-		return -ENOMEM;
 	np = realloc(*p, ncap * elem);
-	if (!np)
+	if (!np) {
+		errno = ENOMEM;
 		return -ENOMEM;
+	}
 	*p = np;
 	*cap = ncap;
 	return 0;
@@ -278,8 +279,10 @@ int grow_u32(void **p, uint32_t *cap, size_t need, size_t elem)
 	size_t c = *cap;
 	int rc;
 
-	if (need > UINT32_MAX)
+	if (need > UINT32_MAX) {
+		errno = ENOMEM;
 		return -ENOMEM;
+	}
 	if ((rc = grow(p, &c, need, elem)))
 		return rc;
 	*cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;

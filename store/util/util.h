@@ -61,8 +61,9 @@ int read_file_all(const char *path, size_t max, uint8_t **data, size_t *len);
 
 /* Growable arrays. Makes room for need elements of elem bytes in *p,
  * whose capacity is *cap elements, doubling it (from 16); *p is realloc'd
- * (the caller owns and frees it). Returns 0, or -ENOMEM with *p and *cap
- * unchanged (also when the size would overflow). grow_u32 is for a
+ * (the caller owns and frees it). Returns 0, or -ENOMEM (errno ENOMEM
+ * too, for callers that return an id) with *p and *cap unchanged, also
+ * when the size would overflow. grow_u32 is for a
  * uint32_t capacity; GROW(arr, &cap, need) picks the one that fits cap
  * and the element size of arr. */
 int grow(void **p, size_t *cap, size_t need, size_t elem);
