@@ -21,7 +21,7 @@ struct cctx {
 	size_t ntypes;
 	/* current block */
 	const char *what;
-	uint32_t btype, bnv;
+	uint32_t btype;
 	uint64_t bstart;
 	bool is_rollup;
 	/* the entries of the rollup being checked */

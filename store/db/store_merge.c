@@ -78,8 +78,6 @@ struct mctx {
 	struct idmap str, func, map, loc; /* store id -> profile id */
 	uint32_t *spath;                   /* one stack's store locations */
 	size_t spcap;
-	uint64_t *tmp; /* one stack's profile locations, leaf first */
-	size_t ntmp;
 	struct idmap stk; /* stack -> (offset in locpool << 16 | length) */
 	uint64_t *locpool;
 	size_t npool, cappool;
@@ -578,7 +576,6 @@ out:
 	u64map__free(&m.lsidx);
 	u64map__free(&m.agg);
 	free(m.spath);
-	free(m.tmp);
 	idmap_free(&m.stk);
 	free(m.locpool);
 	free(m.lab);
