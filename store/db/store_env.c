@@ -20,6 +20,10 @@ const char *const store_db_names[DB__N] = {
 	[DB_DIRTY] = "dirty",
 };
 
+/* Content indexes format 4 no longer fills (see store__open). */
+static const char *const legacy_db_names[] = { "func_idx", "map_idx", "loc_idx", "stacks_idx" };
+#define LEGACY_DBS (int)(sizeof(legacy_db_names) / sizeof(legacy_db_names[0]))
+
 static unsigned int db_flags(int db)
 {
 	switch (db) {
@@ -139,7 +143,7 @@ int store__open(struct store **out, const struct store_opts *o)
 	rc = mdb_env_create(&s->env);
 	if (rc)
 		goto lmdb_err;
-	rc = mdb_env_set_maxdbs(s->env, DB__N + 2);
+	rc = mdb_env_set_maxdbs(s->env, DB__N + LEGACY_DBS + 2);
 	if (!rc)
 		rc = mdb_env_set_maxreaders(s->env, 512);
 	if (!rc)
@@ -167,6 +171,22 @@ int store__open(struct store **out, const struct store_opts *o)
 				       mdb_strerror(rc));
 			store__txn_abort(s, txn);
 			rc = rc == MDB_NOTFOUND ? -ENOENT : store__errno(rc);
+			goto err;
+		}
+	}
+	/* Format 4 stores have always held these, empty: created (never
+	 * opened otherwise) so that a proffs built before they went out of
+	 * use still opens a store made now. Drop at the next format. */
+	for (int i = 0; i < LEGACY_DBS && !s->readonly; i++) {
+		MDB_dbi dbi;
+
+		rc = mdb_dbi_open(txn, legacy_db_names[i], MDB_DUPSORT | MDB_DUPFIXED | MDB_CREATE,
+				  &dbi);
+		if (rc) {
+			pr_err("store: %s: database %s: %s", o->dir, legacy_db_names[i],
+			       mdb_strerror(rc));
+			store__txn_abort(s, txn);
+			rc = store__errno(rc);
 			goto err;
 		}
 	}

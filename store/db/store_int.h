@@ -11,10 +11,10 @@
  *   map        id u32 -> enc(mapping)
  *   loc        id u32 -> enc(location)
  *   stacks     id u32 -> enc(stack): location ids, leaf first
- *   (no func_idx, map_idx, loc_idx, stacks_idx: the writer rebuilds
- *   content -> id maps in memory from the tables and readers never look
- *   these records up by content. Format-4 stores made before they were
- *   dropped hold them empty; nothing opens them.)
+ *   func_idx, map_idx, loc_idx, stacks_idx: empty since format 4 (the
+ *   writer rebuilds content -> id maps in memory from the tables; readers
+ *   never look these records up by content). Only created, so that older
+ *   format-4 readers, which open them, still open the store.
  *   type       name -> type record (id, period, value types)
  *   series     id u32 -> (type u32, npairs u32, (name sid, value sid)*, last_seen u64)
  *   series_idx hash64(content) -> id (dup)
