@@ -23,6 +23,7 @@
 #include <curl/curl.h>
 
 #include "sampler/push/push.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 #define CURSOR_KEY "push.cursor"
@@ -481,9 +482,7 @@ void pusher__metrics(struct pusher *p, struct buf *out)
 	if (!p)
 		return;
 	cm = __atomic_load_n(&p->cursor_minute, __ATOMIC_RELAXED);
-#define C(name, help, v)                                                                   \
-	buf__printf(out, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %" PRIu64 "\n", \
-		    (uint64_t)(v))
+#define C(name, help, v) prom__counter(out, name, help, (uint64_t)(v))
 	C("proffs_push_minutes_total", "Minutes pushed to the server (all their series accepted).", GET(p->minutes));
 	C("proffs_push_profiles_total", "Profiles the server accepted.", GET(p->profiles));
 	C("proffs_push_bytes_total", "Bytes of requests the server accepted.", GET(p->bytes));
@@ -495,9 +494,11 @@ void pusher__metrics(struct pusher *p, struct buf *out)
 	C("proffs_push_labels_cut_total", "Labels left out (at most 30 per series).", GET(p->labels_cut));
 	C("proffs_push_errors_total", "Store errors of the pusher.", GET(p->errors));
 #undef C
-	buf__printf(out, "# HELP proffs_push_lag_seconds Seconds from the end of the oldest minute not yet pushed to now.\n"
-			 "# TYPE proffs_push_lag_seconds gauge\nproffs_push_lag_seconds %" PRId64 "\n",
-		    now_s() - (cm + 60) > 0 ? now_s() - (cm + 60) : 0);
-	buf__printf(out, "# HELP proffs_push_next_minute The next minute to push (Unix seconds).\n"
-			 "# TYPE proffs_push_next_minute gauge\nproffs_push_next_minute %" PRId64 "\n", cm);
+	prom__family(out, "proffs_push_lag_seconds", PROM_GAUGE,
+		     "Seconds from the end of the oldest minute not yet pushed to now.");
+	prom__i64(out, "proffs_push_lag_seconds", NULL, 0,
+		  now_s() - (cm + 60) > 0 ? now_s() - (cm + 60) : 0);
+	prom__family(out, "proffs_push_next_minute", PROM_GAUGE,
+		     "The next minute to push (Unix seconds).");
+	prom__i64(out, "proffs_push_next_minute", NULL, 0, cm);
 }
