@@ -44,6 +44,8 @@ stop_daemon() {
 		gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null | grep -E "^#|^Thread" >"$WORK/hang.txt" ) &
 	run_stop "$pid" "$MP"
 	local rc=$?
+	# A hung daemon must not push beside its successor.
+	((rc)) && { kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fusermount3 -u -z "$MP" 2>/dev/null; }
 	[[ -s $WORK/hang.txt ]] && { echo "--- daemon threads while it hung"; head -80 "$WORK/hang.txt"; }
 	return $rc
 }
