@@ -14,6 +14,7 @@
 #  - diff/cpu/node=web-1/last-1h/vs/node=web-2/last-1h/profile.pb is read
 #    by go tool pprof, and its total is web-2 - web-1
 #  - regex and != on node pick stores: node=~web-[12] is web-1 + web-2
+# san: yes
 source "$(dirname "$0")/sampler_lib.bash"
 command -v go >/dev/null || skip "go is needed for go tool pprof"
 export GOCACHE=$WORK/gocache GOPATH=$WORK/gopath GOTOOLCHAIN=local
