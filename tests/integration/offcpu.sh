@@ -107,10 +107,11 @@ pbw=$WORK/waits.pb
 cp "$MP/merged/offcpu/pid=$WP/$R/profile.pb" "$pbw" || die "read waits profile.pb"
 protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store/profile" "$ROOT/store/profile/profile.proto" <"$pbw" >"$WORK/waits.txt" ||
 	fail "protoc --decode"
-st=$(awk '/^sample_type/ { getline a; getline b; print a b }' "$WORK/waits.txt" | tr -s ' ' | head -2 | tr '\n' ' ')
-strs=$(grep '^string_table' "$WORK/waits.txt" | tr '\n' ' ')
-[[ $strs == *'"events"'* && $strs == *'"offcpu"'* && $strs == *'"nanoseconds"'* && $strs == *'"state"'* && $strs == *'"sleep"'* ]] &&
-	ok "profile.pb: events/count, offcpu/nanoseconds, label state" || fail "profile.pb: sample types/labels missing ($st)"
+# Sample types: string_table indexes 1-4 are events, count, offcpu, nanoseconds.
+types=$(awk '/^sample_type/ { getline a; getline b; print a, b }' "$WORK/waits.txt" | tr -s ' ' | tr '\n' ';')
+strs=$(grep '^string_table' "$WORK/waits.txt" | sed -n '2,5p' | tr '\n' ' ')
+[[ $types == " type: 1 unit: 2; type: 3 unit: 4;" && $strs == 'string_table: "events" string_table: "count" string_table: "offcpu" string_table: "nanoseconds" ' ]] &&
+	ok "profile.pb: sample types events/count, offcpu/nanoseconds" || fail "profile.pb: sample types '$types' '$strs'"
 HOME=$WORK PPROF_BINARY_PATH=/nonexistent go tool pprof -top -nodefraction=0 -sample_index=offcpu "$pbw" >"$WORK/waits.top" 2>"$WORK/pprof.err" ||
 	{ cat "$WORK/pprof.err"; fail "go tool pprof -top failed"; }
 pl=$(awk '$6 == "waitLong" { print $4 }' "$WORK/waits.top"); psh=$(awk '$6 == "waitShort" { print $4 }' "$WORK/waits.top")
