@@ -316,9 +316,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tid = p->pid;
 
-	/* Runs before the thread's pending task work (exit_task_work comes
-	 * later in do_exit)? No: the work was queued on this thread and runs
-	 * as it exits; only the map entry must go, or it would outlive it. */
+	/* The entry would outlive its thread. Deleting it cancels a work
+	 * still pending (a thread killed while blocked: its mm is gone by
+	 * now anyway); user space stores that block with kernel frames only. */
 	bpf_map_delete_elem(&uworks, &tid);
 	return 0;
 }
