@@ -24,7 +24,15 @@ struct offcpu {
 	size_t npend, cappend;
 	uint64_t newest_ns;          /* the newest record's time */
 	uint64_t expired, lost_nomem;
+	unsigned budget;             /* records left in this poll */
 };
+
+/* Records handled per poll at most: producers that outpace us must not
+ * keep the sampler thread (and a SIGTERM) inside one poll forever; what
+ * is left waits for the next poll, or is dropped by the BPF side (and
+ * counted) when the ring fills. About a ring's worth. */
+#define POLL_BUDGET 32768
+#define OUT_OF_BUDGET (-EAGAIN)
 
 static const char *const state_names[OFFCPU_NSTATES] = {
 	[OFFCPU_SLEEP] = "sleep",
@@ -103,18 +111,17 @@ static void join(struct offcpu *oc, const struct prof_sample_ev *k, const struct
 	emit(oc, j);
 }
 
-static int handle(void *ctx, void *data, size_t size)
+static void handle_one(struct offcpu *oc, void *data, size_t size)
 {
-	struct offcpu *oc = ctx;
 	const struct prof_sample_ev *ev = data;
 	size_t w = 0;
 
 	if (size < offsetof(struct prof_sample_ev, frames))
-		return 0;
+		return;
 	/* Never trust lengths beyond what arrived. */
 	if (ev->nkern > PROF_MAX_FRAMES || ev->nuser > PROF_MAX_FRAMES ||
 	    offsetof(struct prof_sample_ev, frames) + ((size_t)ev->nkern + ev->nuser) * sizeof(__u64) > size)
-		return 0;
+		return;
 	if (ev->time_ns > oc->newest_ns)
 		oc->newest_ns = ev->time_ns;
 	if (ev->type == OFFCPU_EV_SAMPLE) {
@@ -122,7 +129,7 @@ static int handle(void *ctx, void *data, size_t size)
 
 		if (!(ev->flags & OFFCPU_F_USER_NEXT) || ev->nuser) {
 			emit(oc, ev);
-			return 0;
+			return;
 		}
 		if (oc->npend == oc->cappend) {
 			size_t nc = oc->cappend ? 2 * oc->cappend : 64;
@@ -139,10 +146,10 @@ static int handle(void *ctx, void *data, size_t size)
 		p->size = size;
 		memcpy(&p->ev, ev, size);
 		oc->pend[oc->npend++] = p;
-		return 0;
+		return;
 	}
 	if (ev->type != OFFCPU_EV_USER)
-		return 0;
+		return;
 	/* Every block of this thread since it last left user space. */
 	for (size_t r = 0; r < oc->npend; r++) {
 		struct pend *p = oc->pend[r];
@@ -155,10 +162,22 @@ static int handle(void *ctx, void *data, size_t size)
 		}
 	}
 	oc->npend = w;
-	return 0;
+	return;
 nomem:
 	oc->lost_nomem++;
-	return 0;
+	return;
+}
+
+/* libbpf's ring callback. An error ends the consume, after this record
+ * (libbpf has already moved past it): so it is handled first. */
+static int handle(void *ctx, void *data, size_t size)
+{
+	struct offcpu *oc = ctx;
+
+	handle_one(oc, data, size);
+	if (oc->budget)
+		oc->budget--;
+	return oc->budget ? 0 : OUT_OF_BUDGET;
 }
 
 /* Kernel parts whose user part will not come (see PEND_TIMEOUT_NS). */
@@ -254,17 +273,21 @@ err:
 
 int offcpu__poll(struct offcpu *oc, int timeout_ms)
 {
-	int n = ring_buffer__poll(oc->rb, timeout_ms), m;
+	int n, m;
 
-	if (n == -EINTR)
+	oc->budget = POLL_BUDGET;
+	n = ring_buffer__poll(oc->rb, timeout_ms);
+	if (n == -EINTR || n == OUT_OF_BUDGET)
 		n = 0;
 	if (n < 0)
 		return n;
 	/* Records wake no one (a wakeup per block would cost more than the
 	 * block's record): poll only waits, consume reads. */
 	m = ring_buffer__consume(oc->rb);
+	if (m == OUT_OF_BUDGET)
+		m = 0;
 	expire(oc);
-	return m < 0 ? m : n + m;
+	return m < 0 ? m : n + (int)(POLL_BUDGET - oc->budget);
 }
 
 int offcpu__counters(struct offcpu *oc, uint64_t out[OFFCPU_CNT_MAX])

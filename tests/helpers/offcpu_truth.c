@@ -1,10 +1,12 @@
 /*
  * offcpu_truth - ground-truth workloads for the offcpu type.
  *
- *   offcpu_truth waits SECS   three threads:
- *       sleeper: per cycle, waitLong() sleeps 900 ms and waitShort()
- *                100 ms (nanosleep): waitLong gets 90.0% of its time off
- *                CPU, all of it state=sleep;
+ *   offcpu_truth sleeper SECS one thread: per cycle, waitLong() sleeps
+ *                900 ms and waitShort() 100 ms (nanosleep), for SECS; then
+ *                prints the seconds it slept. waitLong gets 90.0% of the
+ *                program's off-CPU time, all of it state=sleep, and the
+ *                total is the wall time.
+ *   offcpu_truth waits SECS   two threads:
  *       waiter:  waitPipe() blocks in read() on a pipe, waitMutex() on a
  *                pthread mutex the holder keeps for 100 ms (state=sleep),
  *                waitVfork() in vfork() while the child sleeps 50 ms
@@ -66,16 +68,6 @@ __attribute__((noinline)) void waitShort(void)
 {
 	nap(100);
 	sink++;
-}
-
-__attribute__((noinline)) static void *sleeperMain(void *arg)
-{
-	while (!stop) {
-		waitLong();
-		waitShort();
-	}
-	sink++;
-	return NULL;
 }
 
 __attribute__((noinline)) static void lockIt(void)
@@ -193,10 +185,23 @@ int main(int argc, char **argv)
 	int n = 0;
 
 	if (argc != 3 || (secs = atof(argv[2])) <= 0) {
-		fprintf(stderr, "usage: offcpu_truth waits|spin|sleep SECS\n");
+		fprintf(stderr, "usage: offcpu_truth sleeper|waits|spin|sleep SECS\n");
 		return 2;
 	}
 	t0 = now();
+	if (!strcmp(argv[1], "sleeper")) {
+		double slept = 0;
+
+		while (now() - t0 < secs) {
+			double a = now();
+
+			waitLong();
+			waitShort();
+			slept += now() - a;
+		}
+		printf("%.6f\n", slept);
+		return 0;
+	}
 	if (!strcmp(argv[1], "sleep")) {
 		double slept = 0;
 
@@ -212,7 +217,6 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "waits")) {
 		if (pipe(p1) || pipe(p2))
 			return 1;
-		pthread_create(&t[n++], NULL, sleeperMain, NULL);
 		pthread_create(&t[n++], NULL, waiterMain, NULL);
 		pthread_create(&t[n++], NULL, holderMain, NULL);
 	} else if (!strcmp(argv[1], "spin")) {
