@@ -52,7 +52,16 @@ daemon_start() { # ARGS...
 	[[ -e $W/mp/README ]] || { cat "$W/run.log" >&2; exit 1; }
 	sleep 2 # past start-up: kallsyms, first symbol tables
 }
-daemon_stop() { kill -TERM "$DPID"; wait "$DPID" || true; DPID=""; }
+# A daemon that does not stop in 20 s is killed: the figures are taken by
+# then, and the bench must not hang on it.
+daemon_stop() {
+	kill -TERM "$DPID"
+	for _ in $(seq 200); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$DPID" 2>/dev/null && log "daemon $DPID did not stop on SIGTERM: killed" || true
+	wait "$DPID" 2>/dev/null || true
+	fusermount3 -u -z "$W/mp" 2>/dev/null || true
+	DPID=""
+}
 
 # The newest sched_switch program (the daemon just started loaded it):
 # "run_time_ns run_cnt".
