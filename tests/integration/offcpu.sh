@@ -70,8 +70,13 @@ within "$(pct "$all" 60000000)" 95 105 && ok "the sleeper's blocks add up to $(m
 whole=$(fsum "$F" '^offcpu_truth;(__libc_start_call_main;)?main;waitLong;[^;]*nanosleep[^;]*;entry_SYSCALL_64[^;]*_\[k\];do_syscall_64_\[k\];.*hrtimer_nanosleep_\[k\]$')
 within "$(pct "$whole" "$long")" 90 100 && ok "waitLong's stack is whole in $(pct "$whole" "$long")% of its time" ||
 	{ fail "waitLong's stack whole in only $(pct "$whole" "$long")%"; grep waitLong "$F" | head -3; }
-ls_=$(fsum "$MP/merged/offcpu/pid=$LP/state=sleep/$R/folded.txt" ';waitLong;')
-within "$(pct "$ls_" "$long")" 99 100 && ok "waitLong is state=sleep" || fail "only $(pct "$ls_" "$long")% of waitLong is state=sleep"
+# The nanosleep itself is state=sleep; a woken thread preempted before it
+# is back in user space adds a runqueue block under the same user frames
+# (real on a loaded host), never a disk one.
+ls_=$(fsum "$MP/merged/offcpu/pid=$LP/state=sleep/$R/folded.txt" ';waitLong;.*hrtimer_nanosleep_\[k\]$')
+ld=$(fsum "$MP/merged/offcpu/pid=$LP/state=disk/$R/folded.txt" 2>/dev/null)
+within "$(pct "$ls_" "$long")" 95 100 && ((${ld:-0} == 0)) && ok "waitLong's nanosleep is state=sleep ($(pct "$ls_" "$long")%; the rest runqueue), none disk" ||
+	{ fail "waitLong: $(pct "$ls_" "$long")% state=sleep, $(ms "${ld:-0}") ms disk"; grep -h waitLong "$MP/merged/offcpu/pid=$LP/state=runqueue/$R/folded.txt" 2>/dev/null | head -3; }
 
 # --- waits: mutex, pipe, vfork; states ---
 F=$WORK/waits.folded
@@ -85,7 +90,14 @@ log "waiter: mutex $(ms "$mtx") ms, pipe $(ms "$pip") ms (state=sleep); vfork $(
 ((mtx >= 3000000)) && ok "contended mutex: $(ms "$mtx") ms, state=sleep, futex kernel frames" || { fail "mutex waits: $(ms "$mtx") ms"; grep waitMutex "$F" | head -3; }
 ((pip >= 3000000)) && ok "pipe read: $(ms "$pip") ms, state=sleep, pipe_read kernel frames" || { fail "pipe waits: $(ms "$pip") ms"; grep waitPipe "$F" | head -3; }
 ((vfk >= 1500000)) && ok "vfork parent: $(ms "$vfk") ms, state=disk (uninterruptible)" || { fail "vfork waits: $(ms "$vfk") ms under state=disk"; grep waitVfork "$F" | head -3; }
-grep -q 'waitMutex\|waitPipe' "$WORK/w.disk" && fail "locks/pipes under state=disk" || ok "state=disk holds no lock or pipe wait"
+# The futex and pipe waits proper are interruptible; the pipe's own mutex
+# (taken uninterruptibly inside pipe_read) may show as disk, rightly.
+if grep -E 'waitMutex;.*futex_do_wait_\[k\] |waitPipe;.*pipe_read_\[k\] ' "$WORK/w.disk"; then
+	fail "futex/pipe waits under state=disk"
+else
+	ok "no futex or pipe wait under state=disk"
+fi
+if grep -E 'waitVfork;' "$WORK/w.sleep"; then fail "vfork waits under state=sleep"; else ok "no vfork wait under state=sleep"; fi
 
 # --- runqueue ---
 F=$WORK/spin.folded
