@@ -13,7 +13,6 @@
 #include "store/profile/profile.h"
 #include "store/util/buf.h"
 
-
 /* folded.txt: "comm;root;...;leaf COUNT\n" per distinct stack, sorted by
  * stack, value = profile__display_value(). Zero-count stacks are omitted. */
 int render__folded(const struct profile *p, struct buf *out);
