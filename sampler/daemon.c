@@ -23,6 +23,7 @@
 
 #include "cmd.h"
 #include "fs/fuse/mount.h"
+#include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
@@ -105,6 +106,24 @@ static void metrics_cb(struct buf *out, void *ctx)
 	H("proffs_symbol_cache_lookups_total", "counter", "User frame lookups, by result.");
 	buf__printf(out, "proffs_symbol_cache_lookups_total{result=\"hit\"} %" PRIu64 "\n", st.sym_hits);
 	buf__printf(out, "proffs_symbol_cache_lookups_total{result=\"miss\"} %" PRIu64 "\n", st.sym_misses);
+	H("proffs_symbol_loads_total", "counter", "Files (symbol tables, perf maps) the loader thread read.");
+	buf__printf(out, "proffs_symbol_loads_total %" PRIu64 "\n", st.sym_loads);
+	H("proffs_symbol_loads_queued", "gauge", "Files waiting for the loader thread.");
+	buf__printf(out, "proffs_symbol_loads_queued %" PRIu64 "\n", st.sym_queued);
+	H("proffs_symbol_loads_abandoned_total", "counter", "Loads abandoned because a read hung.");
+	buf__printf(out, "proffs_symbol_loads_abandoned_total %" PRIu64 "\n", st.sym_abandoned);
+	H("proffs_perfmap_bytes", "gauge", "Memory held by loaded perf maps.");
+	buf__printf(out, "proffs_perfmap_bytes %" PRIu64 "\n", st.perfmap_bytes);
+	{
+		uint64_t rc[SF_R_MAX];
+
+		safefile__counts(rc);
+		H("proffs_files_refused_total", "counter",
+		  "Files read on behalf of a process that were refused, by reason.");
+		for (int i = 0; i < SF_R_MAX; i++)
+			buf__printf(out, "proffs_files_refused_total{reason=\"%s\"} %" PRIu64 "\n",
+				    safefile__reason_name(i), rc[i]);
+	}
 	H("proffs_batches_total", "counter", "Batches written to the store.");
 	buf__printf(out, "proffs_batches_total %" PRIu64 "\n", __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	H("proffs_batch_errors_total", "counter", "Batches the store refused.");

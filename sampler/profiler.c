@@ -125,6 +125,10 @@ static void update_stats(struct profiler *pr)
 	st.kernel_symbols = ss.kernel_symbols;
 	st.sym_hits = ss.hits;
 	st.sym_misses = ss.misses;
+	st.sym_queued = ss.queued;
+	st.sym_loads = ss.loads;
+	st.sym_abandoned = ss.abandoned;
+	st.perfmap_bytes = ss.perfmap_bytes;
 	st.ncpus = sampler__ncpus(pr->s);
 	pthread_mutex_lock(&pr->lock);
 	pr->st = st;
@@ -133,9 +137,13 @@ static void update_stats(struct profiler *pr)
 
 int profiler__poll(struct profiler *pr, int timeout_ms)
 {
-	int n = sampler__poll(pr->s, timeout_ms);
+	int n;
 	int64_t now;
 
+	/* What the loader read since: used by the samples drained now. */
+	procs__collect(pr->ps);
+	symbolizer__watchdog(pr->sym);
+	n = sampler__poll(pr->s, timeout_ms);
 	procs__gc(pr->ps);
 	/* Exec records wake us often on a busy host; the figures (a few
 	 * syscalls) need refreshing far less. */

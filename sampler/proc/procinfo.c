@@ -22,6 +22,7 @@ struct procs {
 	struct procs_opts o;
 	struct hmap pids; /* pid -> struct proc * */
 	int64_t gc_ns;
+	uint64_t pm_tokens; /* perf map requests so far */
 };
 
 struct procs *procs__new(const struct procs_opts *o)
@@ -54,11 +55,20 @@ static void proc__free_labels(struct proc *p)
 	}
 }
 
-static void proc__free(struct proc *p)
+static void proc__drop_perfmap(struct procs *ps, struct proc *p)
+{
+	symbolizer__perfmap_free(ps->o.sym, p->perfmap);
+	p->perfmap = NULL;
+	p->pm_size = p->pm_mtime_ns = -1;
+	p->pm_token = 0; /* a read in flight is for what went before */
+	p->perfmap_ns = 0;
+}
+
+static void proc__free(struct procs *ps, struct proc *p)
 {
 	proc__free_labels(p);
 	maps__put(p->maps);
-	perfmap__free(p->perfmap);
+	proc__drop_perfmap(ps, p);
 	free(p);
 }
 
@@ -68,7 +78,7 @@ void procs__free(struct procs *ps)
 		return;
 	for (size_t i = 0; i < ps->pids.cap; i++)
 		if (ps->pids.keys[i])
-			proc__free(ps->pids.vals[i]);
+			proc__free(ps, ps->pids.vals[i]);
 	hmap__fini(&ps->pids);
 	free(ps);
 }
@@ -249,6 +259,7 @@ static struct proc *proc__new(struct procs *ps, pid_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->pm_size = p->pm_mtime_ns = -1;
 	if (hmap__put(&ps->pids, (uint64_t)pid + 1, p)) {
 		free(p);
 		return NULL;
@@ -283,9 +294,7 @@ void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_
 	maps__put(p->maps);
 	p->maps = NULL;
 	p->own_maps = false;
-	perfmap__free(p->perfmap);
-	p->perfmap = NULL;
-	p->perfmap_ns = 0;
+	proc__drop_perfmap(ps, p);
 	p->maps_gap_ns = 0;
 	proc__read_maps(p);
 }
@@ -297,7 +306,7 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 
 	if (p) { /* a recycled pid whose exit we have not aged out yet */
 		hmap__del(&ps->pids, (uint64_t)pid + 1);
-		proc__free(p);
+		proc__free(ps, p);
 	}
 	/* A parent we never saw is read now (once): its children are
 	 * copies of it until they exec, so they need no /proc reads. */
@@ -387,10 +396,35 @@ void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
 		if (p->maps_gap_ns > SEC_NS)
 			p->maps_gap_ns = SEC_NS;
 	}
-	if (perfmap && now - p->perfmap_ns > SEC_NS) {
-		perfmap__free(p->perfmap);
-		p->perfmap = perfmap__load(p->pid);
+	if (perfmap && !p->pm_token && now - p->perfmap_ns > SEC_NS) {
+		uint64_t t = ++ps->pm_tokens;
+
+		if (!symbolizer__perfmap_request(ps->o.sym, p->pid, t, p->perfmap ? p->pm_size : -1,
+						 p->perfmap ? p->pm_mtime_ns : -1))
+			p->pm_token = t;
 		p->perfmap_ns = now;
+	}
+}
+
+void procs__collect(struct procs *ps)
+{
+	struct perfmap_result r;
+
+	while (symbolizer__perfmap_take(ps->o.sym, &r)) {
+		struct proc *p = hmap__get(&ps->pids, (uint64_t)r.pid + 1);
+
+		if (!p || p->pm_token != r.token) { /* exec'd or gone meanwhile */
+			symbolizer__perfmap_free(ps->o.sym, r.m);
+			continue;
+		}
+		p->pm_token = 0;
+		if (r.unchanged)
+			continue;
+		/* Absent or refused now: the symbols go with the file. */
+		symbolizer__perfmap_free(ps->o.sym, p->perfmap);
+		p->perfmap = r.m;
+		p->pm_size = r.m ? r.size : -1;
+		p->pm_mtime_ns = r.m ? r.mtime_ns : -1;
 	}
 }
 
@@ -407,7 +441,7 @@ void procs__gc(struct procs *ps)
 		if (ps->pids.keys[i] && p->exit_ns && now - p->exit_ns > ps->o.grace_ns) {
 			/* deletion shifts entries into slot i: look at it again */
 			hmap__del(&ps->pids, ps->pids.keys[i]);
-			proc__free(p);
+			proc__free(ps, p);
 			continue;
 		}
 		i++;
