@@ -23,6 +23,7 @@
 
 #include "cmd.h"
 #include "fs/fuse/mount.h"
+#include "sampler/privs.h"
 #include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
 #include "fs/render/render.h"
@@ -222,6 +223,8 @@ int cmd_run(int argc, char **argv)
 	char *dups[MAX_LABELS] = { 0 }, host[256];
 	struct fsmount *fm = NULL;
 	struct tree *tree = NULL;
+	struct unmounter *um = NULL;
+	bool dropped = false;
 	int64_t interval_s = 10;
 	struct run r = { 0 };
 	sigset_t sigs;
@@ -327,6 +330,12 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* While we are one thread with signals blocked: the helper that will
+	 * unmount the tree once our own privileges are gone. */
+	err = privs__start_unmounter(mo.mountpoint, &um);
+	if (err)
+		pr_warn("run: no unmount helper (%s): keeping all privileges", strerror(-err));
+
 	/* The default /prof usually does not exist yet on a fresh host. */
 	if (mkdir(mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
 		pr_warn("run: cannot create %s: %s", mo.mountpoint, strerror(errno));
@@ -352,6 +361,16 @@ int cmd_run(int argc, char **argv)
 		pr_err("run: cannot mount %s: %s", mo.mountpoint, strerror(-err));
 		goto out;
 	}
+	/* BPF is attached and the tree mounted: from here on the daemon reads
+	 * what local users control, with no more power than that needs. */
+	if (um) {
+		err = privs__drop();
+		if (err)
+			pr_warn("run: cannot drop capabilities: %s", strerror(-err));
+		else
+			pr_info("run: capabilities dropped but %s; no_new_privs set", privs__kept());
+		dropped = !err;
+	}
 	err = pthread_create(&r.thread, NULL, sampler_thread, &r);
 	if (err) {
 		pr_err("run: cannot start the sampler thread: %s", strerror(err));
@@ -370,8 +389,13 @@ out:
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
 	}
+	/* Without CAP_SYS_ADMIN the helper detaches the mount; the FUSE loop
+	 * then sees its connection end, and fsmount__stop finds it gone. */
+	if (fm && dropped && (err = privs__unmount(um)))
+		pr_warn("run: the unmount helper failed: %s", strerror(-err));
 	if (fm)
 		fsmount__stop(fm);
+	privs__unmounter_free(um);
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);
