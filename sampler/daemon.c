@@ -170,6 +170,15 @@ static void flush(struct run *r)
 	profile__free(p);
 }
 
+/* The FUSE threads' side of privs__drop (see mount_opts.on_serve). */
+static void drop_in_fuse_thread(void *ctx)
+{
+	int err = privs__drop();
+
+	if (err)
+		pr_warn("run: the FUSE thread cannot drop capabilities: %s", strerror(-err));
+}
+
 static void *sampler_thread(void *arg)
 {
 	struct run *r = arg;
@@ -351,6 +360,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	to.metrics_ctx = &r;
+	if (um)
+		mo.on_serve = drop_in_fuse_thread;
 	tree = tree__new(r.store, &to);
 	if (!tree) {
 		pr_err("run: cannot build the tree: %s", strerror(errno));
@@ -362,7 +373,9 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	/* BPF is attached and the tree mounted: from here on the daemon reads
-	 * what local users control, with no more power than that needs. */
+	 * what local users control, with no more power than that needs. The
+	 * FUSE threads dropped theirs when they started; the sampler thread
+	 * and the symbolizer's loader start after this and inherit it. */
 	if (um) {
 		err = privs__drop();
 		if (err)

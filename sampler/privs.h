@@ -32,7 +32,9 @@ void privs__unmounter_free(struct unmounter *u);
 
 /* Drops every capability but the ones the sampler's reads need (from the
  * effective, permitted, inheritable, ambient and bounding sets) and sets
- * PR_SET_NO_NEW_PRIVS. Returns 0 or -errno. */
+ * PR_SET_NO_NEW_PRIVS - for the calling thread: Linux keeps both per
+ * thread, so every thread that exists already must call it itself, and
+ * threads started later inherit it. Returns 0 or -errno. */
 int privs__drop(void);
 
 /* The capabilities kept, for the log: "cap_sys_ptrace,...". */

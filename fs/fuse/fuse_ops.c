@@ -72,6 +72,8 @@ struct fsmount {
 	struct inotab inos;
 	uid_t uid;
 	gid_t gid;
+	void (*on_serve)(void *ctx);
+	void *on_serve_ctx;
 	atomic_uint_fast64_t n_lookup, n_negative, n_getattr, n_open, n_read,
 		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot;
 };
@@ -917,9 +919,12 @@ static const struct fuse_lowlevel_ops ops = {
 static void *loop_main(void *arg)
 {
 	struct fsmount *m = arg;
-	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	struct fuse_loop_config *cfg;
 	int err;
 
+	if (m->on_serve)
+		m->on_serve(m->on_serve_ctx);
+	cfg = fuse_loop_cfg_create();
 	if (cfg) {
 		fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
 		fuse_loop_cfg_set_clone_fd(cfg, 0);
@@ -982,6 +987,8 @@ int fsmount__start(struct fsmount **out, struct tree *t,
 	m->t = t;
 	m->uid = getuid();
 	m->gid = getgid();
+	m->on_serve = o->on_serve;
+	m->on_serve_ctx = o->on_serve_ctx;
 	m->mountpoint = realpath(o->mountpoint, NULL);
 	if (!m->mountpoint) {
 		err = -errno;

@@ -14,6 +14,7 @@
 
 #include "store/util/hmap.h"
 #include "sampler/proc/procinfo.h"
+#include "sampler/proc/safefile.h"
 #include "store/util/util.h"
 
 #define SEC_NS 1000000000LL
@@ -83,11 +84,19 @@ void procs__free(struct procs *ps)
 	free(ps);
 }
 
+/* Lines of /proc/PID/maps read at most: a process may map ~65,000
+ * regions (vm.max_map_count), each re-read costing the sampler thread
+ * (this read is the kernel's text, bounded, never blocking, so it stays
+ * on that thread). Real programs stay far below; past the cap the rest
+ * of the address space is unmapped to us (its frames show as addresses)
+ * and the refusal counted. */
+#define MAPS_MAX_LINES 32768
+
 /* Reads /proc/PID/maps, keeping executable mappings. NULL if unreadable. */
 static struct maps *read_maps(pid_t pid)
 {
 	char p[64], *line = NULL;
-	size_t lcap = 0, cap = 0;
+	size_t lcap = 0, cap = 0, nlines = 0;
 	struct maps *m;
 	FILE *f;
 
@@ -106,6 +115,10 @@ static struct maps *read_maps(pid_t pid)
 		int n;
 		struct vma *v;
 
+		if (++nlines > MAPS_MAX_LINES) {
+			safefile__refuse(SF_R_TOO_BIG, p, 0, 0);
+			break;
+		}
 		/* "start-end perms offset maj:min inode   path"; sscanf costs
 		 * more than the rest of a fork-heavy host's bookkeeping. */
 		start = strtoull(q, &e, 16);

@@ -43,8 +43,26 @@ struct loader {
 	struct symbolizer *s;
 	struct job *cur;    /* in hand; guarded by s->lock */
 	int64_t cur_ns;     /* when it took cur */
+	int64_t cur_cpu_ns; /* the thread's CPU time then */
+	clockid_t cpu;      /* the thread's CPU clock */
 	bool abandoned;
 };
+
+/* A load past SYM_LOAD_TIMEOUT_MS that used less CPU than this waits on
+ * I/O that does not come (a hung FUSE or NFS read) and is abandoned; one
+ * that works (parsing, on a busy host) is given up to LOAD_HARD_NS. Its
+ * work is bounded anyway by the size caps. */
+#define LOAD_IDLE_CPU_NS (50 * 1000000LL)
+#define LOAD_HARD_NS (10 * SYM_LOAD_TIMEOUT_MS * 1000000LL)
+
+static int64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	if (clock_gettime(c, &ts))
+		return 0;
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* Loaders that may hang in a read at once; then loading stops. */
 #define MAX_ABANDONED 4
@@ -222,11 +240,6 @@ struct symbolizer *symbolizer__new(const char *debug_root)
 	if (err)
 		goto err;
 	load_vdso(s);
-	pthread_mutex_lock(&s->lock);
-	err = start_loader(s);
-	pthread_mutex_unlock(&s->lock);
-	if (err)
-		goto err;
 	return s;
 err:
 	symbolizer__free(s);
@@ -573,6 +586,8 @@ static void *loader_main(void *arg)
 	struct loader *l = arg;
 	struct symbolizer *s = l->s;
 
+	if (pthread_getcpuclockid(pthread_self(), &l->cpu))
+		l->cpu = CLOCK_THREAD_CPUTIME_ID; /* reads as ours: never idle */
 	pthread_mutex_lock(&s->lock);
 	while (!l->abandoned && !s->stop) {
 		struct job *j = s->head;
@@ -587,6 +602,7 @@ static void *loader_main(void *arg)
 		s->nqueued--;
 		l->cur = j;
 		l->cur_ns = now_mono_ns();
+		l->cur_cpu_ns = clock_ns(l->cpu);
 		pthread_mutex_unlock(&s->lock);
 		run_job(s, l, j); /* returns with the lock held */
 		l->cur = NULL;
@@ -610,6 +626,11 @@ static bool enqueue(struct symbolizer *s, struct job *j)
 	bool ok;
 
 	pthread_mutex_lock(&s->lock);
+	/* Started on first use, by the sampler thread: a thread inherits its
+	 * creator's capabilities, and the daemon drops its own before that
+	 * thread starts. Again once every hung loader has come back. */
+	if (!s->active && !s->nloaders && !s->stop && start_loader(s))
+		pr_warn("symbolize: cannot start the loader thread");
 	ok = s->active && s->nqueued < MAX_QUEUED;
 	if (ok) {
 		j->next = NULL;
@@ -631,7 +652,9 @@ void symbolizer__watchdog(struct symbolizer *s)
 
 	pthread_mutex_lock(&s->lock);
 	l = s->active;
-	if (l && l->cur && now_mono_ns() - l->cur_ns > SYM_LOAD_TIMEOUT_MS * 1000000LL) {
+	int64_t wall = l && l->cur ? now_mono_ns() - l->cur_ns : 0;
+	if (wall > SYM_LOAD_TIMEOUT_MS * 1000000LL &&
+	    (wall > LOAD_HARD_NS || clock_ns(l->cpu) - l->cur_cpu_ns < LOAD_IDLE_CPU_NS)) {
 		struct job *j = l->cur;
 
 		l->abandoned = true;

@@ -9,8 +9,9 @@
  * that drains samples (any local user controls them: a FIFO, a huge or
  * slow file must not stall sampling). Until a file is loaded its frames
  * stay unresolved (module+0xOFFSET); a load that does not finish within
- * SYM_LOAD_TIMEOUT_MS is abandoned (counted, see safefile.h) and the
- * loader replaced. Everything else is the sampler thread's: it owns the
+ * SYM_LOAD_TIMEOUT_MS while using no CPU (a read that hangs) is abandoned
+ * (counted, see safefile.h) and the loader replaced; its file's process
+ * keeps those frames unresolved. Everything else is the sampler thread's: it owns the
  * symbolizer and is the only caller of these functions.
  */
 #ifndef PROFFS_SYMBOLIZE_H
@@ -23,7 +24,7 @@
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/perfmap.h"
 
-/* A load taking longer is abandoned. */
+/* A load waiting on I/O longer than this is abandoned. */
 #define SYM_LOAD_TIMEOUT_MS 2000
 
 /* Symbols of one ELF image, shared by every dso with its build id. */
