@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -115,6 +116,8 @@ static void metrics_cb(struct buf *out, void *ctx)
 	buf__printf(out, "proffs_symbol_loads_abandoned_total %" PRIu64 "\n", st.sym_abandoned);
 	H("proffs_perfmap_bytes", "gauge", "Memory held by loaded perf maps.");
 	buf__printf(out, "proffs_perfmap_bytes %" PRIu64 "\n", st.perfmap_bytes);
+	H("proffs_perfmap_reads_total", "counter", "Perf maps read (only when changed, at most once a second each).");
+	buf__printf(out, "proffs_perfmap_reads_total %" PRIu64 "\n", st.perfmap_reads);
 	{
 		uint64_t rc[SF_R_MAX];
 
@@ -168,6 +171,10 @@ static void flush(struct run *r)
 		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
 	}
 	profile__free(p);
+	/* A batch and the maps re-read since are freed in bulk: give the
+	 * pages back, so the resident figure is what the daemon holds (the
+	 * budget), not what its threads' malloc arenas once touched. */
+	malloc_trim(0);
 }
 
 /* The FUSE threads' side of privs__drop (see mount_opts.on_serve). */
@@ -234,6 +241,7 @@ int cmd_run(int argc, char **argv)
 	struct tree *tree = NULL;
 	struct unmounter *um = NULL;
 	bool dropped = false;
+	int64_t t_stop;
 	int64_t interval_s = 10;
 	struct run r = { 0 };
 	sigset_t sigs;
@@ -398,9 +406,11 @@ int cmd_run(int argc, char **argv)
 	pr_info("run: %s, storing the last batch and unmounting", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 out:
+	t_stop = now_mono_ns();
 	if (thread_started) {
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
+		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	}
 	/* Without CAP_SYS_ADMIN the helper detaches the mount; the FUSE loop
 	 * then sees its connection end, and fsmount__stop finds it gone. */
@@ -409,11 +419,13 @@ out:
 	if (fm)
 		fsmount__stop(fm);
 	privs__unmounter_free(um);
+	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);
 	if (r.store)
 		store__close(r.store);
+	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
 	return ret;

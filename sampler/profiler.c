@@ -212,6 +212,7 @@ static void update_stats(struct profiler *pr)
 	st.sym_loads = ss.loads;
 	st.sym_abandoned = ss.abandoned;
 	st.perfmap_bytes = ss.perfmap_bytes;
+	st.perfmap_reads = ss.perfmap_reads;
 	st.ncpus = sampler__ncpus(pr->s);
 	pthread_mutex_lock(&pr->lock);
 	pr->st = st;

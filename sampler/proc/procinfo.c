@@ -19,6 +19,10 @@
 
 #define SEC_NS 1000000000LL
 
+/* The path of every anonymous mapping (JIT code): one string, not one
+ * allocation per mapping. */
+static char anon_path[] = "";
+
 struct procs {
 	struct procs_opts o;
 	struct hmap pids; /* pid -> struct proc * */
@@ -43,7 +47,8 @@ static void maps__put(struct maps *m)
 	if (!m || --m->refs > 0)
 		return;
 	for (size_t i = 0; i < m->n; i++)
-		free(m->v[i].path);
+		if (m->v[i].path != anon_path)
+			free(m->v[i].path);
 	free(m->v);
 	free(m);
 }
@@ -91,6 +96,9 @@ void procs__free(struct procs *ps)
  * of the address space is unmapped to us (its frames show as addresses)
  * and the refusal counted. */
 #define MAPS_MAX_LINES 32768
+/* ... and once it was hit, re-read no more often than this. */
+#define MAPS_CAPPED_GAP_NS (10 * SEC_NS)
+
 
 /* Reads /proc/PID/maps, keeping executable mappings. NULL if unreadable. */
 static struct maps *read_maps(pid_t pid)
@@ -117,6 +125,7 @@ static struct maps *read_maps(pid_t pid)
 
 		if (++nlines > MAPS_MAX_LINES) {
 			safefile__refuse(SF_R_TOO_BIG, p, 0, 0);
+			m->capped = true;
 			break;
 		}
 		/* "start-end perms offset maj:min inode   path"; sscanf costs
@@ -158,7 +167,7 @@ static struct maps *read_maps(pid_t pid)
 		v->dev = makedev(maj, min);
 		v->ino = ino;
 		v->file = path[0] == '/';
-		v->path = strdup(path);
+		v->path = path[0] ? strdup(path) : anon_path;
 		if (!v->path)
 			break;
 		m->n++;
@@ -408,6 +417,8 @@ void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
 		p->maps_gap_ns = p->maps_gap_ns ? p->maps_gap_ns * 2 : 10000000LL;
 		if (p->maps_gap_ns > SEC_NS)
 			p->maps_gap_ns = SEC_NS;
+		if (p->maps && p->maps->capped)
+			p->maps_gap_ns = MAPS_CAPPED_GAP_NS;
 	}
 	if (perfmap && !p->pm_token && now - p->perfmap_ns > SEC_NS) {
 		uint64_t t = ++ps->pm_tokens;

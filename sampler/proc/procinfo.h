@@ -27,6 +27,7 @@ struct vma {
 /* Executable mappings, sorted by start; shared by fork until exec. */
 struct maps {
 	int refs;
+	bool capped; /* the process has more mappings than we read */
 	size_t n;
 	struct vma *v;
 };

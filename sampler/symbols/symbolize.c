@@ -91,7 +91,7 @@ struct symbolizer {
 	struct loader *active; /* the loader taking jobs, NULL if none */
 	int nloaders;          /* threads alive, abandoned ones included */
 	bool stop;
-	uint64_t nsymbols, nsymtabs, loads, abandoned;
+	uint64_t nsymbols, nsymtabs, loads, abandoned, perfmap_reads;
 	uint64_t perfmap_bytes;
 };
 
@@ -531,6 +531,7 @@ static int perfmap_read(struct symbolizer *s, pid_t pid, int64_t deadline_ns,
 	if (!err && s) {
 		pthread_mutex_lock(&s->lock);
 		s->perfmap_bytes += perfmap__bytes(r->m);
+		s->perfmap_reads++;
 		pthread_mutex_unlock(&s->lock);
 	}
 	return err;
@@ -760,6 +761,7 @@ void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st)
 	st->loads = s->loads;
 	st->abandoned = s->abandoned;
 	st->perfmap_bytes = s->perfmap_bytes;
+	st->perfmap_reads = s->perfmap_reads;
 	pthread_mutex_unlock(&s->lock);
 }
 

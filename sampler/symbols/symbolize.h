@@ -59,6 +59,7 @@ struct symbolizer_stats {
 	uint64_t loads;     /* loads done (files and perf maps) */
 	uint64_t abandoned; /* loads abandoned after SYM_LOAD_TIMEOUT_MS */
 	uint64_t perfmap_bytes; /* memory held by perf maps */
+	uint64_t perfmap_reads; /* perf maps read and parsed */
 };
 
 /* Returns a new symbolizer (kallsyms read now), or NULL with errno set.

@@ -159,21 +159,21 @@ static int maps(int argc, char **argv)
 #if defined(__x86_64__)
 	long n = atol(argv[2]);
 	double secs = atof(argv[3]);
+	char *m = mmap(NULL, n * 4096L, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void *last = NULL;
 
+	if (m == MAP_FAILED)
+		return perror("hostile: mmap"), 1;
+	/* One region cut in n: neighbours differ in protection, so none merge. */
 	for (long i = 0; i < n; i++) {
-		/* Neighbours differ in protection: the kernel cannot merge them. */
-		int prot = PROT_READ | PROT_EXEC | (i & 1 ? PROT_WRITE : 0);
-		char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (m == MAP_FAILED) {
+		memcpy(m + i * 4096L + 64, code, sizeof(code));
+		if (i & 1)
+			continue;
+		if (mprotect(m + i * 4096L, 4096, PROT_READ | PROT_EXEC)) {
 			fprintf(stderr, "hostile: %ld mappings: %s\n", i, strerror(errno));
 			return 1;
 		}
-		memcpy(m + 64, code, sizeof(code));
-		if (mprotect(m, 4096, prot))
-			return perror("hostile: mprotect"), 1;
-		last = m + 64;
+		last = m + i * 4096L + 64;
 	}
 	fprintf(stderr, "hostile: %ld mappings\n", n);
 	run_jit(last, secs);
