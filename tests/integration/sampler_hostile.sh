@@ -145,13 +145,14 @@ check_refusal "symlink to a root-only file" symlink "tmp/perf-${CASE[rootlink]}.
 check_refusal "60,000 mappings" too_big "/proc/${CASE[maps]}/maps"
 check_refusal "corrupt ELF" bad_format "$WORK/bin/badelf"
 
-# The rewritten map: read again only when it changed, at most once a
-# second (the only perf map here that is read at all), and it works.
+# The rewritten map: read again only when it changed and a JIT frame
+# missed, at most once a second (the only perf map here that is read at
+# all), and it works.
 reads=$(($(metric proffs_perfmap_reads_total) - ${R0_READS:-0}))
-if ((reads >= 3 && reads <= WSECS + 4)); then
+if ((reads >= 1 && reads <= WSECS + 4)); then
 	ok "perf map rewritten 1000x/s: read $reads times in ~$((WSECS + 2)) s"
 else
-	fail "perf map rewritten 1000x/s: read $reads times in ~$((WSECS + 2)) s (want 3..$((WSECS + 4)))"
+	fail "perf map rewritten 1000x/s: read $reads times in ~$((WSECS + 2)) s (want 1..$((WSECS + 4)))"
 fi
 F=$WORK/rewrite.folded
 cp "$MP/merged/cpu/pid=${CASE[rewrite]}/last-15m/folded.txt" "$F" || fail "read the rewrite case's folded.txt"
@@ -210,8 +211,9 @@ kill -TERM "$RUN_PID"
 for i in $(seq 100); do kill -0 "$RUN_PID" 2>/dev/null || break; sleep 0.02; done
 wait "$RUN_PID"; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
+own=$(grep -o 'stopped after [0-9]* ms' "$RUN_LOG")
 if ((rc == 0 && ms <= 2000)) && ! grep -q " $MP " /proc/mounts; then
-	ok "SIGTERM: exit 0 in $ms ms, no mount left"
+	ok "SIGTERM: exit 0 in $ms ms (the daemon's own count: ${own:-?}), no mount left"
 else
 	fail "SIGTERM: exit $rc after $ms ms (want 0 within 2000 ms, no mount)"
 fi
