@@ -22,6 +22,7 @@
 #  - folded.txt is one well-formed line per stack;
 #  - SIGTERM ends the daemon in <= 2 s, exit 0, no mount left, and the
 #    last batch is stored.
+# alone: yes (its checks are a stop latency and a memory figure)
 # fs.protected_symlinks is set to 0 for the test (restored at exit):
 # with it on, the kernel itself refuses to follow nobody's links in /tmp
 # and the link cases would prove nothing about proffs.
