@@ -348,6 +348,14 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* Users may keep every CPU busy; the drain (the ring holds ~2 s) and
+	 * the answer to SIGTERM must not wait for them. Set before any thread
+	 * exists: Linux keeps the nice value per thread, and they inherit it.
+	 * The symbolizer's loader, which works for those users, goes back to
+	 * 0. */
+	if (setpriority(PRIO_PROCESS, 0, -10))
+		pr_warn("run: cannot raise the daemon's priority: %s", strerror(errno));
+
 	/* While we are one thread with signals blocked: the helper that will
 	 * unmount the tree once our own privileges are gone. */
 	err = privs__start_unmounter(mo.mountpoint, &um);

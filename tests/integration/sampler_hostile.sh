@@ -65,8 +65,6 @@ chmod 600 "$ROOTFILE"
 
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
-PROFFS_DEBUG=1 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
-log "daemon up (pid $RUN_PID)"
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 RSS0=$(rss_kb "$RUN_PID")
 grep -q "capabilities dropped" "$RUN_LOG" && ok "capabilities dropped after start: $(grep -o 'but [a-z_,]*' "$RUN_LOG")" ||
@@ -76,10 +74,6 @@ bad_caps=$(for t in /proc/$RUN_PID/task/*; do awk '/^CapEff:/ { print $2 }' "$t/
 [[ -z $bad_caps ]] && ok "every thread keeps only cap_sys_ptrace, cap_dac_read_search, cap_checkpoint_restore" ||
 	fail "threads with other capabilities: $bad_caps"
 
-metric() { awk -v k="$1" '$1 == k { print $2 }' "$MP/metrics"; }
-refused() { metric "proffs_files_refused_total{reason=\"$1\"}"; }
-R0_READS=$(metric proffs_perfmap_reads_total)
-
 declare -A CASE
 start_case() { # NAME CMD...: runs CMD as nobody, remembers its pid
 	local name=$1; shift
@@ -88,16 +82,23 @@ start_case() { # NAME CMD...: runs CMD as nobody, remembers its pid
 	PIDS+=($!)
 }
 H=$WORK/bin/hostile
+# First: cutting a region into 60,000 mappings takes the kernel seconds
+# (more on a busy host), while the daemon starts.
+start_case maps "$H" maps 60000 $CASE_SECS
+PROFFS_DEBUG=1 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
+log "daemon up (pid $RUN_PID)"
+metric() { awk -v k="$1" '$1 == k { print $2 }' "$MP/metrics"; }
+refused() { metric "proffs_files_refused_total{reason=\"$1\"}"; }
+R0_READS=$(metric proffs_perfmap_reads_total)
+
 start_case fifo "$H" jit $A_FIFO $CASE_SECS fifo
 start_case sparse "$H" jit $A_SPARSE $CASE_SECS sparse
 start_case devzero "$H" jit $A_ZERO $CASE_SECS link /dev/zero
 start_case rootlink "$H" jit $A_ROOT $CASE_SECS link "$ROOTFILE"
 start_case rewrite "$H" jit $A_RW $CASE_SECS rewrite
-start_case maps "$H" maps 60000 $CASE_SECS
 start_case comm "$H" comm $CASE_SECS
 start_case badelf "$WORK/bin/badelf" spin $CASE_SECS
-# Cutting a region into 60,000 mappings takes the kernel seconds (more
-# on a busy host): the window starts once they all exist.
+# The window starts once the 60,000 mappings all exist.
 for i in $(seq 600); do grep -q "60000 mappings" "$WORK/maps.out" && break; sleep 0.1; done
 grep -q "60000 mappings" "$WORK/maps.out" || die "the maps case did not set up its mappings in 60 s: $(cat "$WORK/maps.out")"
 for n in "${!CASE[@]}"; do
