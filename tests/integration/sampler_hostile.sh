@@ -65,15 +65,6 @@ chmod 600 "$ROOTFILE"
 
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-RSS0=$(rss_kb "$RUN_PID")
-grep -q "capabilities dropped" "$RUN_LOG" && ok "capabilities dropped after start: $(grep -o 'but [a-z_,]*' "$RUN_LOG")" ||
-	fail "no capability drop in the log"
-grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$RUN_PID/status" && ok "no_new_privs set" || fail "no_new_privs not set"
-bad_caps=$(for t in /proc/$RUN_PID/task/*; do awk '/^CapEff:/ { print $2 }' "$t/status"; done | sort -u | grep -v '^0000010000080004$')
-[[ -z $bad_caps ]] && ok "every thread keeps only cap_sys_ptrace, cap_dac_read_search, cap_checkpoint_restore" ||
-	fail "threads with other capabilities: $bad_caps"
-
 declare -A CASE
 start_case() { # NAME CMD...: runs CMD as nobody, remembers its pid
 	local name=$1; shift
@@ -87,6 +78,15 @@ H=$WORK/bin/hostile
 start_case maps "$H" maps 60000 $CASE_SECS
 PROFFS_DEBUG=1 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 log "daemon up (pid $RUN_PID)"
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+RSS0=$(rss_kb "$RUN_PID")
+grep -q "capabilities dropped" "$RUN_LOG" && ok "capabilities dropped after start: $(grep -o 'but [a-z_,]*' "$RUN_LOG")" ||
+	fail "no capability drop in the log"
+grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$RUN_PID/status" && ok "no_new_privs set" || fail "no_new_privs not set"
+bad_caps=$(for t in /proc/$RUN_PID/task/*; do awk '/^CapEff:/ { print $2 }' "$t/status"; done | sort -u | grep -v '^0000010000080004$')
+[[ -z $bad_caps ]] && ok "every thread keeps only cap_sys_ptrace, cap_dac_read_search, cap_checkpoint_restore" ||
+	fail "threads with other capabilities: $bad_caps"
+
 metric() { awk -v k="$1" '$1 == k { print $2 }' "$MP/metrics"; }
 refused() { metric "proffs_files_refused_total{reason=\"$1\"}"; }
 R0_READS=$(metric proffs_perfmap_reads_total)
