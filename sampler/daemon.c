@@ -350,9 +350,9 @@ int cmd_run(int argc, char **argv)
 
 	/* Users may keep every CPU busy; the drain (the ring holds ~2 s) and
 	 * the answer to SIGTERM must not wait for them. Set before any thread
-	 * exists: Linux keeps the nice value per thread, and they inherit it.
-	 * The symbolizer's loader, which works for those users, goes back to
-	 * 0. */
+	 * exists: Linux keeps the nice value per thread, and they inherit it
+	 * (the symbolizer's loader too: its work per file is capped, and a
+	 * starved loader leaves frames unresolved). */
 	if (setpriority(PRIO_PROCESS, 0, -10))
 		pr_warn("run: cannot raise the daemon's priority: %s", strerror(errno));
 

@@ -26,7 +26,7 @@ struct deferred {
 
 /* Bounds on samples held back (they are copied, frames only). */
 #define DEFER_MAX 1024
-#define DEFER_NS (400 * 1000000LL)
+#define DEFER_NS (1000 * 1000000LL)
 
 struct profiler {
 	struct sampler *s;

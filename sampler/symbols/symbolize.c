@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -590,10 +589,6 @@ static void *loader_main(void *arg)
 
 	if (pthread_getcpuclockid(pthread_self(), &l->cpu))
 		l->cpu = CLOCK_THREAD_CPUTIME_ID; /* reads as ours: never idle */
-	/* Reading other users' files is done at their priority, not at the
-	 * daemon's (raised so that its drain keeps up). */
-	if (getpriority(PRIO_PROCESS, 0) < 0)
-		setpriority(PRIO_PROCESS, (id_t)gettid(), 0);
 	pthread_mutex_lock(&s->lock);
 	while (!l->abandoned && !s->stop) {
 		struct job *j = s->head;
