@@ -78,16 +78,9 @@ static int flines_add(struct flines *fl, const struct profile *p, int side)
 			rc = fl->text.err;
 			goto out;
 		}
-		if (fl->n == fl->cap) {
-			size_t nc = fl->cap ? fl->cap * 2 : 1024;
-			struct fline *nv = realloc(fl->v, nc * sizeof(*nv));
-
-			if (!nv) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			fl->v = nv;
-			fl->cap = nc;
+		if (GROW(fl->v, &fl->cap, fl->n + 1)) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		fl->v[fl->n] = (struct fline){ .off = start, .len = (uint32_t)(fl->text.len - start) };
 		fl->v[fl->n].v[side] = v;
