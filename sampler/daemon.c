@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,9 @@
 
 #include "cmd.h"
 #include "fs/fuse/mount.h"
+#include "sampler/offcpu/offcpu.h"
+#include "sampler/privs.h"
+#include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
 #include "sampler/push/push.h"
 #include "fs/render/render.h"
@@ -40,6 +44,7 @@ struct run {
 	size_t nextra;
 	int64_t interval_ns;
 	int64_t retention_s;
+	bool offcpu;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
 	pthread_t thread;
 	struct pusher *pusher; /* --push, else NULL */
@@ -54,6 +59,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
 		"                  [--max-size SIZE] [--label k=v]... [--allow-other] [--push URL]\n"
+		"                  [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -67,7 +73,35 @@ static void usage(FILE *f)
 		"  --label k=v        attach this label to every series (repeatable)\n"
 		"  --allow-other      let users other than root read the mount\n"
 		"  --push URL         send every complete minute to the Grafana Pyroscope\n"
-		"                     server at URL (its push API), retrying across restarts\n");
+		"                     server at URL (its push API), retrying across restarts\n"
+		"  --offcpu           also record where threads wait (type offcpu)\n"
+		"  --offcpu-min DUR   shortest block recorded, e.g. 500us, 1ms (default 1ms)\n"
+		"  --offcpu-states L  any of sleep,disk,runqueue, or all (default all)\n");
+}
+
+/* "500us", "1ms", "0.5s", "20000ns" -> nanoseconds, within [1us, 10s]
+ * (--offcpu-min; parse_duration counts whole seconds). Returns 0 or
+ * -EINVAL. */
+static int parse_short_duration(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+	};
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		v *= units[i].mul;
+		if (!(v >= 1e3 && v <= 1e10))
+			return -EINVAL;
+		*ns = (uint64_t)v;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static void metrics_cb(struct buf *out, void *ctx)
@@ -106,6 +140,45 @@ static void metrics_cb(struct buf *out, void *ctx)
 	prom__family(out, "proffs_symbol_cache_lookups_total", PROM_COUNTER, "User frame lookups, by result.");
 	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "hit", st.sym_hits);
 	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "miss", st.sym_misses);
+	if (r->offcpu) {
+		prom__counter(out, "proffs_offcpu_samples_total", "Off-CPU blocks stored in batches.",
+			      st.offcpu_samples);
+		prom__counter(out, "proffs_offcpu_switches_total", "Switch-outs of recorded threads noted.",
+			      st.offcpu_switches);
+		prom__counter(out, "proffs_offcpu_short_total", "Blocks under --offcpu-min (counted, not stored).",
+			      st.offcpu_short);
+		prom__family(out, "proffs_offcpu_short_seconds_total", PROM_COUNTER,
+			     "Off-CPU time of the blocks under --offcpu-min.");
+		prom__f64(out, "proffs_offcpu_short_seconds_total", NULL, 0, st.offcpu_short_ns / 1e9);
+		prom__family(out, "proffs_offcpu_lost_total", PROM_COUNTER,
+			     "Off-CPU blocks or switch-outs lost, by cause.");
+		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "ring_full", st.offcpu_lost_ring_full);
+		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "no_task_storage",
+			     st.offcpu_lost_nostorage);
+		prom__family(out, "proffs_offcpu_stack_errors_total", PROM_COUNTER,
+			     "Off-CPU stacks that could not be read, by kind.");
+		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "kernel", st.offcpu_kstack_errors);
+		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "user", st.offcpu_ustack_errors);
+	}
+	prom__counter(out, "proffs_symbol_loads_total",
+		      "Files (symbol tables, perf maps) the loader thread read.", st.sym_loads);
+	prom__gauge(out, "proffs_symbol_loads_queued", "Files waiting for the loader thread.",
+		    st.sym_queued);
+	prom__counter(out, "proffs_symbol_loads_abandoned_total", "Loads abandoned because a read hung.",
+		      st.sym_abandoned);
+	prom__gauge(out, "proffs_perfmap_bytes", "Memory held by loaded perf maps.", st.perfmap_bytes);
+	prom__counter(out, "proffs_perfmap_reads_total",
+		      "Perf maps read (only when changed, at most once a second each).", st.perfmap_reads);
+	{
+		uint64_t rc[SF_R_MAX];
+
+		safefile__counts(rc);
+		prom__family(out, "proffs_files_refused_total", PROM_COUNTER,
+			     "Files read on behalf of a process that were refused, by reason.");
+		for (int i = 0; i < SF_R_MAX; i++)
+			prom__u64_by(out, "proffs_files_refused_total", "reason",
+				     safefile__reason_name(i), rc[i]);
+	}
 	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
 		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",
@@ -132,27 +205,48 @@ static void metrics_cb(struct buf *out, void *ctx)
 	pusher__metrics(__atomic_load_n(&r->pusher, __ATOMIC_ACQUIRE), out);
 }
 
-/* Hands the open batch to the store. A refused batch is dropped (and
+/* Hands the open batches to the store. A refused batch is dropped (and
  * counted): keeping it would grow without bound if the store stays sick. */
-static void flush(struct run *r)
+static void flush_one(struct run *r, const char *type,
+		      int (*take)(struct profiler *, struct profile **, int64_t *, int64_t *))
 {
 	struct profile *p = NULL;
 	int64_t t0, dur;
 	int err;
 
-	if (profiler__take(r->prof, &p, &t0, &dur))
+	if (take(r->prof, &p, &t0, &dur))
 		return;
 	if (!p)
 		return;
-	__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
-	err = store__append(r->store, "cpu", t0, dur, p, r->extra, r->nextra);
+	if (take == profiler__take)
+		__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
+	err = store__append(r->store, type, t0, dur, p, r->extra, r->nextra);
 	if (err) {
-		pr_err("run: storing a batch failed: %s", strerror(-err));
+		pr_err("run: storing a %s batch failed: %s", type, strerror(-err));
 		__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
 	} else {
 		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
 	}
 	profile__free(p);
+	/* A batch and the maps re-read since are freed in bulk: give the
+	 * pages back, so the resident figure is what the daemon holds (the
+	 * budget), not what its threads' malloc arenas once touched. */
+	malloc_trim(0);
+}
+
+/* The FUSE threads' side of privs__drop (see mount_opts.on_serve). */
+static void drop_in_fuse_thread(void *ctx)
+{
+	int err = privs__drop();
+
+	if (err)
+		pr_warn("run: the FUSE thread cannot drop capabilities: %s", strerror(-err));
+}
+
+static void flush(struct run *r)
+{
+	flush_one(r, "cpu", profiler__take);
+	flush_one(r, "offcpu", profiler__take_offcpu);
 }
 
 static void *sampler_thread(void *arg)
@@ -161,7 +255,8 @@ static void *sampler_thread(void *arg)
 	int64_t last_flush = now_mono_ns(), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		int n = profiler__poll(r->prof, 250);
+		/* 100 ms: SIGTERM is seen within that (SPEC: exit within 2 s). */
+		int n = profiler__poll(r->prof, 100);
 		int64_t now = now_mono_ns();
 
 		if (n < 0)
@@ -183,7 +278,8 @@ static void *sampler_thread(void *arg)
 
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_PUSH };
+	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_OFFCPU, O_OFFMIN, O_OFFSTATES,
+	       O_PUSH };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -193,6 +289,9 @@ int cmd_run(int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
 		{ "push", required_argument, NULL, O_PUSH },
+		{ "offcpu", no_argument, NULL, O_OFFCPU },
+		{ "offcpu-min", required_argument, NULL, O_OFFMIN },
+		{ "offcpu-states", required_argument, NULL, O_OFFSTATES },
 		{ "help", no_argument, NULL, 'h' },
 		/* hidden, for tests */
 		{ "batch-interval", required_argument, NULL, O_BATCH },
@@ -209,6 +308,9 @@ int cmd_run(int argc, char **argv)
 	struct pusher_opts pusho = { 0 };
 	char *dups[MAX_LABELS] = { 0 }, host[256];
 	struct tree *tree = NULL;
+	struct unmounter *um = NULL;
+	bool dropped = false;
+	int64_t t_stop;
 	int64_t interval_s = 10;
 	struct run r = { 0 };
 	sigset_t sigs;
@@ -274,6 +376,19 @@ int cmd_run(int argc, char **argv)
 			}
 			pusho.url = optarg;
 			break;
+		case O_OFFCPU: po.offcpu = true; break;
+		case O_OFFMIN:
+			if (parse_short_duration(optarg, &po.offcpu_min_ns)) {
+				fprintf(stderr, "proffs run: bad --offcpu-min '%s' (e.g. 500us, 1ms, 0.5s; 1us to 10s)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		case O_OFFSTATES:
+			if (offcpu__parse_states(optarg, &po.offcpu_states)) {
+				fprintf(stderr, "proffs run: bad --offcpu-states '%s' (any of sleep,disk,runqueue, or all)\n", optarg);
+				goto usage_err;
+			}
+			break;
 		case O_BATCH:
 			if (parse_duration(optarg, &interval_s) || interval_s <= 0) {
 				fprintf(stderr, "proffs run: bad --batch-interval '%s'\n", optarg);
@@ -312,6 +427,11 @@ int cmd_run(int argc, char **argv)
 			r.nextra++;
 		}
 	}
+	if ((po.offcpu_min_ns || po.offcpu_states) && !po.offcpu) {
+		fprintf(stderr, "proffs run: --offcpu-min and --offcpu-states need --offcpu\n");
+		goto usage_err;
+	}
+	r.offcpu = po.offcpu;
 	r.interval_ns = interval_s * 1000000000LL;
 	r.retention_s = so.retention_s;
 
@@ -320,6 +440,20 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	/* Users may keep every CPU busy; the drain (the ring holds ~2 s) and
+	 * the answer to SIGTERM must not wait for them. Set before any thread
+	 * exists: Linux keeps the nice value per thread, and they inherit it
+	 * (the symbolizer's loader too: its work per file is capped, and a
+	 * starved loader leaves frames unresolved). */
+	if (setpriority(PRIO_PROCESS, 0, -10))
+		pr_warn("run: cannot raise the daemon's priority: %s", strerror(errno));
+
+	/* While we are one thread with signals blocked: the helper that will
+	 * unmount the tree once our own privileges are gone. */
+	err = privs__start_unmounter(mo.mountpoint, &um);
+	if (err)
+		pr_warn("run: no unmount helper (%s): keeping all privileges", strerror(-err));
 
 	/* The default /prof usually does not exist yet on a fresh host. */
 	if (mkdir(mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
@@ -336,6 +470,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	to.metrics_ctx = &r;
+	if (um)
+		mo.on_serve = drop_in_fuse_thread;
 	tree = tree__new(r.store, &to);
 	if (!tree) {
 		pr_err("run: cannot build the tree: %s", strerror(errno));
@@ -345,6 +481,18 @@ int cmd_run(int argc, char **argv)
 	if (err) {
 		pr_err("run: cannot mount %s: %s", mo.mountpoint, strerror(-err));
 		goto out;
+	}
+	/* BPF is attached and the tree mounted: from here on the daemon reads
+	 * what local users control, with no more power than that needs. The
+	 * FUSE threads dropped theirs when they started; the sampler thread
+	 * and the symbolizer's loader start after this and inherit it. */
+	if (um) {
+		err = privs__drop();
+		if (err)
+			pr_warn("run: cannot drop capabilities: %s", strerror(-err));
+		else
+			pr_info("run: capabilities dropped but %s; no_new_privs set", privs__kept());
+		dropped = !err;
 	}
 	err = pthread_create(&r.thread, NULL, sampler_thread, &r);
 	if (err) {
@@ -373,7 +521,8 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	pr_info("run: sampling at %d Hz, store %s, mounted at %s", po.hz, so.dir, mo.mountpoint);
+	pr_info("run: sampling at %d Hz%s, store %s, mounted at %s", po.hz,
+		po.offcpu ? " and off-CPU time" : "", so.dir, mo.mountpoint);
 
 	do {
 		err = sigwait(&sigs, &sig);
@@ -381,12 +530,20 @@ int cmd_run(int argc, char **argv)
 	pr_info("run: %s, storing the last batch and unmounting", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 out:
+	t_stop = now_mono_ns();
 	if (thread_started) {
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
+		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	}
+	/* Without CAP_SYS_ADMIN the helper detaches the mount; the FUSE loop
+	 * then sees its connection end, and fsmount__stop finds it gone. */
+	if (r.fm && dropped && (err = privs__unmount(um)))
+		pr_warn("run: the unmount helper failed: %s", strerror(-err));
 	if (r.fm)
 		fsmount__stop(__atomic_exchange_n(&r.fm, NULL, __ATOMIC_ACQ_REL));
+	privs__unmounter_free(um);
+	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	/* After the mount: /metrics reads the pusher's figures. */
 	pusher__stop(r.pusher);
 	if (tree)
@@ -394,6 +551,7 @@ out:
 	profiler__close(r.prof);
 	if (r.store)
 		store__close(r.store);
+	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
 	return ret;
