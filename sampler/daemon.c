@@ -24,6 +24,7 @@
 #include "cmd.h"
 #include "fs/fuse/mount.h"
 #include "sampler/profiler.h"
+#include "sampler/scrape/scrape.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
 #include "fs/tree/tree.h"
@@ -40,6 +41,11 @@ struct run {
 	int64_t retention_s;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
 	pthread_t thread;
+	/* Appends come from the sampler and the scrape thread; the store
+	 * takes one at a time. Held only around a store call, never around
+	 * a transfer, so the drain waits at most for one append. */
+	pthread_mutex_t store_mu;
+	struct scraper *scraper;
 	/* figures for /metrics, written by the sampler thread */
 	uint64_t batches, append_errors, last_batch_samples;
 };
@@ -49,6 +55,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
 		"                  [--max-size SIZE] [--label k=v]... [--allow-other]\n"
+		"                  [--scrape [job=NAME@]URL]... [--scrape-interval DUR]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -60,7 +67,11 @@ static void usage(FILE *f)
 		"  --retention DUR    drop data older than DUR, e.g. 6h, 7d (default 7d)\n"
 		"  --max-size SIZE    bound on the store's size, e.g. 512M, 4G (default 4G)\n"
 		"  --label k=v        attach this label to every series (repeatable)\n"
-		"  --allow-other      let users other than root read the mount\n");
+		"  --allow-other      let users other than root read the mount\n"
+		"  --scrape [job=NAME@]URL  poll a Go net/http/pprof endpoint (URL: its\n"
+		"                     /debug/pprof base) for heap, allocs, goroutine, mutex\n"
+		"                     and block profiles (repeatable)\n"
+		"  --scrape-interval DUR  how often (default 15s)\n");
 }
 
 static void metrics_cb(struct buf *out, void *ctx)
@@ -116,6 +127,7 @@ static void metrics_cb(struct buf *out, void *ctx)
 		H("proffs_cpu_seconds_total", "counter", "CPU time of the daemon (user + system).");
 		buf__printf(out, "proffs_cpu_seconds_total %.3f\n", cpu);
 	}
+	scraper__metrics(r->scraper, out);
 	f = fopen("/proc/self/statm", "r");
 	if (f) {
 		if (fscanf(f, "%*s %ld", &rss_pages) != 1)
@@ -140,7 +152,9 @@ static void flush(struct run *r)
 	if (!p)
 		return;
 	__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
+	pthread_mutex_lock(&r->store_mu);
 	err = store__append(r->store, "cpu", t0, dur, p, r->extra, r->nextra);
+	pthread_mutex_unlock(&r->store_mu);
 	if (err) {
 		pr_err("run: storing a batch failed: %s", strerror(-err));
 		__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
@@ -166,7 +180,9 @@ static void *sampler_thread(void *arg)
 			last_flush = now;
 		}
 		if (now - last_expire >= 60 * 1000000000LL) {
+			pthread_mutex_lock(&r->store_mu);
 			store__expire(r->store, now_s());
+			pthread_mutex_unlock(&r->store_mu);
 			last_expire = now;
 		}
 	}
@@ -176,9 +192,21 @@ static void *sampler_thread(void *arg)
 	return NULL;
 }
 
+static int scrape_append(void *ctx, const char *type, int64_t time_ns, int64_t duration_ns,
+			 const struct profile *p, const struct store_label *labels, size_t nlabels)
+{
+	struct run *r = ctx;
+	int err;
+
+	pthread_mutex_lock(&r->store_mu);
+	err = store__append(r->store, type, time_ns, duration_ns, p, labels, nlabels);
+	pthread_mutex_unlock(&r->store_mu);
+	return err;
+}
+
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW };
+	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_SCRAPE, O_SCRAPE_IVL };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -187,6 +215,8 @@ int cmd_run(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'x' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
+		{ "scrape", required_argument, NULL, O_SCRAPE },
+		{ "scrape-interval", required_argument, NULL, O_SCRAPE_IVL },
 		{ "help", no_argument, NULL, 'h' },
 		/* hidden, for tests */
 		{ "batch-interval", required_argument, NULL, O_BATCH },
@@ -203,8 +233,10 @@ int cmd_run(int argc, char **argv)
 	char *dups[MAX_LABELS] = { 0 }, host[256];
 	struct fsmount *fm = NULL;
 	struct tree *tree = NULL;
-	int64_t interval_s = 10;
-	struct run r = { 0 };
+	int64_t interval_s = 10, scrape_s = 15;
+	struct scrape_target *targets = NULL;
+	size_t ntargets = 0;
+	struct run r = { .store_mu = PTHREAD_MUTEX_INITIALIZER };
 	sigset_t sigs;
 	int c, sig, err, ret = 1, ndups = 0;
 	bool thread_started = false;
@@ -261,6 +293,26 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case O_ALLOW: mo.allow_other = true; break;
+		case O_SCRAPE: {
+			struct scrape_target *nt = realloc(targets, (ntargets + 1) * sizeof(*nt));
+			char why[256];
+
+			if (!nt)
+				goto usage_err;
+			targets = nt;
+			if (scrape_target__parse(optarg, &targets[ntargets], why, sizeof(why))) {
+				fprintf(stderr, "proffs run: bad --scrape '%s': %s\n", optarg, why);
+				goto usage_err;
+			}
+			ntargets++;
+			break;
+		}
+		case O_SCRAPE_IVL:
+			if (parse_duration(optarg, &scrape_s) || scrape_s <= 0) {
+				fprintf(stderr, "proffs run: bad --scrape-interval '%s' (e.g. 15s, 1m)\n", optarg);
+				goto usage_err;
+			}
+			break;
 		case O_BATCH:
 			if (parse_duration(optarg, &interval_s) || interval_s <= 0) {
 				fprintf(stderr, "proffs run: bad --batch-interval '%s'\n", optarg);
@@ -339,6 +391,22 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	thread_started = true;
+	if (ntargets) {
+		struct scrape_opts sco = { .targets = targets, .ntargets = ntargets,
+					   .interval_ns = scrape_s * 1000000000LL,
+					   .extra = r.extra, .nextra = r.nextra,
+					   .append = scrape_append, .append_ctx = &r };
+
+		targets = NULL; /* the scraper's now, even on failure */
+		r.scraper = scraper__new(&sco);
+		err = r.scraper ? scraper__start(r.scraper) : -errno;
+		if (err) {
+			pr_err("run: cannot start scraping: %s", strerror(-err));
+			goto out;
+		}
+		pr_info("run: scraping %zu target%s every %" PRId64 "s", ntargets,
+			ntargets == 1 ? "" : "s", scrape_s);
+	}
 	pr_info("run: sampling at %d Hz, store %s, mounted at %s", po.hz, so.dir, mo.mountpoint);
 
 	do {
@@ -347,6 +415,9 @@ int cmd_run(int argc, char **argv)
 	pr_info("run: %s, storing the last batch and unmounting", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 out:
+	/* Before the sampler's last flush: nothing appends after that. */
+	scraper__free(r.scraper);
+	r.scraper = NULL;
 	if (thread_started) {
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
@@ -360,9 +431,15 @@ out:
 		store__close(r.store);
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
+	for (size_t i = 0; i < ntargets && targets; i++)
+		scrape_target__fini(&targets[i]);
+	free(targets);
 	return ret;
 usage_err:
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
+	for (size_t i = 0; i < ntargets; i++)
+		scrape_target__fini(&targets[i]);
+	free(targets);
 	return 2;
 }

@@ -10,6 +10,7 @@ PKGS=(
   libbpf-dev libelf-dev zlib1g-dev
   libprotobuf-c-dev protobuf-c-compiler
   libzstd-dev liblmdb-dev lmdb-utils
+  libcurl4-openssl-dev
   clang llvm bpftool libclang-rt-14-dev
   golang-go protobuf-compiler
   libxml2-utils

@@ -380,6 +380,17 @@ struct mctx {
 	void *zd;                   /* ZSTD_DCtx for this call */
 	uint8_t *rbuf;              /* one symbol record (symcache__read) */
 	size_t rcap;
+	/* Snapshot types (heap, goroutine): each block of a series is one
+	 * snapshot; values are summed per (series, stack) first, then divided
+	 * by the series' snapshot count (snap_fold) before the usual sum. */
+	bool snap;
+	uint64_t blkno;           /* blocks decoded so far */
+	struct u64map snap_last;  /* series -> blkno of its last block */
+	struct u64map snap_n;     /* series -> snapshots seen */
+	struct u64map sagg;       /* (series << 32 | stack) -> entry */
+	uint64_t *skey;
+	int64_t *sval;
+	size_t nsagg, capsagg;
 };
 
 static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
@@ -632,15 +643,12 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 	return u64map__put(&m->ser, series, v);
 }
 
-static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
+static int m_add(struct mctx *m, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
 {
-	struct mctx *m = ctx;
 	uint32_t ls;
 	uint64_t k, i;
 	int rc;
 
-	if (nv != m->p->nvalues)
-		return -EBADMSG;
 	if ((rc = m_series(m, series, &ls)))
 		return rc;
 	k = (uint64_t)ls << 32 | stack;
@@ -670,6 +678,81 @@ static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 	return 0;
 }
 
+/* Sums one snapshot entry per (series, stack) and counts the series'
+ * snapshots (blocks it appears in). */
+static int m_snap_entry(struct mctx *m, uint32_t series, uint32_t stack, const int64_t *v,
+			uint32_t nv)
+{
+	uint64_t k = (uint64_t)series << 32 | stack, i, last, n;
+	int rc;
+
+	if (!u64map__get(&m->snap_last, series, &last) || last != m->blkno) {
+		if (!u64map__get(&m->snap_n, series, &n))
+			n = 0;
+		if ((rc = u64map__put(&m->snap_last, series, m->blkno)) ||
+		    (rc = u64map__put(&m->snap_n, series, n + 1)))
+			return rc;
+	}
+	if (!u64map__get(&m->sagg, k, &i)) {
+		if (m->nsagg == m->capsagg) {
+			size_t nc = m->capsagg ? m->capsagg * 2 : 1024;
+			uint64_t *nk = realloc(m->skey, nc * sizeof(*nk));
+			int64_t *nvv;
+
+			if (!nk)
+				return -ENOMEM;
+			m->skey = nk;
+			nvv = realloc(m->sval, nc * nv * sizeof(*nvv));
+			if (!nvv)
+				return -ENOMEM;
+			m->sval = nvv;
+			m->capsagg = nc;
+		}
+		i = m->nsagg++;
+		m->skey[i] = k;
+		memset(m->sval + i * nv, 0, nv * sizeof(int64_t));
+		if ((rc = u64map__put(&m->sagg, k, i)))
+			return rc;
+	}
+	for (uint32_t j = 0; j < nv; j++)
+		m->sval[i * nv + j] += v[j];
+	return 0;
+}
+
+/* Mean per series (rounded to nearest), then summed over series. */
+static int m_snap_fold(struct mctx *m)
+{
+	uint32_t nv = m->p->nvalues;
+	int64_t mean[PROF_MAX_VALUES];
+	int rc;
+
+	for (size_t i = 0; i < m->nsagg; i++) {
+		uint32_t series = m->skey[i] >> 32;
+		uint64_t n = 1;
+
+		u64map__get(&m->snap_n, series, &n);
+		for (uint32_t j = 0; j < nv; j++) {
+			int64_t x = m->sval[i * nv + j], h = (int64_t)(n / 2);
+
+			mean[j] = (x >= 0 ? x + h : x - h) / (int64_t)n;
+		}
+		if ((rc = m_add(m, series, (uint32_t)m->skey[i], mean, nv)))
+			return rc;
+	}
+	return 0;
+}
+
+static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
+{
+	struct mctx *m = ctx;
+
+	if (nv != m->p->nvalues)
+		return -EBADMSG;
+	if (m->snap)
+		return m_snap_entry(m, series, stack, v, nv);
+	return m_add(m, series, stack, v, nv);
+}
+
 /* The summed entries become the profile's samples, in first-seen order
  * (deterministic: blocks are read in key order). */
 static int m_emit(struct mctx *m)
@@ -697,7 +780,10 @@ static int m_emit(struct mctx *m)
 
 static int m_block(struct mctx *m, const MDB_val *d)
 {
-	int rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
+	int rc;
+
+	m->blkno++;
+	rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
 
 	if (rc == -EBADMSG)
 		pr_err("store: merge: a corrupt block or reference (run proffs check)");
@@ -750,6 +836,8 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	}
 	if ((rc = type__get(s, m.txn, sel->type, &t)))
 		goto out;
+	/* SPEC §2 Types: these are snapshots, merged as a mean. */
+	m.snap = !strcmp(sel->type, "heap") || !strcmp(sel->type, "goroutine");
 	for (uint32_t i = 0; i < t.nvalues; i++) {
 		tstr[i] = str__dup(s, m.txn, t.vtype[i]);
 		ustr[i] = str__dup(s, m.txn, t.vunit[i]);
@@ -824,7 +912,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		h = (uint32_t)(st / HOUR_S);
 		/* A whole hour inside the range with a clean rollup: one
 		 * block instead of hundreds. */
-		if ((uint64_t)h * HOUR_S >= (uint64_t)from &&
+		if (!m.snap && (uint64_t)h * HOUR_S >= (uint64_t)from &&
 		    (uint64_t)(h + 1) * HOUR_S <= (uint64_t)to && hour_rollup(&m, t.id, h, &rd)) {
 			if ((rc = m_block(&m, &rd)))
 				goto out;
@@ -856,7 +944,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		rc = store__errno(rc);
 		goto out;
 	}
-	if ((rc = m_emit(&m)))
+	if ((m.snap && (rc = m_snap_fold(&m))) || (rc = m_emit(&m)))
 		goto out;
 done:
 	rc = 0;
@@ -891,5 +979,10 @@ out:
 	free(m.akey);
 	free(m.aval);
 	free(m.rbuf);
+	u64map__free(&m.snap_last);
+	u64map__free(&m.snap_n);
+	u64map__free(&m.sagg);
+	free(m.skey);
+	free(m.sval);
 	return rc;
 }
