@@ -251,6 +251,10 @@ static void reap(struct scraper *s)
 
 		if (m->msg != CURLMSG_DONE)
 			continue;
+		/* Stopping: answers not yet stored are dropped (scraper__free
+		 * removes their handles), so SIGTERM is not held up by them. */
+		if (__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+			return;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
 		CURLcode res = m->data.result;
 

@@ -185,7 +185,8 @@ WANT=$((ELAPSED / IVL * 85 / 100))
 	fail "job app: $NA heap scrapes in $ELAPSED s (want >= $WANT)"
 for t in heap alloc goroutine mutex block; do
 	D=$(metric proffs_scrape_duration_seconds app $t)
-	within "$D" 0 1 || fail "job app $t took $D s"
+	# Within its interval: a round never runs into the next one.
+	within "$D" 0 $IVL || fail "job app $t took $D s"
 done
 NB=$(awk '/^proffs_batches_total/ { print $2 }' "$MP/metrics")
 WANTB=$((ELAPSED / 2 * 80 / 100))
@@ -196,6 +197,8 @@ CS=$(fsum "$MP/merged/cpu/comm=scrapetarget/last-5m/folded.txt")
 t1=$(date +%s%N)
 run_stop "$RUN_PID" "$MP" && {
 	ms=$((($(date +%s%N) - t1) / 1000000))
-	((ms < 2000)) && ok "SIGTERM: exited in $ms ms with a hanging transfer" || fail "SIGTERM took $ms ms"
+	lim=2000
+	[[ -n ${SAN:-} ]] && lim=5000 # the sanitizers slow the last flush down
+	((ms < lim)) && ok "SIGTERM: exited in $ms ms with a hanging transfer" || fail "SIGTERM took $ms ms"
 }
 finish
