@@ -43,7 +43,8 @@ struct run {
 	pthread_t thread;
 	/* Appends come from the sampler and the scrape thread; the store
 	 * takes one at a time. Held only around a store call, never around
-	 * a transfer, so the drain waits at most for one append. */
+	 * a transfer; the sampler only try-locks it (a busy store postpones
+	 * its flush to the next poll), so the drain never waits for it. */
 	pthread_mutex_t store_mu;
 	struct scraper *scraper;
 	/* figures for /metrics, written by the sampler thread */
@@ -140,19 +141,24 @@ static void metrics_cb(struct buf *out, void *ctx)
 }
 
 /* Hands the open batch to the store. A refused batch is dropped (and
- * counted): keeping it would grow without bound if the store stays sick. */
-static void flush(struct run *r)
+ * counted): keeping it would grow without bound if the store stays sick.
+ * Unless wait, returns -EBUSY (batch untouched) while the scrape thread
+ * is appending. */
+static int flush(struct run *r, bool wait)
 {
 	struct profile *p = NULL;
 	int64_t t0, dur;
 	int err;
 
-	if (profiler__take(r->prof, &p, &t0, &dur))
-		return;
-	if (!p)
-		return;
+	if (wait)
+		pthread_mutex_lock(&r->store_mu);
+	else if (pthread_mutex_trylock(&r->store_mu))
+		return -EBUSY;
+	if (profiler__take(r->prof, &p, &t0, &dur) || !p) {
+		pthread_mutex_unlock(&r->store_mu);
+		return 0;
+	}
 	__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
-	pthread_mutex_lock(&r->store_mu);
 	err = store__append(r->store, "cpu", t0, dur, p, r->extra, r->nextra);
 	pthread_mutex_unlock(&r->store_mu);
 	if (err) {
@@ -162,6 +168,7 @@ static void flush(struct run *r)
 		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
 	}
 	profile__free(p);
+	return 0;
 }
 
 static void *sampler_thread(void *arg)
@@ -175,12 +182,9 @@ static void *sampler_thread(void *arg)
 
 		if (n < 0)
 			pr_warn("run: polling the sampler: %s", strerror(-n));
-		if (now - last_flush >= r->interval_ns) {
-			flush(r);
+		if (now - last_flush >= r->interval_ns && !flush(r, false))
 			last_flush = now;
-		}
-		if (now - last_expire >= 60 * 1000000000LL) {
-			pthread_mutex_lock(&r->store_mu);
+		if (now - last_expire >= 60 * 1000000000LL && !pthread_mutex_trylock(&r->store_mu)) {
 			store__expire(r->store, now_s());
 			pthread_mutex_unlock(&r->store_mu);
 			last_expire = now;
@@ -188,7 +192,7 @@ static void *sampler_thread(void *arg)
 	}
 	/* Whatever the ring still holds belongs in the last batch. */
 	profiler__poll(r->prof, 0);
-	flush(r);
+	flush(r, true);
 	return NULL;
 }
 

@@ -46,7 +46,6 @@ struct sjob {
 	uint8_t *body;
 	size_t len, cap;
 	bool too_big, busy;
-	int64_t started_mono;
 	struct scrape_delta delta;
 	/* figures, under s->mu */
 	uint64_t attempts, stored, bytes, restarts, fails[SF__N];
@@ -160,13 +159,16 @@ static void job_done(struct sjob *j, CURLcode res)
 	struct profile *p = NULL, *d = NULL;
 	int64_t t = now_ns(), start = t, dur = 0;
 	long status = 0;
+	curl_off_t us = 0;
 	char err[256];
 	int rc;
 
+	/* The transfer's own time, not the wait for this thread. */
+	curl_easy_getinfo(j->easy, CURLINFO_TOTAL_TIME_T, &us);
 	pthread_mutex_lock(&s->mu);
 	j->attempts++;
 	j->bytes += j->len;
-	j->last_seconds = (double)(now_mono_ns() - j->started_mono) / 1e9;
+	j->last_seconds = (double)us / 1e6;
 	pthread_mutex_unlock(&s->mu);
 	if (res != CURLE_OK) {
 		enum scrape_fail why = SF_TRANSFER;
@@ -186,7 +188,8 @@ static void job_done(struct sjob *j, CURLcode res)
 		fail(j, SF_HTTP, err);
 		return;
 	}
-	if (pprof__decode(j->body, j->len, &p, err, sizeof(err)) || !p->nvalues) {
+	if (pprof__decode_max(j->body, j->len, 4 * s->o.max_body, &p, err, sizeof(err)) ||
+	    !p->nvalues) {
 		fail(j, SF_BAD_PROFILE, p ? "no sample types" : err);
 		profile__free(p);
 		return;
@@ -232,7 +235,6 @@ static void round_start(struct scraper *s)
 			continue;
 		j->len = 0;
 		j->too_big = false;
-		j->started_mono = now_mono_ns();
 		if (curl_multi_add_handle(s->multi, j->easy) != CURLM_OK) {
 			fail(j, SF_TRANSFER, "cannot start the transfer");
 			continue;

@@ -93,7 +93,7 @@ struct scrape_opts {
 	size_t nextra;
 	scrape_append_fn append;
 	void *append_ctx;
-	uint64_t max_body; /* bytes per answer; 0 = 64 MiB */
+	uint64_t max_body; /* bytes per answer; 0 = 64 MiB; 4x that decompressed */
 };
 
 struct scraper;

@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "sampler/scrape/scrape.h"
+#include "store/profile/pprof.h"
 #include "store/db/store.h"
 #include "store/profile/profile.h"
 #include "tests/test.h"
@@ -238,8 +241,35 @@ static void test_store_mean(void)
 	}
 }
 
+/* A small gzip answer that inflates past the scraper's bound is refused
+ * before the memory is taken. */
+static void test_bomb(void)
+{
+	size_t n = 16 << 20, cap = n / 100 + 4096;
+	uint8_t *zeros = calloc(1, n), *gz = malloc(cap);
+	z_stream zs = { 0 };
+	struct profile *p = NULL;
+	char err[256] = "";
+	int rc;
+
+	if (!zeros || !gz || deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY))
+		return;
+	zs.next_in = zeros;
+	zs.avail_in = (uInt)n;
+	zs.next_out = gz;
+	zs.avail_out = (uInt)cap;
+	rc = deflate(&zs, Z_FINISH);
+	CHECK(rc == Z_STREAM_END, "16 MiB of zeros gzip to %lu bytes", zs.total_out);
+	rc = pprof__decode_max(gz, zs.total_out, 1 << 20, &p, err, sizeof(err));
+	CHECK(rc == -EINVAL && !p && strstr(err, "exceeds"), "bounded decode refuses it (%s)", err);
+	deflateEnd(&zs);
+	free(zeros);
+	free(gz);
+}
+
 int main(void)
 {
+	test_bomb();
 	test_specs();
 	test_delta();
 	test_store_mean();
