@@ -192,7 +192,7 @@ NB=$(awk '/^proffs_batches_total/ { print $2 }' "$MP/metrics")
 WANTB=$((ELAPSED / 2 * 80 / 100))
 ((NB >= WANTB)) && ok "cpu: $NB batches in $ELAPSED s (>= $WANTB)" || fail "cpu: $NB batches in $ELAPSED s"
 CS=$(fsum "$MP/merged/cpu/comm=scrapetarget/last-5m/folded.txt")
-((CS > 0)) && ok "cpu: $CS samples of the Go service" || fail "cpu: no samples of comm=scrapetarget"
+((CS > 0)) && ok "cpu: the Go service is sampled (folded total $CS)" || fail "cpu: no samples of comm=scrapetarget"
 
 t1=$(date +%s%N)
 run_stop "$RUN_PID" "$MP" && {
