@@ -380,17 +380,7 @@ struct mctx {
 	void *zd;                   /* ZSTD_DCtx for this call */
 	uint8_t *rbuf;              /* one symbol record (symcache__read) */
 	size_t rcap;
-	/* Snapshot types (heap, goroutine): each block of a series is one
-	 * snapshot; values are summed per (series, stack) first, then divided
-	 * by the series' snapshot count (snap_fold) before the usual sum. */
-	bool snap;
-	uint64_t blkno;           /* blocks decoded so far */
-	struct u64map snap_last;  /* series -> blkno of its last block */
-	struct u64map snap_n;     /* series -> snapshots seen */
-	struct u64map sagg;       /* (series << 32 | stack) -> entry */
-	uint64_t *skey;
-	int64_t *sval;
-	size_t nsagg, capsagg;
+	struct snap_acc *snap;      /* heap, goroutine: means (store_snap.c) */
 };
 
 static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
@@ -643,8 +633,9 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 	return u64map__put(&m->ser, series, v);
 }
 
-static int m_add(struct mctx *m, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
+static int m_add(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
 {
+	struct mctx *m = ctx;
 	uint32_t ls;
 	uint64_t k, i;
 	int rc;
@@ -678,79 +669,13 @@ static int m_add(struct mctx *m, uint32_t series, uint32_t stack, const int64_t 
 	return 0;
 }
 
-/* Sums one snapshot entry per (series, stack) and counts the series'
- * snapshots (blocks it appears in). */
-static int m_snap_entry(struct mctx *m, uint32_t series, uint32_t stack, const int64_t *v,
-			uint32_t nv)
-{
-	uint64_t k = (uint64_t)series << 32 | stack, i, last, n;
-	int rc;
-
-	if (!u64map__get(&m->snap_last, series, &last) || last != m->blkno) {
-		if (!u64map__get(&m->snap_n, series, &n))
-			n = 0;
-		if ((rc = u64map__put(&m->snap_last, series, m->blkno)) ||
-		    (rc = u64map__put(&m->snap_n, series, n + 1)))
-			return rc;
-	}
-	if (!u64map__get(&m->sagg, k, &i)) {
-		if (m->nsagg == m->capsagg) {
-			size_t nc = m->capsagg ? m->capsagg * 2 : 1024;
-			uint64_t *nk = realloc(m->skey, nc * sizeof(*nk));
-			int64_t *nvv;
-
-			if (!nk)
-				return -ENOMEM;
-			m->skey = nk;
-			nvv = realloc(m->sval, nc * nv * sizeof(*nvv));
-			if (!nvv)
-				return -ENOMEM;
-			m->sval = nvv;
-			m->capsagg = nc;
-		}
-		i = m->nsagg++;
-		m->skey[i] = k;
-		memset(m->sval + i * nv, 0, nv * sizeof(int64_t));
-		if ((rc = u64map__put(&m->sagg, k, i)))
-			return rc;
-	}
-	for (uint32_t j = 0; j < nv; j++)
-		m->sval[i * nv + j] += v[j];
-	return 0;
-}
-
-/* Mean per series (rounded to nearest), then summed over series. */
-static int m_snap_fold(struct mctx *m)
-{
-	uint32_t nv = m->p->nvalues;
-	int64_t mean[PROF_MAX_VALUES];
-	int rc;
-
-	for (size_t i = 0; i < m->nsagg; i++) {
-		uint32_t series = m->skey[i] >> 32;
-		uint64_t n = 1;
-
-		u64map__get(&m->snap_n, series, &n);
-		for (uint32_t j = 0; j < nv; j++) {
-			int64_t x = m->sval[i * nv + j], h = (int64_t)(n / 2);
-
-			mean[j] = (x >= 0 ? x + h : x - h) / (int64_t)n;
-		}
-		if ((rc = m_add(m, series, (uint32_t)m->skey[i], mean, nv)))
-			return rc;
-	}
-	return 0;
-}
-
 static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
 {
 	struct mctx *m = ctx;
 
 	if (nv != m->p->nvalues)
 		return -EBADMSG;
-	if (m->snap)
-		return m_snap_entry(m, series, stack, v, nv);
-	return m_add(m, series, stack, v, nv);
+	return m->snap ? snap__add(m->snap, series, stack, v) : m_add(m, series, stack, v, nv);
 }
 
 /* The summed entries become the profile's samples, in first-seen order
@@ -782,7 +707,8 @@ static int m_block(struct mctx *m, const MDB_val *d)
 {
 	int rc;
 
-	m->blkno++;
+	if (m->snap)
+		snap__block(m->snap);
 	rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
 
 	if (rc == -EBADMSG)
@@ -836,8 +762,6 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	}
 	if ((rc = type__get(s, m.txn, sel->type, &t)))
 		goto out;
-	/* SPEC §2 Types: these are snapshots, merged as a mean. */
-	m.snap = !strcmp(sel->type, "heap") || !strcmp(sel->type, "goroutine");
 	for (uint32_t i = 0; i < t.nvalues; i++) {
 		tstr[i] = str__dup(s, m.txn, t.vtype[i]);
 		ustr[i] = str__dup(s, m.txn, t.vunit[i]);
@@ -888,6 +812,10 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)))
 		goto out;
 
+	if (snap__type(sel->type) && !(m.snap = snap__new(t.nvalues))) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	m.zd = ZSTD_createDCtx();
 	rc = mdb_cursor_open(m.txn, s->dbi[DB_BLOCK], &c);
 	if (!rc && !ss.all)
@@ -944,7 +872,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		rc = store__errno(rc);
 		goto out;
 	}
-	if ((m.snap && (rc = m_snap_fold(&m))) || (rc = m_emit(&m)))
+	if ((m.snap && (rc = snap__fold(m.snap, m_add, &m))) || (rc = m_emit(&m)))
 		goto out;
 done:
 	rc = 0;
@@ -979,10 +907,6 @@ out:
 	free(m.akey);
 	free(m.aval);
 	free(m.rbuf);
-	u64map__free(&m.snap_last);
-	u64map__free(&m.snap_n);
-	u64map__free(&m.sagg);
-	free(m.skey);
-	free(m.sval);
+	snap__free(m.snap);
 	return rc;
 }
