@@ -19,6 +19,8 @@
 #    reason, up=0; the good target still scraped every interval, CPU
 #    batches still stored every interval with the Go service's comm in them
 #  - SIGTERM ends the daemon within 2 s although a transfer hangs
+# alone: yes (scrapes per interval, CPU batches per wall-clock second and
+# the stop latency are timings)
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 source "$(dirname "$0")/sampler_lib.bash"
 
