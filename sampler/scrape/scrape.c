@@ -12,7 +12,6 @@
  * than this file, and each of those is where hand-written clients break.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +19,9 @@
 
 #include <curl/curl.h>
 
-#include "fs/render/render.h"
 #include "sampler/scrape/scrape.h"
 #include "store/profile/pprof.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 #define SCRAPE_MAX_BODY (64ULL << 20)
@@ -387,29 +386,17 @@ void scraper__free(struct scraper *s)
 	free(s);
 }
 
-/* A Prometheus label value: backslash, quote and newline escaped. */
-static void put_value(struct buf *out, const char *v)
+/* One sample per job of a family: labels job, instance, type (and reason). */
+static void put(struct buf *out, const struct sjob *j, const char *name, const char *reason,
+		uint64_t u, const double *f)
 {
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			buf__printf(out, "\\%c", *v);
-		else if (*v == '\n')
-			buf__puts(out, "\\n");
-		else
-			buf__put(out, v, 1);
-	}
-}
+	struct prom_label l[4] = { { "job", j->t->job }, { "instance", j->t->instance },
+				   { "type", scrape_kind_type[j->kind] }, { "reason", reason } };
 
-static void put_labels(struct buf *out, const struct sjob *j, const char *reason)
-{
-	buf__puts(out, "{job=\"");
-	put_value(out, j->t->job);
-	buf__puts(out, "\",instance=\"");
-	put_value(out, j->t->instance);
-	buf__printf(out, "\",type=\"%s\"", scrape_kind_type[j->kind]);
-	if (reason)
-		buf__printf(out, ",reason=\"%s\"", reason);
-	buf__puts(out, "} ");
+	if (f)
+		prom__f64(out, name, l, reason ? 4 : 3, *f);
+	else
+		prom__u64(out, name, l, reason ? 4 : 3, u);
 }
 
 void scraper__metrics(struct scraper *s, struct buf *out)
@@ -417,58 +404,42 @@ void scraper__metrics(struct scraper *s, struct buf *out)
 	if (!s || !s->njobs)
 		return;
 	pthread_mutex_lock(&s->mu);
-#define H(name, type, help) buf__printf(out, "# HELP " name " " help "\n# TYPE " name " " type "\n")
-	H("proffs_scrape_up", "gauge", "1 if the last scrape of this target and type succeeded.");
-	for (size_t i = 0; i < s->njobs; i++) {
-		buf__puts(out, "proffs_scrape_up");
-		put_labels(out, &s->jobs[i], NULL);
-		buf__printf(out, "%d\n", s->jobs[i].up);
-	}
-	H("proffs_scrape_attempts_total", "counter", "Scrapes that finished, successful or not.");
-	for (size_t i = 0; i < s->njobs; i++) {
-		buf__puts(out, "proffs_scrape_attempts_total");
-		put_labels(out, &s->jobs[i], NULL);
-		buf__printf(out, "%" PRIu64 "\n", s->jobs[i].attempts);
-	}
-	H("proffs_scrape_failures_total", "counter", "Failed scrapes, by reason.");
+	prom__family(out, "proffs_scrape_up", PROM_GAUGE,
+		     "1 if the last scrape of this target and type succeeded.");
 	for (size_t i = 0; i < s->njobs; i++)
-		for (int r = 0; r < SF__N; r++) {
-			buf__puts(out, "proffs_scrape_failures_total");
-			put_labels(out, &s->jobs[i], fail_name[r]);
-			buf__printf(out, "%" PRIu64 "\n", s->jobs[i].fails[r]);
-		}
-	H("proffs_scrape_stored_total", "counter", "Profiles (snapshots or deltas) stored.");
-	for (size_t i = 0; i < s->njobs; i++) {
-		buf__puts(out, "proffs_scrape_stored_total");
-		put_labels(out, &s->jobs[i], NULL);
-		buf__printf(out, "%" PRIu64 "\n", s->jobs[i].stored);
-	}
-	H("proffs_scrape_restarts_total", "counter", "Target restarts seen (a cumulative total went down).");
-	for (size_t i = 0; i < s->njobs; i++) {
-		if (!scrape_kind_cumulative(s->jobs[i].kind))
-			continue;
-		buf__puts(out, "proffs_scrape_restarts_total");
-		put_labels(out, &s->jobs[i], NULL);
-		buf__printf(out, "%" PRIu64 "\n", s->jobs[i].restarts);
-	}
-	H("proffs_scrape_received_bytes_total", "counter", "Answer bytes received (after content decoding).");
-	for (size_t i = 0; i < s->njobs; i++) {
-		buf__puts(out, "proffs_scrape_received_bytes_total");
-		put_labels(out, &s->jobs[i], NULL);
-		buf__printf(out, "%" PRIu64 "\n", s->jobs[i].bytes);
-	}
-	H("proffs_scrape_duration_seconds", "gauge", "How long the last scrape took.");
-	for (size_t i = 0; i < s->njobs; i++) {
-		buf__puts(out, "proffs_scrape_duration_seconds");
-		put_labels(out, &s->jobs[i], NULL);
-		buf__printf(out, "%.3f\n", s->jobs[i].last_seconds);
-	}
-	H("proffs_scrape_last_success_timestamp_seconds", "gauge", "Unix time of the last successful scrape (0 = never).");
-	for (size_t i = 0; i < s->njobs; i++) {
-		buf__puts(out, "proffs_scrape_last_success_timestamp_seconds");
-		put_labels(out, &s->jobs[i], NULL);
-		buf__printf(out, "%" PRId64 "\n", s->jobs[i].last_success_s);
-	}
-#undef H
+		put(out, &s->jobs[i], "proffs_scrape_up", NULL, (uint64_t)s->jobs[i].up, NULL);
+	prom__family(out, "proffs_scrape_attempts_total", PROM_COUNTER,
+		     "Scrapes that finished, successful or not.");
+	for (size_t i = 0; i < s->njobs; i++)
+		put(out, &s->jobs[i], "proffs_scrape_attempts_total", NULL, s->jobs[i].attempts, NULL);
+	prom__family(out, "proffs_scrape_failures_total", PROM_COUNTER, "Failed scrapes, by reason.");
+	for (size_t i = 0; i < s->njobs; i++)
+		for (int r = 0; r < SF__N; r++)
+			put(out, &s->jobs[i], "proffs_scrape_failures_total", fail_name[r],
+			    s->jobs[i].fails[r], NULL);
+	prom__family(out, "proffs_scrape_stored_total", PROM_COUNTER,
+		     "Profiles (snapshots or deltas) stored.");
+	for (size_t i = 0; i < s->njobs; i++)
+		put(out, &s->jobs[i], "proffs_scrape_stored_total", NULL, s->jobs[i].stored, NULL);
+	prom__family(out, "proffs_scrape_restarts_total", PROM_COUNTER,
+		     "Target restarts seen (a cumulative total went down).");
+	for (size_t i = 0; i < s->njobs; i++)
+		if (scrape_kind_cumulative(s->jobs[i].kind))
+			put(out, &s->jobs[i], "proffs_scrape_restarts_total", NULL, s->jobs[i].restarts,
+			    NULL);
+	prom__family(out, "proffs_scrape_received_bytes_total", PROM_COUNTER,
+		     "Answer bytes received (after content decoding).");
+	for (size_t i = 0; i < s->njobs; i++)
+		put(out, &s->jobs[i], "proffs_scrape_received_bytes_total", NULL, s->jobs[i].bytes, NULL);
+	prom__family(out, "proffs_scrape_duration_seconds", PROM_GAUGE,
+		     "How long the last transfer took.");
+	for (size_t i = 0; i < s->njobs; i++)
+		put(out, &s->jobs[i], "proffs_scrape_duration_seconds", NULL, 0,
+		    &s->jobs[i].last_seconds);
+	prom__family(out, "proffs_scrape_last_success_timestamp_seconds", PROM_GAUGE,
+		     "Unix time of the last successful scrape (0 = never).");
+	for (size_t i = 0; i < s->njobs; i++)
+		put(out, &s->jobs[i], "proffs_scrape_last_success_timestamp_seconds", NULL,
+		    (uint64_t)s->jobs[i].last_success_s, NULL);
 	pthread_mutex_unlock(&s->mu);
 }
