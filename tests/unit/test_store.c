@@ -3,6 +3,8 @@
  * value-type mapping, rollup equivalence (a day via rollups == the same day
  * merged minute by minute from raw blocks), retention, diff of values,
  * persistence across reopen, and a check that finds planted corruption.
+ * Each scenario builds its own store in a temp directory of its own:
+ * "test_store NAME" runs one alone, "test_store --list" names them.
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -552,7 +554,10 @@ static void t_reopen_readonly(const char *dir)
 /* Opens a new store in dir and appends 26 hours of random batches every
  * 5 minutes around day D0 (the same ones each call: the generator is
  * reseeded). Stores the day's total of value 0 in *sum. Returns the open
- * store (the caller closes it) or NULL if it could not be opened. */
+ * store (the caller closes it) or NULL if it could not be opened.
+ * Five scenarios build this store; opened without an fsync per commit
+ * (PROFFS_STORE_NOSYNC, read by store__open only) it costs a tenth. No
+ * check here is about durability: store_crash.sh is. */
 static struct store *day_store(const char *dir, int64_t *sum)
 {
 	const char *comms[] = { "a", "b", "c" }, *fr[] = { "x", "y", "z", "w" };
@@ -560,10 +565,18 @@ static struct store *day_store(const char *dir, int64_t *sum)
 	struct store *s = NULL;
 	struct profile *p;
 	bool ok = true;
+	char *was = getenv("PROFFS_STORE_NOSYNC");
 
 	*sum = 0;
 	rnd = 88172645463325252ULL;
+	was = was ? strdup(was) : NULL;
+	setenv("PROFFS_STORE_NOSYNC", "1", 1);
 	CHECK(store__open(&s, &o) == 0, "fresh store for rollups");
+	if (was)
+		setenv("PROFFS_STORE_NOSYNC", was, 1);
+	else
+		unsetenv("PROFFS_STORE_NOSYNC");
+	free(was);
 	if (!s)
 		return NULL;
 	for (int64_t t = D0 - 1800; t < D0 + 86400 + 3600; t += 300) {
