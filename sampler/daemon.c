@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include "cmd.h"
 #include "fs/fuse/mount.h"
 #include "sampler/offcpu/offcpu.h"
+#include "sampler/privs.h"
+#include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
@@ -153,6 +156,25 @@ static void metrics_cb(struct buf *out, void *ctx)
 		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "kernel", st.offcpu_kstack_errors);
 		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "user", st.offcpu_ustack_errors);
 	}
+	prom__counter(out, "proffs_symbol_loads_total",
+		      "Files (symbol tables, perf maps) the loader thread read.", st.sym_loads);
+	prom__gauge(out, "proffs_symbol_loads_queued", "Files waiting for the loader thread.",
+		    st.sym_queued);
+	prom__counter(out, "proffs_symbol_loads_abandoned_total", "Loads abandoned because a read hung.",
+		      st.sym_abandoned);
+	prom__gauge(out, "proffs_perfmap_bytes", "Memory held by loaded perf maps.", st.perfmap_bytes);
+	prom__counter(out, "proffs_perfmap_reads_total",
+		      "Perf maps read (only when changed, at most once a second each).", st.perfmap_reads);
+	{
+		uint64_t rc[SF_R_MAX];
+
+		safefile__counts(rc);
+		prom__family(out, "proffs_files_refused_total", PROM_COUNTER,
+			     "Files read on behalf of a process that were refused, by reason.");
+		for (int i = 0; i < SF_R_MAX; i++)
+			prom__u64_by(out, "proffs_files_refused_total", "reason",
+				     safefile__reason_name(i), rc[i]);
+	}
 	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
 		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",
@@ -201,6 +223,19 @@ static void flush_one(struct run *r, const char *type,
 		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
 	}
 	profile__free(p);
+	/* A batch and the maps re-read since are freed in bulk: give the
+	 * pages back, so the resident figure is what the daemon holds (the
+	 * budget), not what its threads' malloc arenas once touched. */
+	malloc_trim(0);
+}
+
+/* The FUSE threads' side of privs__drop (see mount_opts.on_serve). */
+static void drop_in_fuse_thread(void *ctx)
+{
+	int err = privs__drop();
+
+	if (err)
+		pr_warn("run: the FUSE thread cannot drop capabilities: %s", strerror(-err));
 }
 
 static void flush(struct run *r)
@@ -215,7 +250,8 @@ static void *sampler_thread(void *arg)
 	int64_t last_flush = now_mono_ns(), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		int n = profiler__poll(r->prof, 250);
+		/* 100 ms: SIGTERM is seen within that (SPEC: exit within 2 s). */
+		int n = profiler__poll(r->prof, 100);
 		int64_t now = now_mono_ns();
 
 		if (n < 0)
@@ -264,6 +300,9 @@ int cmd_run(int argc, char **argv)
 	struct tree_opts to = { .metrics_cb = metrics_cb };
 	char *dups[MAX_LABELS] = { 0 }, host[256];
 	struct tree *tree = NULL;
+	struct unmounter *um = NULL;
+	bool dropped = false;
+	int64_t t_stop;
 	int64_t interval_s = 10;
 	struct run r = { 0 };
 	sigset_t sigs;
@@ -387,6 +426,20 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* Users may keep every CPU busy; the drain (the ring holds ~2 s) and
+	 * the answer to SIGTERM must not wait for them. Set before any thread
+	 * exists: Linux keeps the nice value per thread, and they inherit it
+	 * (the symbolizer's loader too: its work per file is capped, and a
+	 * starved loader leaves frames unresolved). */
+	if (setpriority(PRIO_PROCESS, 0, -10))
+		pr_warn("run: cannot raise the daemon's priority: %s", strerror(errno));
+
+	/* While we are one thread with signals blocked: the helper that will
+	 * unmount the tree once our own privileges are gone. */
+	err = privs__start_unmounter(mo.mountpoint, &um);
+	if (err)
+		pr_warn("run: no unmount helper (%s): keeping all privileges", strerror(-err));
+
 	/* The default /prof usually does not exist yet on a fresh host. */
 	if (mkdir(mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
 		pr_warn("run: cannot create %s: %s", mo.mountpoint, strerror(errno));
@@ -402,6 +455,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	to.metrics_ctx = &r;
+	if (um)
+		mo.on_serve = drop_in_fuse_thread;
 	tree = tree__new(r.store, &to);
 	if (!tree) {
 		pr_err("run: cannot build the tree: %s", strerror(errno));
@@ -411,6 +466,18 @@ int cmd_run(int argc, char **argv)
 	if (err) {
 		pr_err("run: cannot mount %s: %s", mo.mountpoint, strerror(-err));
 		goto out;
+	}
+	/* BPF is attached and the tree mounted: from here on the daemon reads
+	 * what local users control, with no more power than that needs. The
+	 * FUSE threads dropped theirs when they started; the sampler thread
+	 * and the symbolizer's loader start after this and inherit it. */
+	if (um) {
+		err = privs__drop();
+		if (err)
+			pr_warn("run: cannot drop capabilities: %s", strerror(-err));
+		else
+			pr_info("run: capabilities dropped but %s; no_new_privs set", privs__kept());
+		dropped = !err;
 	}
 	err = pthread_create(&r.thread, NULL, sampler_thread, &r);
 	if (err) {
@@ -427,17 +494,26 @@ int cmd_run(int argc, char **argv)
 	pr_info("run: %s, storing the last batch and unmounting", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 out:
+	t_stop = now_mono_ns();
 	if (thread_started) {
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
+		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	}
+	/* Without CAP_SYS_ADMIN the helper detaches the mount; the FUSE loop
+	 * then sees its connection end, and fsmount__stop finds it gone. */
+	if (r.fm && dropped && (err = privs__unmount(um)))
+		pr_warn("run: the unmount helper failed: %s", strerror(-err));
 	if (r.fm)
 		fsmount__stop(__atomic_exchange_n(&r.fm, NULL, __ATOMIC_ACQ_REL));
+	privs__unmounter_free(um);
+	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);
 	if (r.store)
 		store__close(r.store);
+	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
 	return ret;

@@ -2,6 +2,7 @@
  * profiler.c - wiring sampler, procs, symbolizer, labeler and batch.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,17 @@
 #include "sampler/symbols/symbolize.h"
 #include "store/util/util.h"
 
+/* A sample held back until the files its frames need are loaded. */
+struct deferred {
+	struct deferred *next;
+	int64_t due_ns; /* symbolized then with whatever is loaded */
+	struct prof_sample_ev ev; /* cut after its frames */
+};
+
+/* Bounds on samples held back (they are copied, frames only). */
+#define DEFER_MAX 1024
+#define DEFER_NS (1000 * 1000000LL)
+
 struct profiler {
 	struct sampler *s;
 	struct symbolizer *sym;
@@ -27,18 +39,66 @@ struct profiler {
 	struct batch *ob;  /* offcpu's batch */
 	struct frame *frames;
 	uint64_t samples, nomem, offcpu_samples;
+	struct deferred *deferred, **deferred_tail;
+	size_t ndeferred;
 	int64_t stats_ns; /* monotonic time of the last update_stats() */
 	pthread_mutex_t lock; /* guards st */
 	struct profiler_stats st;
 };
 
-static void on_sample(void *ctx, const struct prof_sample_ev *ev)
+/* Does a frame wait for a file the loader has not read yet? */
+static bool waits_for_load(const struct proc *p, const struct frame *fr, int n)
 {
-	struct profiler *pr = ctx;
+	for (int i = 0; i < n; i++) {
+		const struct frame *f = &fr[i];
+
+		if (f->kernel || f->marker || f->name || !f->vma)
+			continue;
+		if (f->vma->file && f->vma->dso &&
+		    __atomic_load_n(&f->vma->dso->state, __ATOMIC_ACQUIRE) == DSO_QUEUED)
+			return true;
+		if (!f->vma->file && !f->vma->path[0] && p && p->pm_token)
+			return true;
+	}
+	return false;
+}
+
+/* Keeps a copy of ev for later; false when too many wait already. */
+static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
+{
+	size_t nf = (size_t)ev->nkern + ev->nuser, sz;
+	struct deferred *d;
+
+	if (pr->ndeferred >= DEFER_MAX || nf > 2 * PROF_MAX_FRAMES)
+		return false;
+	sz = offsetof(struct deferred, ev) + offsetof(struct prof_sample_ev, frames) +
+	     nf * sizeof(ev->frames[0]);
+	d = malloc(sz);
+	if (!d)
+		return false;
+	memcpy(&d->ev, ev, offsetof(struct prof_sample_ev, frames) + nf * sizeof(ev->frames[0]));
+	d->due_ns = due_ns;
+	d->next = NULL;
+	*pr->deferred_tail = d;
+	pr->deferred_tail = &d->next;
+	pr->ndeferred++;
+	return true;
+}
+
+/*
+ * Symbolizes a sample and counts it in the batch. A sample whose frames
+ * wait for the loader (the first samples of a new binary or JIT) is held
+ * back until due_ns rather than stored unresolved; due_ns 0: now, with
+ * whatever is loaded. The drain never waits for a file.
+ */
+static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
+{
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
 	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
 	char comm[PROF_COMM_LEN + 1];
 
+	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns))
+		return;
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
 	if (batch__add(pr->b, p, ev->tgid, comm, pr->frames, n))
@@ -63,6 +123,28 @@ static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
 		pr->nomem++;
 	else
 		pr->offcpu_samples++;
+}
+
+static void on_sample(void *ctx, const struct prof_sample_ev *ev)
+{
+	add_sample(ctx, ev, now_mono_ns() + DEFER_NS);
+}
+
+/* Samples held back whose files are loaded (or that waited long enough,
+ * or all of them when force) go into the batch. */
+static void replay(struct profiler *pr, bool force)
+{
+	struct deferred *d = pr->deferred, *next;
+	int64_t now = now_mono_ns();
+
+	pr->deferred = NULL;
+	pr->deferred_tail = &pr->deferred;
+	pr->ndeferred = 0;
+	for (; d; d = next) {
+		next = d->next;
+		add_sample(pr, &d->ev, force || now >= d->due_ns ? 0 : d->due_ns);
+		free(d);
+	}
 }
 
 static void on_task(void *ctx, const struct prof_task_ev *ev)
@@ -100,6 +182,7 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	if (!pr)
 		return -ENOMEM;
 	pthread_mutex_init(&pr->lock, NULL);
+	pr->deferred_tail = &pr->deferred;
 	so.ctx = pr;
 	pr->frames = calloc(2 * PROF_MAX_FRAMES, sizeof(*pr->frames));
 	pr->sym = symbolizer__new(NULL);
@@ -167,6 +250,11 @@ static void update_stats(struct profiler *pr)
 	st.kernel_symbols = ss.kernel_symbols;
 	st.sym_hits = ss.hits;
 	st.sym_misses = ss.misses;
+	st.sym_queued = ss.queued;
+	st.sym_loads = ss.loads;
+	st.sym_abandoned = ss.abandoned;
+	st.perfmap_bytes = ss.perfmap_bytes;
+	st.perfmap_reads = ss.perfmap_reads;
 	st.ncpus = sampler__ncpus(pr->s);
 	if (pr->oc && !offcpu__counters(pr->oc, oc)) {
 		st.offcpu_switches = oc[OFFCPU_CNT_SWITCHES];
@@ -185,9 +273,15 @@ static void update_stats(struct profiler *pr)
 
 int profiler__poll(struct profiler *pr, int timeout_ms)
 {
-	int n = sampler__poll(pr->s, timeout_ms);
+	int n;
 	int64_t now;
 
+	/* What the loader read since: used by the samples drained now. */
+	procs__collect(pr->ps);
+	symbolizer__watchdog(pr->sym);
+	if (pr->deferred)
+		replay(pr, false);
+	n = sampler__poll(pr->s, timeout_ms);
 	/* offcpu records wake no one: they are picked up with the samples. */
 	if (pr->oc && n >= 0) {
 		int m = offcpu__poll(pr->oc, 0);
@@ -209,6 +303,8 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
 		   int64_t *duration_ns)
 {
+	procs__collect(pr->ps);
+	replay(pr, true);
 	return batch__take(pr->b, out, start_ns, duration_ns);
 }
 
@@ -236,6 +332,12 @@ void profiler__close(struct profiler *pr)
 	offcpu__close(pr->oc);
 	sampler__close(pr->s);
 	batch__free(pr->ob);
+	while (pr->deferred) {
+		struct deferred *d = pr->deferred;
+
+		pr->deferred = d->next;
+		free(d);
+	}
 	batch__free(pr->b);
 	procs__free(pr->ps);
 	labeler__free(pr->lab);

@@ -32,6 +32,7 @@ struct profiler_stats {
 	uint64_t lost_nomem;   /* dropped in user space: allocation failed */
 	uint64_t procs;
 	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
+	uint64_t sym_queued, sym_loads, sym_abandoned, perfmap_bytes, perfmap_reads; /* the loader */
 	int ncpus;
 	/* offcpu (all 0 without --offcpu) */
 	uint64_t offcpu_samples;  /* blocks aggregated into batches */

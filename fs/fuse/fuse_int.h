@@ -28,6 +28,8 @@ struct fsmount {
 	struct inotab inos;
 	uid_t uid;
 	gid_t gid;
+	void (*on_serve)(void *ctx); /* mount_opts.on_serve */
+	void *on_serve_ctx;
 	/* request counters of /metrics, bumped by the handlers */
 	atomic_uint_fast64_t n_lookup, n_negative, n_getattr, n_open, n_read,
 		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot;

@@ -32,9 +32,12 @@
 static void *loop_main(void *arg)
 {
 	struct fsmount *m = arg;
-	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	struct fuse_loop_config *cfg;
 	int err;
 
+	if (m->on_serve)
+		m->on_serve(m->on_serve_ctx);
+	cfg = fuse_loop_cfg_create();
 	if (cfg) {
 		fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
 		fuse_loop_cfg_set_clone_fd(cfg, 0);
@@ -96,6 +99,8 @@ int fsmount__start(struct fsmount **out, struct tree *t,
 	m->t = t;
 	m->uid = getuid();
 	m->gid = getgid();
+	m->on_serve = o->on_serve;
+	m->on_serve_ctx = o->on_serve_ctx;
 	m->mountpoint = realpath(o->mountpoint, NULL);
 	if (!m->mountpoint) {
 		err = -errno;

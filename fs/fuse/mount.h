@@ -13,6 +13,11 @@ struct mount_opts {
 	const char *mountpoint;
 	bool allow_other;
 	size_t cache_bytes; /* render cache bound; 0 = 256 MiB */
+	/* Called first in the thread that serves the mount, before it starts
+	 * any other (every FUSE thread descends from it and inherits what it
+	 * sets, capabilities included); NULL = none. */
+	void (*on_serve)(void *ctx);
+	void *on_serve_ctx;
 };
 
 struct fsmount;

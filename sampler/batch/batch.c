@@ -166,7 +166,7 @@ static uint64_t user_mapping(struct batch *b, const struct vma *v)
 	struct prof_mapping m = { .start = v->start, .limit = v->end, .offset = v->pgoff };
 	const struct symtab *t = v->dso ? v->dso->tab : NULL;
 
-	m.file = profile__intern_str(b->p, v->path[0] ? v->path : "[anon]");
+	m.file = profile__intern_str(b->p, v->path[0] ? v->path : "[jit]");
 	if (t && t->elf.build_id[0])
 		m.build_id = profile__intern_str(b->p, t->elf.build_id);
 	m.has_functions = t && t->has_syms;
