@@ -131,7 +131,8 @@ $(BUILD)/tests/%: tests/helpers/%.c
 # local users write (perf maps, ELF).
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
-	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c
+	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
+	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)

@@ -29,6 +29,7 @@
 #include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
 #include "sampler/push/push.h"
+#include "sampler/scrape/scrape.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
 #include "fs/tree/tree.h"
@@ -50,6 +51,12 @@ struct run {
 	struct pusher *pusher; /* --push, else NULL */
 	/* set by fsmount__start() before the first request, read by /metrics */
 	struct fsmount *fm;
+	/* Appends come from the sampler and the scrape thread; the store
+	 * takes one at a time. Held only around a store call, never around
+	 * a transfer; the sampler only try-locks it (a busy store postpones
+	 * its flush to the next poll), so the drain never waits for it. */
+	pthread_mutex_t store_mu;
+	struct scraper *scraper;
 	/* figures for /metrics, written by the sampler thread */
 	uint64_t batches, append_errors, last_batch_samples;
 };
@@ -60,6 +67,7 @@ static void usage(FILE *f)
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
 		"                  [--max-size SIZE] [--label k=v]... [--allow-other] [--push URL]\n"
 		"                  [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
+		"                  [--scrape [job=NAME@]URL]... [--scrape-interval DUR]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -76,7 +84,11 @@ static void usage(FILE *f)
 		"                     server at URL (its push API), retrying across restarts\n"
 		"  --offcpu           also record where threads wait (type offcpu)\n"
 		"  --offcpu-min DUR   shortest block recorded, e.g. 500us, 1ms (default 1ms)\n"
-		"  --offcpu-states L  any of sleep,disk,runqueue, or all (default all)\n");
+		"  --offcpu-states L  any of sleep,disk,runqueue, or all (default all)\n"
+		"  --scrape [job=NAME@]URL  poll a Go net/http/pprof endpoint (URL: its\n"
+		"                     /debug/pprof base) for heap, allocs, goroutine, mutex\n"
+		"                     and block profiles (repeatable)\n"
+		"  --scrape-interval DUR  how often (default 15s)\n");
 }
 
 /* "500us", "1ms", "0.5s", "20000ns" -> nanoseconds, within [1us, 10s]
@@ -203,6 +215,7 @@ static void metrics_cb(struct buf *out, void *ctx)
 	 * them: one /metrics for both commands. */
 	fsmount__metrics(__atomic_load_n(&r->fm, __ATOMIC_ACQUIRE), out);
 	pusher__metrics(__atomic_load_n(&r->pusher, __ATOMIC_ACQUIRE), out);
+	scraper__metrics(r->scraper, out);
 }
 
 /* Hands the open batches to the store. A refused batch is dropped (and
@@ -243,10 +256,18 @@ static void drop_in_fuse_thread(void *ctx)
 		pr_warn("run: the FUSE thread cannot drop capabilities: %s", strerror(-err));
 }
 
-static void flush(struct run *r)
+/* Unless wait, returns -EBUSY (batches untouched) while the scrape
+ * thread is appending. */
+static int flush(struct run *r, bool wait)
 {
+	if (wait)
+		pthread_mutex_lock(&r->store_mu);
+	else if (pthread_mutex_trylock(&r->store_mu))
+		return -EBUSY;
 	flush_one(r, "cpu", profiler__take);
 	flush_one(r, "offcpu", profiler__take_offcpu);
+	pthread_mutex_unlock(&r->store_mu);
+	return 0;
 }
 
 static void *sampler_thread(void *arg)
@@ -261,25 +282,36 @@ static void *sampler_thread(void *arg)
 
 		if (n < 0)
 			pr_warn("run: polling the sampler: %s", strerror(-n));
-		if (now - last_flush >= r->interval_ns) {
-			flush(r);
+		if (now - last_flush >= r->interval_ns && !flush(r, false))
 			last_flush = now;
-		}
-		if (now - last_expire >= 60 * 1000000000LL) {
+		if (now - last_expire >= 60 * 1000000000LL && !pthread_mutex_trylock(&r->store_mu)) {
 			store__expire(r->store, now_s());
+			pthread_mutex_unlock(&r->store_mu);
 			last_expire = now;
 		}
 	}
 	/* Whatever the ring still holds belongs in the last batch. */
 	profiler__poll(r->prof, 0);
-	flush(r);
+	flush(r, true);
 	return NULL;
+}
+
+static int scrape_append(void *ctx, const char *type, int64_t time_ns, int64_t duration_ns,
+			 const struct profile *p, const struct store_label *labels, size_t nlabels)
+{
+	struct run *r = ctx;
+	int err;
+
+	pthread_mutex_lock(&r->store_mu);
+	err = store__append(r->store, type, time_ns, duration_ns, p, labels, nlabels);
+	pthread_mutex_unlock(&r->store_mu);
+	return err;
 }
 
 int cmd_run(int argc, char **argv)
 {
 	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_OFFCPU, O_OFFMIN, O_OFFSTATES,
-	       O_PUSH };
+	       O_SCRAPE, O_SCRAPE_IVL, O_PUSH };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -289,6 +321,8 @@ int cmd_run(int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
 		{ "push", required_argument, NULL, O_PUSH },
+		{ "scrape", required_argument, NULL, O_SCRAPE },
+		{ "scrape-interval", required_argument, NULL, O_SCRAPE_IVL },
 		{ "offcpu", no_argument, NULL, O_OFFCPU },
 		{ "offcpu-min", required_argument, NULL, O_OFFMIN },
 		{ "offcpu-states", required_argument, NULL, O_OFFSTATES },
@@ -311,8 +345,10 @@ int cmd_run(int argc, char **argv)
 	struct unmounter *um = NULL;
 	bool dropped = false;
 	int64_t t_stop;
-	int64_t interval_s = 10;
-	struct run r = { 0 };
+	int64_t interval_s = 10, scrape_s = 15;
+	struct scrape_target *targets = NULL;
+	size_t ntargets = 0;
+	struct run r = { .store_mu = PTHREAD_MUTEX_INITIALIZER };
 	sigset_t sigs;
 	int c, sig, err, ret = 1, ndups = 0;
 	bool thread_started = false;
@@ -375,6 +411,26 @@ int cmd_run(int argc, char **argv)
 				goto usage_err;
 			}
 			pusho.url = optarg;
+			break;
+		case O_SCRAPE: {
+			struct scrape_target *nt = realloc(targets, (ntargets + 1) * sizeof(*nt));
+			char why[256];
+
+			if (!nt)
+				goto usage_err;
+			targets = nt;
+			if (scrape_target__parse(optarg, &targets[ntargets], why, sizeof(why))) {
+				fprintf(stderr, "proffs run: bad --scrape '%s': %s\n", optarg, why);
+				goto usage_err;
+			}
+			ntargets++;
+			break;
+		}
+		case O_SCRAPE_IVL:
+			if (parse_duration(optarg, &scrape_s) || scrape_s <= 0) {
+				fprintf(stderr, "proffs run: bad --scrape-interval '%s' (e.g. 15s, 1m)\n", optarg);
+				goto usage_err;
+			}
 			break;
 		case O_OFFCPU: po.offcpu = true; break;
 		case O_OFFMIN:
@@ -521,6 +577,22 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (ntargets) {
+		struct scrape_opts sco = { .targets = targets, .ntargets = ntargets,
+					   .interval_ns = scrape_s * 1000000000LL,
+					   .extra = r.extra, .nextra = r.nextra,
+					   .append = scrape_append, .append_ctx = &r };
+
+		targets = NULL; /* the scraper's now, even on failure */
+		r.scraper = scraper__new(&sco);
+		err = r.scraper ? scraper__start(r.scraper) : -errno;
+		if (err) {
+			pr_err("run: cannot start scraping: %s", strerror(-err));
+			goto out;
+		}
+		pr_info("run: scraping %zu target%s every %" PRId64 "s", ntargets,
+			ntargets == 1 ? "" : "s", scrape_s);
+	}
 	pr_info("run: sampling at %d Hz%s, store %s, mounted at %s", po.hz,
 		po.offcpu ? " and off-CPU time" : "", so.dir, mo.mountpoint);
 
@@ -531,6 +603,9 @@ int cmd_run(int argc, char **argv)
 	ret = 0;
 out:
 	t_stop = now_mono_ns();
+	/* Before the sampler's last flush: nothing appends after that. */
+	scraper__free(r.scraper);
+	r.scraper = NULL;
 	if (thread_started) {
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
@@ -554,9 +629,15 @@ out:
 	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
+	for (size_t i = 0; i < ntargets && targets; i++)
+		scrape_target__fini(&targets[i]);
+	free(targets);
 	return ret;
 usage_err:
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
+	for (size_t i = 0; i < ntargets; i++)
+		scrape_target__fini(&targets[i]);
+	free(targets);
 	return 2;
 }

@@ -382,4 +382,18 @@ int types__all(struct store *s, MDB_txn *txn, struct type_ent **out,
 	       size_t *n);
 void types__free(struct type_ent *t, size_t n);
 
+/* store_snap.c: merging snapshot types as a mean per series. */
+struct snap_acc;
+typedef int (*snap_emit_fn)(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
+			    uint32_t nv);
+bool snap__type(const char *type); /* heap, goroutine */
+/* NULL with errno on failure; free with snap__free(). */
+struct snap_acc *snap__new(uint32_t nvalues);
+void snap__block(struct snap_acc *a); /* the next entries are a new block */
+int snap__add(struct snap_acc *a, uint32_t series, uint32_t stack, const int64_t *v);
+/* Emits each (series, stack) once with its mean over the series'
+ * snapshots. Returns 0 or emit's error. */
+int snap__fold(struct snap_acc *a, snap_emit_fn emit, void *ctx);
+void snap__free(struct snap_acc *a);
+
 #endif

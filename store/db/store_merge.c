@@ -94,6 +94,7 @@ struct mctx {
 	void *zd;                   /* ZSTD_DCtx for this call */
 	uint8_t *rbuf;              /* one symbol record (symcache__read) */
 	size_t rcap;
+	struct snap_acc *snap;      /* heap, goroutine: means (store_snap.c) */
 };
 
 static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
@@ -323,15 +324,13 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 	return u64map__put(&m->ser, series, v);
 }
 
-static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
+static int m_add(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
 {
 	struct mctx *m = ctx;
 	uint32_t ls;
 	uint64_t k, i;
 	int rc;
 
-	if (nv != m->p->nvalues)
-		return -EBADMSG;
 	if ((rc = m_series(m, series, &ls)))
 		return rc;
 	k = (uint64_t)ls << 32 | stack;
@@ -350,6 +349,15 @@ static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 	for (uint32_t j = 0; j < nv; j++)
 		m->aval[i * nv + j] += v[j];
 	return 0;
+}
+
+static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
+{
+	struct mctx *m = ctx;
+
+	if (nv != m->p->nvalues)
+		return -EBADMSG;
+	return m->snap ? snap__add(m->snap, series, stack, v) : m_add(m, series, stack, v, nv);
 }
 
 /* The summed entries become the profile's samples, in first-seen order
@@ -379,7 +387,11 @@ static int m_emit(struct mctx *m)
 
 static int m_block(struct mctx *m, const MDB_val *d)
 {
-	int rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
+	int rc;
+
+	if (m->snap)
+		snap__block(m->snap);
+	rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
 
 	if (rc == -EBADMSG)
 		pr_err("store: merge: a corrupt block or reference (run proffs check)");
@@ -489,6 +501,10 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)))
 		goto out;
 
+	if (snap__type(sel->type) && !(m.snap = snap__new(t.nvalues))) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	m.zd = ZSTD_createDCtx();
 	if (!m.zd) {
 		rc = -ENOMEM;
@@ -517,7 +533,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		h = (uint32_t)(st / HOUR_S);
 		/* A whole hour inside the range with a clean rollup: one
 		 * block instead of hundreds. */
-		if ((uint64_t)h * HOUR_S >= (uint64_t)from &&
+		if (!m.snap && (uint64_t)h * HOUR_S >= (uint64_t)from &&
 		    (uint64_t)(h + 1) * HOUR_S <= (uint64_t)to && hour_rollup(&m, t.id, h, &rd)) {
 			if ((rc = m_block(&m, &rd)))
 				goto out;
@@ -549,7 +565,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		rc = store__errno(rc);
 		goto out;
 	}
-	if ((rc = m_emit(&m)))
+	if ((m.snap && (rc = snap__fold(m.snap, m_add, &m))) || (rc = m_emit(&m)))
 		goto out;
 done:
 	rc = 0;
@@ -583,5 +599,6 @@ out:
 	free(m.akey);
 	free(m.aval);
 	free(m.rbuf);
+	snap__free(m.snap);
 	return rc;
 }

@@ -53,9 +53,9 @@ static void seterr(char *err, size_t errsz, const char *fmt, ...)
 /*
  * Inflates one or more concatenated gzip members (what `gzip` and Go's
  * writer produce) into a malloc'd buffer the caller frees. Refuses output
- * beyond PPROF_MAX_DECOMPRESSED and bytes after the last member.
+ * beyond max bytes and bytes after the last member.
  */
-static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
+static int gunzip(const uint8_t *in, size_t len, uint64_t max, uint8_t **out, size_t *outlen,
 		  char *err, size_t errsz)
 {
 	z_stream zs = { 0 };
@@ -63,8 +63,8 @@ static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
 	uint8_t *buf = NULL, *nb;
 	int ret, rc = -EINVAL;
 
-	if (cap > PPROF_MAX_DECOMPRESSED)
-		cap = PPROF_MAX_DECOMPRESSED;
+	if (cap > max)
+		cap = max;
 	buf = malloc(cap);
 	if (!buf) {
 		seterr(err, errsz, "out of memory");
@@ -85,14 +85,14 @@ static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
 			zs.avail_in = left > (1U << 30) ? (1U << 30) : (uInt)left;
 		}
 		if (n == cap) {
-			if (cap >= PPROF_MAX_DECOMPRESSED) {
+			if (cap >= max) {
 				seterr(err, errsz, "gzip: decompressed size exceeds %llu bytes",
-				       PPROF_MAX_DECOMPRESSED);
+				       (unsigned long long)max);
 				goto out_end;
 			}
 			cap *= 2;
-			if (cap > PPROF_MAX_DECOMPRESSED)
-				cap = PPROF_MAX_DECOMPRESSED;
+			if (cap > max)
+				cap = max;
 			nb = realloc(buf, cap);
 			if (!nb) {
 				seterr(err, errsz, "out of memory");
@@ -562,6 +562,12 @@ static void pb_free(void *data, void *ptr)
 int pprof__decode(const void *buf, size_t len, struct profile **out, char *err,
 		  size_t errsz)
 {
+	return pprof__decode_max(buf, len, PPROF_MAX_DECOMPRESSED, out, err, errsz);
+}
+
+int pprof__decode_max(const void *buf, size_t len, uint64_t max, struct profile **out,
+		      char *err, size_t errsz)
+{
 	struct pb_budget budget = { 0 };
 	ProtobufCAllocator alloc = { .alloc = pb_alloc, .free = pb_free, .allocator_data = &budget };
 	const uint8_t *in = buf;
@@ -579,12 +585,15 @@ int pprof__decode(const void *buf, size_t len, struct profile **out, char *err,
 		return -EINVAL;
 	}
 	if (len >= 2 && in[0] == 0x1f && in[1] == 0x8b) {
-		rc = gunzip(in, len, &raw, &rawlen, err, errsz);
+		if (max > PPROF_MAX_DECOMPRESSED)
+			max = PPROF_MAX_DECOMPRESSED;
+		rc = gunzip(in, len, max, &raw, &rawlen, err, errsz);
 		if (rc)
 			return rc;
 		in = raw;
-	} else if (len > PPROF_MAX_DECOMPRESSED) {
-		seterr(err, errsz, "larger than %llu bytes", PPROF_MAX_DECOMPRESSED);
+	} else if (len > PPROF_MAX_DECOMPRESSED || len > max) {
+		seterr(err, errsz, "larger than %llu bytes",
+		       (unsigned long long)(max < PPROF_MAX_DECOMPRESSED ? max : PPROF_MAX_DECOMPRESSED));
 		return -EINVAL;
 	}
 	budget.left = unpack_budget(rawlen);

@@ -22,6 +22,11 @@
  */
 int pprof__decode(const void *buf, size_t len, struct profile **out,
 		  char *err, size_t errsz);
+/* The same with a lower bound on the decompressed size (max bytes, at
+ * most 1 GiB), for input from the network: a small gzip answer must not
+ * make the daemon allocate a gigabyte. */
+int pprof__decode_max(const void *buf, size_t len, uint64_t max, struct profile **out,
+		      char *err, size_t errsz);
 
 /*
  * Encodes p as one uncompressed perftools.profiles.Profile message.
