@@ -127,43 +127,80 @@ static void metrics_cb(struct buf *out, void *ctx)
 #undef H
 }
 
-/* Hands the open batch to the store. A refused batch is dropped (and
- * counted): keeping it would grow without bound if the store stays sick. */
-static void flush(struct run *r)
+/* Hands the windows that end by cut_ns (all of them when `all`) to the
+ * store, then marks the store complete up to cut_ns. A refused batch is
+ * dropped (and counted): keeping it would grow without bound if the store
+ * stays sick. */
+static void flush(struct run *r, int64_t cut_ns, bool all)
 {
-	struct profile *p = NULL;
-	int64_t t0, dur;
+	struct minute_batch mb[MINUTES_SLOTS];
+	uint64_t total = 0;
+	size_t n = 0;
 	int err;
 
-	if (profiler__take(r->prof, &p, &t0, &dur))
-		return;
-	if (!p)
-		return;
-	__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
-	err = store__append(r->store, "cpu", t0, dur, p, r->extra, r->nextra);
-	if (err) {
-		pr_err("run: storing a batch failed: %s", strerror(-err));
-		__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
-	} else {
-		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
+	err = profiler__take(r->prof, cut_ns, all, mb, &n);
+	if (err)
+		pr_err("run: closing a batch failed: %s", strerror(-err));
+	for (size_t i = 0; i < n; i++) {
+		total += (uint64_t)profile__total(mb[i].p, 0);
+		err = store__append(r->store, "cpu", mb[i].start_ns, mb[i].duration_ns, mb[i].p,
+				    r->extra, r->nextra);
+		if (err) {
+			pr_err("run: storing a batch failed: %s", strerror(-err));
+			__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
+		}
+		profile__free(mb[i].p);
 	}
-	profile__free(p);
+	if (n)
+		__atomic_store_n(&r->last_batch_samples, total, __ATOMIC_RELAXED);
+	/* Every sample taken before the cut was drained before the take (the
+	 * cut waits CUT_GRACE_NS for records in flight), so minutes ending by
+	 * it are complete: `latest` may name them now. */
+	err = store__set_complete(r->store, cut_ns);
+	if (err)
+		pr_warn("run: recording the complete mark failed: %s", strerror(-err));
+}
+
+/* How long after a cut the ring is drained: a sample taken just before the
+ * cut on another CPU may still be being written into the ring. */
+#define CUT_GRACE_NS (100 * 1000000LL)
+
+/* The next cut after wall-clock time `wall`: cuts fall on multiples of the
+ * window (a divisor of a minute), so minute boundaries are always cuts. */
+static int64_t next_cut(const struct run *r, int64_t wall)
+{
+	int64_t w = minutes__window_ns(r->interval_ns);
+	/* An interval longer than the window: cut at its multiples only. */
+	int64_t step = r->interval_ns > w ? r->interval_ns / w * w : w;
+
+	return (wall / step + 1) * step;
 }
 
 static void *sampler_thread(void *arg)
 {
 	struct run *r = arg;
-	int64_t last_flush = now_mono_ns(), last_expire = 0;
+	int64_t cut = next_cut(r, now_ns()), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		int n = profiler__poll(r->prof, 250);
+		int64_t wall = now_ns(), wait = (cut + CUT_GRACE_NS - wall) / 1000000;
+		int n = profiler__poll(r->prof, wait < 0 ? 0 : wait > 250 ? 250 : (int)wait);
 		int64_t now = now_mono_ns();
 
 		if (n < 0)
 			pr_warn("run: polling the sampler: %s", strerror(-n));
-		if (now - last_flush >= r->interval_ns) {
-			flush(r);
-			last_flush = now;
+		wall = now_ns();
+		if (wall >= cut + CUT_GRACE_NS) {
+			profiler__poll(r->prof, 0);
+			flush(r, cut, false);
+			/* A clock stepped forward skips the cuts in between
+			 * (one take closes their windows). */
+			cut = next_cut(r, wall - CUT_GRACE_NS);
+		} else if (cut - wall > r->interval_ns + minutes__window_ns(r->interval_ns)) {
+			/* The clock stepped back: cut from the new time. */
+			flush(r, cut, false);
+			cut = next_cut(r, wall);
 		}
 		if (now - last_expire >= 60 * 1000000000LL) {
 			store__expire(r->store, now_s());
@@ -172,7 +209,7 @@ static void *sampler_thread(void *arg)
 	}
 	/* Whatever the ring still holds belongs in the last batch. */
 	profiler__poll(r->prof, 0);
-	flush(r);
+	flush(r, now_ns(), true);
 	return NULL;
 }
 
@@ -300,6 +337,7 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	r.interval_ns = interval_s * 1000000000LL;
+	po.interval_ns = r.interval_ns;
 	r.retention_s = so.retention_s;
 
 	/* Before any thread exists (libbpf, FUSE, ours): they inherit it. */

@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include "sampler/batch/batch.h"
+#include "sampler/batch/minutes.h"
+#include "sampler/batch/wallclock.h"
 #include "sampler/proc/labels.h"
 #include "sampler/proc/procinfo.h"
 #include "sampler/profiler.h"
@@ -21,7 +23,8 @@ struct profiler {
 	struct symbolizer *sym;
 	struct labeler *lab;
 	struct procs *ps;
-	struct batch *b;
+	struct minutes *mins;
+	struct wallclock wc; /* sample time -> wall clock, re-read every drain */
 	struct frame *frames;
 	uint64_t samples, nomem;
 	int64_t stats_ns; /* monotonic time of the last update_stats() */
@@ -34,11 +37,12 @@ static void on_sample(void *ctx, const struct prof_sample_ev *ev)
 	struct profiler *pr = ctx;
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
 	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
+	struct batch *b = minutes__batch(pr->mins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
 	char comm[PROF_COMM_LEN + 1];
 
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
-	if (batch__add(pr->b, p, ev->tgid, comm, pr->frames, n))
+	if (!b || batch__add(b, p, ev->tgid, comm, pr->frames, n))
 		pr->nomem++;
 	else
 		pr->samples++;
@@ -83,8 +87,10 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	pr->frames = calloc(2 * PROF_MAX_FRAMES, sizeof(*pr->frames));
 	pr->sym = symbolizer__new(NULL);
 	pr->lab = labeler__new(&lo);
-	pr->b = batch__new(1000000000LL / so.hz);
-	if (!pr->frames || !pr->sym || !pr->lab || !pr->b)
+	wallclock__refresh(&pr->wc);
+	pr->mins = minutes__new(1000000000LL / so.hz,
+				 o->interval_ns > 0 ? o->interval_ns : 10 * 1000000000LL, now_ns());
+	if (!pr->frames || !pr->sym || !pr->lab || !pr->mins)
 		goto err;
 	pr->ps = procs__new(&(struct procs_opts){ .sym = pr->sym, .lab = pr->lab });
 	if (!pr->ps)
@@ -133,8 +139,14 @@ static void update_stats(struct profiler *pr)
 
 int profiler__poll(struct profiler *pr, int timeout_ms)
 {
-	int n = sampler__poll(pr->s, timeout_ms);
+	int n;
 	int64_t now;
+
+	/* The records this poll drains were taken after the previous one:
+	 * the offset read now files them, so a clock step misfiles at most
+	 * the samples of one poll wait around it. */
+	wallclock__refresh(&pr->wc);
+	n = sampler__poll(pr->s, timeout_ms);
 
 	procs__gc(pr->ps);
 	/* Exec records wake us often on a busy host; the figures (a few
@@ -147,10 +159,15 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 	return n;
 }
 
-int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
-		   int64_t *duration_ns)
+int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,
+		   struct minute_batch out[MINUTES_SLOTS], size_t *n)
 {
-	return batch__take(pr->b, out, start_ns, duration_ns);
+	return minutes__take(pr->mins, cut_ns, all, out, n);
+}
+
+uint64_t profiler__clock_steps(struct profiler *pr)
+{
+	return pr->wc.steps;
 }
 
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)
@@ -165,7 +182,7 @@ void profiler__close(struct profiler *pr)
 	if (!pr)
 		return;
 	sampler__close(pr->s);
-	batch__free(pr->b);
+	minutes__free(pr->mins);
 	procs__free(pr->ps);
 	labeler__free(pr->lab);
 	symbolizer__free(pr->sym);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sampler/batch/minutes.h"
 #include "store/profile/profile.h"
 
 struct profiler_opts {
@@ -16,6 +17,7 @@ struct profiler_opts {
 	pid_t target_tgid;       /* 0 = every process */
 	const char *cgroup_root; /* NULL = the cgroup2 mount */
 	const char *pods_root;   /* NULL = /var/log/pods */
+	int64_t interval_ns;     /* drain interval; 0 = 10 s (see minutes__new) */
 };
 
 struct profiler_stats {
@@ -37,9 +39,15 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o);
 /* Handles what the ring holds, waiting up to timeout_ms. Returns the
  * number of records or -errno. Sampler thread only. */
 int profiler__poll(struct profiler *pr, int timeout_ms);
-/* Closes the open batch (see batch__take). Sampler thread only. */
-int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
-		   int64_t *duration_ns);
+/* Closes the open windows that end by wall-clock time cut_ns, or all of
+ * them (see minutes__take): out[0..*n) gets one profile per window that
+ * holds samples, each the caller's. Sampler thread only. */
+int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,
+		   struct minute_batch out[MINUTES_SLOTS], size_t *n);
+
+/* Steps of the wall clock seen so far. Sampler thread only. */
+uint64_t profiler__clock_steps(struct profiler *pr);
+
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
 void profiler__close(struct profiler *pr);

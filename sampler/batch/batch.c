@@ -25,7 +25,6 @@ struct label_set {
 struct batch {
 	int64_t period_ns;
 	struct profile *p;
-	int64_t start_ns;
 	uint64_t count;
 	uint64_t kmap; /* mapping id of [kernel.kallsyms] in p, 0 = not yet */
 	struct hmap labels; /* pid + 1 -> struct label_set * */
@@ -78,7 +77,6 @@ struct batch *batch__new(int64_t period_ns)
 		errno = ENOMEM;
 		return NULL;
 	}
-	b->start_ns = now_ns();
 	return b;
 }
 
@@ -248,17 +246,14 @@ int batch__add(struct batch *b, struct proc *p, pid_t pid, const char *comm,
 	return 0;
 }
 
-int batch__take(struct batch *b, struct profile **out, int64_t *start_ns, int64_t *duration_ns)
+int batch__take(struct batch *b, int64_t start_ns, int64_t duration_ns, struct profile **out)
 {
 	struct profile *next = new_profile(b->period_ns);
-	int64_t now = now_ns();
 
 	if (!next)
 		return -ENOMEM;
-	*start_ns = b->start_ns;
-	*duration_ns = now - b->start_ns;
-	b->p->time_nanos = *start_ns;
-	b->p->duration_nanos = *duration_ns;
+	b->p->time_nanos = start_ns;
+	b->p->duration_nanos = duration_ns;
 	if (b->count) {
 		*out = b->p;
 	} else {
@@ -266,7 +261,6 @@ int batch__take(struct batch *b, struct profile **out, int64_t *start_ns, int64_
 		profile__free(b->p);
 	}
 	b->p = next;
-	b->start_ns = now;
 	b->count = 0;
 	batch__reset_caches(b);
 	return 0;
