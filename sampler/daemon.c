@@ -48,7 +48,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
-		"                  [--max-size SIZE] [--label k=v]... [--allow-other]\n"
+		"                  [--max-size SIZE] [--label k=v]... [--cache-size SIZE]\n"
+		"                  [--allow-other]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -60,6 +61,7 @@ static void usage(FILE *f)
 		"  --retention DUR    drop data older than DUR, e.g. 6h, 7d (default 7d)\n"
 		"  --max-size SIZE    bound on the store's size, e.g. 512M, 4G (default 4G)\n"
 		"  --label k=v        attach this label to every series (repeatable)\n"
+		"  --cache-size SIZE  bound of the render cache (default 32M)\n"
 		"  --allow-other      let users other than root read the mount\n");
 }
 
@@ -215,7 +217,7 @@ static void *sampler_thread(void *arg)
 
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW };
+	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_CACHE };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -224,6 +226,7 @@ int cmd_run(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'x' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
+		{ "cache-size", required_argument, NULL, O_CACHE },
 		{ "help", no_argument, NULL, 'h' },
 		/* hidden, for tests */
 		{ "batch-interval", required_argument, NULL, O_BATCH },
@@ -248,9 +251,10 @@ int cmd_run(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		char *end;
 		long v;
+		uint64_t size;
 
 		switch (c) {
 		case 's': so.dir = optarg; break;
@@ -298,6 +302,13 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case O_ALLOW: mo.allow_other = true; break;
+		case O_CACHE:
+			if (parse_size(optarg, &size) || size == 0) {
+				fprintf(stderr, "proffs run: bad --cache-size '%s' (e.g. 32M, 1G)\n", optarg);
+				goto usage_err;
+			}
+			mo.cache_bytes = size;
+			break;
 		case O_BATCH:
 			if (parse_duration(optarg, &interval_s) || interval_s <= 0) {
 				fprintf(stderr, "proffs run: bad --batch-interval '%s'\n", optarg);
@@ -311,11 +322,11 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			ret = 0;
 			goto out;
+		case ':':
+			fprintf(stderr, "proffs run: option '%s' needs a value\n", argv[optind - 1]);
+			goto usage_err;
 		default:
-			if (optopt && optopt < 256)
-				fprintf(stderr, "proffs run: bad option '-%c' (try --help)\n", optopt);
-			else
-				fprintf(stderr, "proffs run: bad option '%s' (try --help)\n", argv[optind - 1]);
+			fprintf(stderr, "proffs run: unknown option '%s' (try --help)\n", argv[optind - 1]);
 			goto usage_err;
 		}
 	}
