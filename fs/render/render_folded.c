@@ -44,15 +44,19 @@ static int fline_cmp(const void *a, const void *b, void *ctx)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Appends every sample of p with a non-zero display value to fl, its
- * value counted on side `side`. */
+/* Appends every sample of p with a non-zero count (render__count_unit's
+ * value, undivided: lines are summed first, then divided) to fl, counted
+ * on side `side`. */
 static int flines_add(struct flines *fl, const struct profile *p, int side)
 {
 	struct frametab ft;
+	struct count_unit cu;
 	uint32_t *ids = NULL, cap = 0;
-	uint32_t vi = profile__display_value(p);
+	uint32_t vi;
 	int rc;
 
+	render__count_unit(p, &cu);
+	vi = cu.vi;
 	rc = frametab__build(&ft, p);
 	if (rc)
 		goto out;
@@ -130,18 +134,22 @@ static void flines_free(struct flines *fl)
 int render__folded(const struct profile *p, struct buf *out)
 {
 	struct flines fl = { 0 };
+	struct count_unit cu;
 	size_t n;
 	int rc;
 
+	render__count_unit(p, &cu);
 	rc = flines_add(&fl, p, 0);
 	if (rc)
 		goto out;
 	n = flines_merge(&fl);
 	for (size_t i = 0; i < n; i++) {
-		if (fl.v[i].v[0] <= 0)
+		int64_t v = render__count(&cu, fl.v[i].v[0]);
+
+		if (v <= 0)
 			continue;
 		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
-		buf__printf(out, " %" PRId64 "\n", fl.v[i].v[0]);
+		buf__printf(out, " %" PRId64 "\n", v);
 	}
 	rc = out->err;
 out:
@@ -153,9 +161,13 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 			struct buf *out)
 {
 	struct flines fl = { 0 };
+	struct count_unit ca, cb;
 	size_t n;
 	int rc;
 
+	/* Both sides of a diff have one type, so one unit. */
+	render__count_unit(a->nvalues ? a : b, &ca);
+	render__count_unit(b->nvalues ? b : a, &cb);
 	rc = flines_add(&fl, a, 0);
 	if (!rc)
 		rc = flines_add(&fl, b, 1);
@@ -163,10 +175,12 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 		goto out;
 	n = flines_merge(&fl);
 	for (size_t i = 0; i < n; i++) {
-		if (!fl.v[i].v[0] && !fl.v[i].v[1])
+		int64_t va = render__count(&ca, fl.v[i].v[0]), vb = render__count(&cb, fl.v[i].v[1]);
+
+		if (!va && !vb)
 			continue;
 		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
-		buf__printf(out, " %" PRId64 " %" PRId64 "\n", fl.v[i].v[0], fl.v[i].v[1]);
+		buf__printf(out, " %" PRId64 " %" PRId64 "\n", va, vb);
 	}
 	rc = out->err;
 out:

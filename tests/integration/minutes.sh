@@ -25,7 +25,7 @@ pb_decode() { protoc --decode perftools.profiles.Profile --proto_path="$ROOT/sto
 minute() { date -u -d "@$1" +%Y-%m-%dT%H:%M; }
 wait_until() { # epoch seconds (decimals)
 	local d
-	d=$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN { d = t - n; print d > 0 ? d : 0 }')
+	d=$(awk -v t="$1" -v n="$(date +%s.%N)" 'BEGIN { d = t - n; print (d > 0 ? d : 0) }')
 	sleep "$d"
 }
 samples_of() { "$PPROFCAT" totals "$1" | awk '$1 == "samples/count" { print $2 }'; }
@@ -35,7 +35,8 @@ now=$(date +%s)
 N=$(((now + 3 + 7 + 59) / 60 * 60))
 log "minute N = $(minute $N); daemons at $(minute $((N - 60))):53 and $(minute $N):07"
 
-"$SPIN" $((N + 50)) $((N + 120)) "$WORK/cpu.txt" &
+# nice -20: on a busy host the thread still gets (nearly) a whole CPU.
+nice -n -20 "$SPIN" $((N + 50)) $((N + 120)) "$WORK/cpu.txt" &
 WPID=$!
 PIDS+=("$WPID")
 
@@ -135,21 +136,24 @@ cpu_of() { awk -v m="$1" '$1 == m { printf "%.3f", $2 / 1e9; f = 1 } END { if (!
 wait "$WPID" 2>/dev/null
 [[ -s $WORK/cpu.txt ]] || die "minute_spin wrote no CPU times"
 log "busy thread CPU seconds per minute: N $(cpu_of $N), N+1 $(cpu_of $((N + 60)))"
-check_count() { # what got want_s_cpu nominal_s hz
-	local what=$1 got=$2 cpu=$3 nom=$4 hz=$5 want tol
-	want=$(awk -v c="$cpu" -v h="$hz" 'BEGIN { printf "%.0f", c * h }')
-	tol=$(awk -v w="$want" 'BEGIN { t = w * 0.02; printf "%.1f", t > 2 ? t : 2 }')
-	within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN { print w - t }')" "$(awk -v w="$want" -v t="$tol" 'BEGIN { print w + t }')" &&
-		ok "$what: $got samples, thread CPU ${cpu}s x $hz Hz = $want (+-$tol)" ||
-		fail "$what: $got samples, want $want +-$tol (thread CPU ${cpu}s x $hz Hz)"
-	if awk -v c="$cpu" -v n="$nom" 'BEGIN { exit !(c >= n * 0.98) }'; then
+tol_of() { awk -v w="$1" -v st="$2" 'BEGIN { t = w * 0.02; if (t < 2) t = 2; if (st && 3 * sqrt(w) > t) t = 3 * sqrt(w); printf "%.1f", t }'; }
+near() { awk -v g="$1" -v w="$2" -v t="$3" 'BEGIN { exit !(g >= w - t && g <= w + t) }'; }
+check_count() { # what got thread_cpu_s nominal_s hz
+	local what=$1 got=$2 cpu=$3 nom=$4 hz=$5 want tol full=0
+	awk -v c="$cpu" -v n="$nom" 'BEGIN { exit !(c >= n * 0.98) }' && full=1
+	if ((full)); then
 		want=$((nom * hz))
-		tol=$(awk -v w="$want" 'BEGIN { t = w * 0.02; printf "%.1f", t > 2 ? t : 2 }')
-		within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN { print w - t }')" "$(awk -v w="$want" -v t="$tol" 'BEGIN { print w + t }')" &&
-			ok "$what: nominal ${nom}s x $hz = $want (+-$tol)" || fail "$what: $got samples, nominal $want +-$tol"
-	else
-		log "note: $what: the thread got ${cpu}s of CPU in ${nom}s (busy host); nominal figure not checked"
+		tol=$(tol_of "$want" 0)
+		near "$got" "$want" "$tol" && ok "$what: $got samples = ${nom}s x $hz Hz = $want (+-$tol)" ||
+			fail "$what: $got samples, want ${nom}s x $hz Hz = $want +-$tol"
 	fi
+	# Against the CPU time the thread really got: on a host too busy to
+	# give it a whole CPU, sampling noise (3 sigma) may exceed 2%.
+	want=$(awk -v c="$cpu" -v h="$hz" 'BEGIN { printf "%.0f", c * h }')
+	tol=$(tol_of "$want" $((!full)))
+	near "$got" "$want" "$tol" && ok "$what: $got samples, thread CPU ${cpu}s x $hz Hz = $want (+-$tol)" ||
+		fail "$what: $got samples, want $want +-$tol (thread CPU ${cpu}s x $hz Hz)"
+	((full)) || log "note: $what: the thread got ${cpu}s of CPU in ${nom}s (busy host): nominal figure not checked"
 }
 for key in 53-19 53-99 07-19 07-99; do
 	mp=${MP[$key]} hz=${key#*-}
@@ -175,12 +179,14 @@ for key in 53-19 53-99 07-19 07-99; do
 			fail "phase :${key%-*} ${hz}Hz $(minute $m): time_nanos $tn duration_nanos $dn"
 	done
 	M2=$(minute $((N + 120)))
+	# The thread's last instants (it stops at second 0 and exits) may
+	# give a sample or two to N+2: +-2 samples, as the issue allows.
 	if ls "$sel" | grep -qx "$M2"; then
-		fail "phase :${key%-*} ${hz}Hz: $M2 listed (the thread stopped at its second 0): $(samples_of "$sel/$M2/profile.pb") samples"
+		got=$(samples_of "$sel/$M2/profile.pb")
 	else
 		got=$(cat "$mp/merged/cpu/pid=$WPID/$M2..$(minute $((N + 180)))/profile.pb" >"$WORK/m2.pb" && samples_of "$WORK/m2.pb")
-		within "${got:-x}" 0 2 && ok "phase :${key%-*} ${hz}Hz: $M2 holds ${got} samples" ||
-			fail "phase :${key%-*} ${hz}Hz: $M2 holds '${got}' samples"
 	fi
+	within "${got:-x}" 0 2 && ok "phase :${key%-*} ${hz}Hz: $M2 holds ${got} samples" ||
+		fail "phase :${key%-*} ${hz}Hz: $M2 holds '${got}' samples"
 done
 finish
