@@ -39,17 +39,25 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp}
 
+# Both builds must be there: a missing one is a failure, not a pass with
+# fewer tests.
+for d in build build-san; do
+	if [[ ! -x $d/proffs ]]; then
+		fail=$((fail + 1)); failed+=("$d")
+		echo "FAIL $d/ is not built (make all; make SAN=1 all)"
+	fi
+done
 for b in build/tests/test_*; do
-	[[ -x $b ]] && run_one "unit/$(basename "$b")" "$b"
+	[[ -x $b && $b != *.d ]] && run_one "unit/$(basename "$b")" "$b"
 done
 for b in build-san/tests/test_*; do
-	[[ -x $b ]] && run_one "san/unit/$(basename "$b")" "$b"
+	[[ -x $b && $b != *.d ]] && run_one "san/unit/$(basename "$b")" "$b"
 done
 for s in tests/integration/*.sh; do
 	[[ -f $s ]] || continue
 	n=$(basename "$s" .sh)
 	run_one "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
-	if grep -q '^# san: yes' "$s" && [[ -x build-san/proffs ]]; then
+	if grep -q '^# san: yes' "$s"; then
 		run_one "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
 	fi
 done
@@ -61,6 +69,10 @@ for f in build/fuzz/fuzz_*; do
 		"build/corpus/$n" "tests/fuzz/corpus/$n"
 done
 
+if ((pass + fail + skip == 0)); then
+	fail=1; failed+=("TESTS=${TESTS:-}")
+	echo "FAIL no test matched TESTS='${TESTS:-}'"
+fi
 ((${#failed[@]})) && printf 'failed: %s\n' "${failed[*]}"
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))

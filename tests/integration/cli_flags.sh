@@ -17,7 +17,7 @@ expect_bad() {
 	if [[ $rc == 2 && $n == 1 && ! -s $T/out ]]; then
 		ok "$what: exit 2, '$(cat "$T/err")'"
 	else
-		bad "$what: exit $rc, $n stderr line(s), $(wc -c <"$T/out") stdout bytes: $(head -c 300 "$T/err" | tr '\n' '|')"
+		fail "$what: exit $rc, $n stderr line(s), $(wc -c <"$T/out") stdout bytes: $(head -c 300 "$T/err" | tr '\n' '|')"
 	fi
 }
 
@@ -47,12 +47,12 @@ expect_bad "import --label x" import --store "$S" --label x f.pb
 expect_bad "cat without a path" cat --store "$S"
 expect_bad "cat two paths" cat --store "$S" /a /b
 expect_bad "check extra argument" check --store "$S" extra
-[[ ! -e $S ]] && ok "no store was created by a refused command" || bad "a refused command created $S"
+[[ ! -e $S ]] && ok "no store was created by a refused command" || fail "a refused command created $S"
 # --help is not an error: usage on stdout, exit 0.
 for cmd in run mount import cat check version; do
 	"$PROFFS" "$cmd" --help >"$T/out" 2>"$T/err"
 	rc=$?
 	[[ $rc == 0 && -s $T/out && ! -s $T/err ]] && ok "$cmd --help: exit 0, usage on stdout" ||
-		bad "$cmd --help: exit $rc"
+		fail "$cmd --help: exit $rc"
 done
 finish

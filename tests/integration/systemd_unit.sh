@@ -13,8 +13,8 @@ tmp_dir proffs-unit
 # (systemd.exec(5), "Sandboxing" and "Paths").
 ns_opts='ProtectSystem|ProtectHome|PrivateTmp|PrivateDevices|PrivateMounts|PrivateNetwork|PrivateUsers|PrivateIPC|ProtectKernelTunables|ProtectKernelModules|ProtectKernelLogs|ProtectControlGroups|ProtectClock|ProtectProc|ProcSubset|ProtectHostname|ReadOnlyPaths|ReadWritePaths|InaccessiblePaths|ExecPaths|NoExecPaths|TemporaryFileSystem|BindPaths|BindReadOnlyPaths|RootDirectory|RootImage|MountFlags|MountImages|ExtensionImages|ExtensionDirectories|NetworkNamespacePath|DynamicUser|LogNamespace'
 found=$(grep -nE "^[[:space:]]*($ns_opts)[[:space:]]*=" "$UNIT")
-[[ -z $found ]] && ok "no mount-namespace options in proffs.service" || bad "mount-namespace options in proffs.service: $found"
-grep -q "mount namespace" "$UNIT" && ok "the unit says why there is no sandboxing" || bad "the unit lacks the comment on sandboxing"
+[[ -z $found ]] && ok "no mount-namespace options in proffs.service" || fail "mount-namespace options in proffs.service: $found"
+grep -q "mount namespace" "$UNIT" && ok "the unit says why there is no sandboxing" || fail "the unit lacks the comment on sandboxing"
 
 if ! command -v systemd-analyze >/dev/null; then
 	echo "SKIP: systemd-analyze not installed (Debian package systemd); the option check above passed"
@@ -24,11 +24,11 @@ sed "s|/usr/local/bin/proffs|$PROFFS|g" "$UNIT" >"$T/proffs.service"
 if out=$(systemd-analyze verify "$T/proffs.service" 2>&1); then
 	ok "systemd-analyze verify passes${out:+ (notes: $(echo "$out" | tr '\n' ' '))}"
 else
-	bad "systemd-analyze verify: $out"
+	fail "systemd-analyze verify: $out"
 fi
 # The check can fail: a unit with a sandboxing option is refused above,
 # and a broken unit is refused by systemd-analyze.
 printf '[Service]\nExecStart=%s run\nBogusOption=1\n' "$PROFFS" >"$T/broken.service"
 out=$(systemd-analyze verify "$T/broken.service" 2>&1)
-[[ $out == *BogusOption* ]] && ok "systemd-analyze verify flags a bad option (sanity)" || bad "systemd-analyze verify missed BogusOption: $out"
+[[ $out == *BogusOption* ]] && ok "systemd-analyze verify flags a bad option (sanity)" || fail "systemd-analyze verify missed BogusOption: $out"
 finish
