@@ -52,7 +52,7 @@ for _ in $(seq "$(nproc)"); do "$TB/truth" >/dev/null 2>&1 & PIDS+=($!); done
 python3 -c 'import json
 while True: json.loads(json.dumps([{"k": i} for i in range(5000)]))' & PIDS+=($!)
 (while :; do head -c 50000000 /dev/urandom | gzip -9 >/dev/null; done) & PIDS+=($!)
-"$TB/forker" 2000 5 >/dev/null 2>&1 &
+"$TB/forker" "${FORKS:-2000}" 5 >/dev/null 2>&1 &
 PIDS+=($!)
 # Distinct binaries: fixedwork with 20 bytes of its build id replaced.
 off=$(python3 - "$TB/fixedwork" <<'PY'
