@@ -27,6 +27,7 @@
 #include "fs/render/render.h"
 #include "store/db/store.h"
 #include "fs/tree/tree.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 #define MAX_LABELS 64
@@ -40,6 +41,8 @@ struct run {
 	int64_t retention_s;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
 	pthread_t thread;
+	/* set by fsmount__start() before the first request, read by /metrics */
+	struct fsmount *fm;
 	/* figures for /metrics, written by the sampler thread */
 	uint64_t batches, append_errors, last_batch_samples;
 };
@@ -74,49 +77,44 @@ static void metrics_cb(struct buf *out, void *ctx)
 	FILE *f;
 
 	profiler__stats(r->prof, &st);
-#define H(name, type, help) buf__printf(out, "# HELP " name " " help "\n# TYPE " name " " type "\n")
-	H("proffs_samples_total", "counter", "CPU samples stored in batches.");
-	buf__printf(out, "proffs_samples_total %" PRIu64 "\n", st.samples);
-	H("proffs_bpf_samples_total", "counter", "Samples the BPF program took (idle excluded).");
-	buf__printf(out, "proffs_bpf_samples_total %" PRIu64 "\n", st.bpf_samples);
-	H("proffs_idle_samples_total", "counter", "Samples of idle CPUs (counted, not stored).");
-	buf__printf(out, "proffs_idle_samples_total %" PRIu64 "\n", st.idle);
-	H("proffs_lost_samples_total", "counter", "Samples lost, by cause.");
-	buf__printf(out, "proffs_lost_samples_total{cause=\"ring_full\"} %" PRIu64 "\n", st.lost_ring_full);
-	buf__printf(out, "proffs_lost_samples_total{cause=\"no_memory\"} %" PRIu64 "\n", st.lost_nomem);
-	H("proffs_lost_events_total", "counter", "Process exec/fork/exit records lost (ring full).");
-	buf__printf(out, "proffs_lost_events_total %" PRIu64 "\n", st.lost_events);
-	H("proffs_stack_errors_total", "counter", "Stacks that could not be read, by kind.");
-	buf__printf(out, "proffs_stack_errors_total{stack=\"kernel\"} %" PRIu64 "\n", st.kstack_errors);
-	buf__printf(out, "proffs_stack_errors_total{stack=\"user\"} %" PRIu64 "\n", st.ustack_errors);
-	H("proffs_stacks_truncated_total", "counter", "Stacks cut at the kernel's depth cap, by kind.");
-	buf__printf(out, "proffs_stacks_truncated_total{stack=\"kernel\"} %" PRIu64 "\n", st.ktruncated);
-	buf__printf(out, "proffs_stacks_truncated_total{stack=\"user\"} %" PRIu64 "\n", st.utruncated);
-	H("proffs_sampled_cpus", "gauge", "CPUs with an attached sampling event.");
-	buf__printf(out, "proffs_sampled_cpus %d\n", st.ncpus);
-	H("proffs_processes_tracked", "gauge", "Processes in the process-info cache.");
-	buf__printf(out, "proffs_processes_tracked %" PRIu64 "\n", st.procs);
-	H("proffs_symbol_cache_files", "gauge", "Mapped files known to the symbol cache.");
-	buf__printf(out, "proffs_symbol_cache_files %" PRIu64 "\n", st.dsos);
-	H("proffs_symbol_cache_tables", "gauge", "Symbol tables loaded (one per build id).");
-	buf__printf(out, "proffs_symbol_cache_tables %" PRIu64 "\n", st.symtabs);
-	H("proffs_symbol_cache_symbols", "gauge", "User-space symbols held.");
-	buf__printf(out, "proffs_symbol_cache_symbols %" PRIu64 "\n", st.symbols);
-	H("proffs_kernel_symbols", "gauge", "Kernel symbols held (kallsyms).");
-	buf__printf(out, "proffs_kernel_symbols %" PRIu64 "\n", st.kernel_symbols);
-	H("proffs_symbol_cache_lookups_total", "counter", "User frame lookups, by result.");
-	buf__printf(out, "proffs_symbol_cache_lookups_total{result=\"hit\"} %" PRIu64 "\n", st.sym_hits);
-	buf__printf(out, "proffs_symbol_cache_lookups_total{result=\"miss\"} %" PRIu64 "\n", st.sym_misses);
-	H("proffs_batches_total", "counter", "Batches written to the store.");
-	buf__printf(out, "proffs_batches_total %" PRIu64 "\n", __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
-	H("proffs_batch_errors_total", "counter", "Batches the store refused.");
-	buf__printf(out, "proffs_batch_errors_total %" PRIu64 "\n", __atomic_load_n(&r->append_errors, __ATOMIC_RELAXED));
+	prom__counter(out, "proffs_samples_total", "CPU samples stored in batches.", st.samples);
+	prom__counter(out, "proffs_bpf_samples_total", "Samples the BPF program took (idle excluded).",
+		      st.bpf_samples);
+	prom__counter(out, "proffs_idle_samples_total", "Samples of idle CPUs (counted, not stored).",
+		      st.idle);
+	prom__family(out, "proffs_lost_samples_total", PROM_COUNTER, "Samples lost, by cause.");
+	prom__u64_by(out, "proffs_lost_samples_total", "cause", "ring_full", st.lost_ring_full);
+	prom__u64_by(out, "proffs_lost_samples_total", "cause", "no_memory", st.lost_nomem);
+	prom__counter(out, "proffs_lost_events_total", "Process exec/fork/exit records lost (ring full).",
+		      st.lost_events);
+	prom__family(out, "proffs_stack_errors_total", PROM_COUNTER, "Stacks that could not be read, by kind.");
+	prom__u64_by(out, "proffs_stack_errors_total", "stack", "kernel", st.kstack_errors);
+	prom__u64_by(out, "proffs_stack_errors_total", "stack", "user", st.ustack_errors);
+	prom__family(out, "proffs_stacks_truncated_total", PROM_COUNTER,
+		     "Stacks cut at the kernel's depth cap, by kind.");
+	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "kernel", st.ktruncated);
+	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "user", st.utruncated);
+	prom__family(out, "proffs_sampled_cpus", PROM_GAUGE, "CPUs with an attached sampling event.");
+	prom__i64(out, "proffs_sampled_cpus", NULL, 0, st.ncpus);
+	prom__gauge(out, "proffs_processes_tracked", "Processes in the process-info cache.", st.procs);
+	prom__gauge(out, "proffs_symbol_cache_files", "Mapped files known to the symbol cache.", st.dsos);
+	prom__gauge(out, "proffs_symbol_cache_tables", "Symbol tables loaded (one per build id).", st.symtabs);
+	prom__gauge(out, "proffs_symbol_cache_symbols", "User-space symbols held.", st.symbols);
+	prom__gauge(out, "proffs_kernel_symbols", "Kernel symbols held (kallsyms).", st.kernel_symbols);
+	prom__family(out, "proffs_symbol_cache_lookups_total", PROM_COUNTER, "User frame lookups, by result.");
+	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "hit", st.sym_hits);
+	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "miss", st.sym_misses);
+	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
+		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
+	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",
+		      __atomic_load_n(&r->append_errors, __ATOMIC_RELAXED));
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 			     ru.ru_stime.tv_usec / 1e6;
 
-		H("proffs_cpu_seconds_total", "counter", "CPU time of the daemon (user + system).");
-		buf__printf(out, "proffs_cpu_seconds_total %.3f\n", cpu);
+		prom__family(out, "proffs_cpu_seconds_total", PROM_COUNTER,
+			     "CPU time of the daemon (user + system).");
+		prom__f64(out, "proffs_cpu_seconds_total", NULL, 0, cpu);
 	}
 	f = fopen("/proc/self/statm", "r");
 	if (f) {
@@ -124,9 +122,11 @@ static void metrics_cb(struct buf *out, void *ctx)
 			rss_pages = 0;
 		fclose(f);
 	}
-	H("proffs_resident_memory_bytes", "gauge", "Resident set size of the daemon.");
-	buf__printf(out, "proffs_resident_memory_bytes %ld\n", rss_pages * sysconf(_SC_PAGESIZE));
-#undef H
+	prom__family(out, "proffs_resident_memory_bytes", PROM_GAUGE, "Resident set size of the daemon.");
+	prom__i64(out, "proffs_resident_memory_bytes", NULL, 0, (int64_t)rss_pages * sysconf(_SC_PAGESIZE));
+	/* The mount's render cache and FUSE figures, as `proffs mount` has
+	 * them: one /metrics for both commands. */
+	fsmount__metrics(__atomic_load_n(&r->fm, __ATOMIC_ACQUIRE), out);
 }
 
 /* Hands the windows that end by cut_ns (all of them when `all`) to the
@@ -241,7 +241,6 @@ int cmd_run(int argc, char **argv)
 	struct profiler_opts po = { .hz = 19 };
 	struct tree_opts to = { .metrics_cb = metrics_cb };
 	char *dups[MAX_LABELS] = { 0 }, host[256];
-	struct fsmount *fm = NULL;
 	struct tree *tree = NULL;
 	int64_t interval_s = 10;
 	struct run r = { 0 };
@@ -377,7 +376,7 @@ int cmd_run(int argc, char **argv)
 		pr_err("run: cannot build the tree: %s", strerror(errno));
 		goto out;
 	}
-	err = fsmount__start(&fm, tree, &mo);
+	err = fsmount__start(&r.fm, tree, &mo);
 	if (err) {
 		pr_err("run: cannot mount %s: %s", mo.mountpoint, strerror(-err));
 		goto out;
@@ -400,8 +399,8 @@ out:
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
 	}
-	if (fm)
-		fsmount__stop(fm);
+	if (r.fm)
+		fsmount__stop(__atomic_exchange_n(&r.fm, NULL, __ATOMIC_ACQ_REL));
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);

@@ -29,7 +29,9 @@ int fsmount__start(struct fsmount **out, struct tree *t,
 		   const struct mount_opts *o);
 /* Unmounts, joins the FUSE threads and frees m. Safe with open files. */
 void fsmount__stop(struct fsmount *m);
-/* Appends the render cache's metrics (Prometheus text) to out. */
+/* Appends the render cache's and the FUSE requests' metrics (Prometheus
+ * text) to out; m may be NULL (nothing). Both `proffs mount` and `proffs
+ * run` append these to /prof/metrics through their tree's metrics_cb. */
 void fsmount__metrics(struct fsmount *m, struct buf *out);
 
 #endif

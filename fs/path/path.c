@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/db/store.h"
 #include "store/util/util.h"
 
 const char *path__file_name(enum path_file f)
@@ -560,20 +561,11 @@ static bool is_matcher(const struct comp *c)
 	return memchr(c->s, '=', c->len) != NULL;
 }
 
-/* A type name: what `proffs import --type` and the daemon may create. The
- * reserved root names are never types. */
+/* A type name: what the store accepts (so what `proffs import --type` and
+ * the daemon may create), except the reserved root names. */
 static bool type_ok(const struct comp *c)
 {
-	if (c->len == 0 || c->len > 64)
-		return false;
-	for (size_t i = 0; i < c->len; i++) {
-		char ch = c->s[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
-			return false;
-	}
-	if (c->s[0] == '.')
+	if (!store__type_ok(c->s, c->len))
 		return false;
 	return !is_word(c, "README") && !is_word(c, "metrics") &&
 	       !is_word(c, "merged") && !is_word(c, "diff");

@@ -34,15 +34,15 @@
 #define CHAR_W 6.6 /* monospace 11px */
 #define MIN_FRAC 0.001
 
-struct node {
+struct fg_node {
 	uint32_t name;   /* frametab id; UINT32_MAX for the root */
 	uint32_t parent; /* node index */
 	uint32_t depth;
 	int64_t v[2];    /* [0]: A (base), [1]: B / plain */
 };
 
-struct tree {
-	struct node *n;
+struct fg_tree {
+	struct fg_node *n;
 	uint32_t nn, cap;
 	uint32_t *ht; /* node index + 1 */
 	uint32_t ht_cap;
@@ -56,7 +56,7 @@ static uint64_t key_hash(uint32_t parent, uint32_t name)
 	return hash64(&k, sizeof(k), 0x5f1a);
 }
 
-static int tree_grow(struct tree *t)
+static int fg_tree__grow(struct fg_tree *t)
 {
 	uint32_t ncap = t->ht_cap ? t->ht_cap * 2 : 4096, *nht;
 
@@ -77,11 +77,11 @@ static int tree_grow(struct tree *t)
 }
 
 /* Finds or adds the child `name` of node `parent`; UINT32_MAX on ENOMEM. */
-static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
+static uint32_t fg_tree__child(struct fg_tree *t, uint32_t parent, uint32_t name)
 {
 	uint32_t h, i;
 
-	if ((t->nn + 1) * 2 > t->ht_cap && tree_grow(t))
+	if ((t->nn + 1) * 2 > t->ht_cap && fg_tree__grow(t))
 		return UINT32_MAX;
 	for (h = (uint32_t)key_hash(parent, name) & (t->ht_cap - 1); t->ht[h];
 	     h = (h + 1) & (t->ht_cap - 1)) {
@@ -91,7 +91,7 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
 	}
 	if (t->nn == t->cap) {
 		uint32_t nc = t->cap * 2;
-		struct node *nn = realloc(t->n, nc * sizeof(*nn));
+		struct fg_node *nn = realloc(t->n, nc * sizeof(*nn));
 
 		if (!nn)
 			return UINT32_MAX;
@@ -99,12 +99,12 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
 		t->cap = nc;
 	}
 	i = t->nn++;
-	t->n[i] = (struct node){ .name = name, .parent = parent, .depth = t->n[parent].depth + 1 };
+	t->n[i] = (struct fg_node){ .name = name, .parent = parent, .depth = t->n[parent].depth + 1 };
 	t->ht[h] = i + 1;
 	return i;
 }
 
-static void tree_free(struct tree *t)
+static void fg_tree__free(struct fg_tree *t)
 {
 	free(t->n);
 	free(t->ht);
@@ -113,14 +113,14 @@ static void tree_free(struct tree *t)
 }
 
 struct kid_ctx {
-	const struct tree *t;
+	const struct fg_tree *t;
 	const struct frametab *ft;
 };
 
 static int kid_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct kid_ctx *c = ctx;
-	const struct node *x = &c->t->n[*(const uint32_t *)a], *y = &c->t->n[*(const uint32_t *)b];
+	const struct fg_node *x = &c->t->n[*(const uint32_t *)a], *y = &c->t->n[*(const uint32_t *)b];
 
 	if (x->parent != y->parent)
 		return x->parent < y->parent ? -1 : 1;
@@ -128,7 +128,7 @@ static int kid_cmp(const void *a, const void *b, void *ctx)
 }
 
 /* Groups children by parent, each group sorted by name. */
-static int tree_index(struct tree *t, const struct frametab *ft)
+static int fg_tree__index(struct fg_tree *t, const struct frametab *ft)
 {
 	struct kid_ctx c = { t, ft };
 	uint32_t k = 0;
@@ -243,7 +243,7 @@ static uint32_t fnv(const char *s)
 
 struct svgctx {
 	struct buf *out;
-	const struct tree *t;
+	const struct fg_tree *t;
 	const struct frametab *ft;
 	bool diff;
 	struct count_unit cu;  /* what hover text counts in (folded.txt's unit) */
@@ -254,7 +254,7 @@ struct svgctx {
 	double height;
 };
 
-static double share_delta(const struct svgctx *c, const struct node *n)
+static double share_delta(const struct svgctx *c, const struct fg_node *n)
 {
 	double a = c->tot[0] ? (double)n->v[0] / (double)c->tot[0] : 0;
 	double b = c->tot[1] ? (double)n->v[1] / (double)c->tot[1] : 0;
@@ -262,7 +262,7 @@ static double share_delta(const struct svgctx *c, const struct node *n)
 	return b - a;
 }
 
-static void fill(const struct svgctx *c, const struct node *n, const char *name,
+static void fill(const struct svgctx *c, const struct fg_node *n, const char *name,
 		 char *col, size_t sz)
 {
 	if (c->diff) {
@@ -294,12 +294,12 @@ static void fill(const struct svgctx *c, const struct node *n, const char *name,
 	}
 }
 
-static int64_t width_of(const struct svgctx *c, const struct node *n)
+static int64_t width_of(const struct svgctx *c, const struct fg_node *n)
 {
 	return c->diff && !c->tot[1] ? n->v[0] : n->v[1];
 }
 
-static void emit_frame(struct svgctx *c, const char *name, const struct node *n,
+static void emit_frame(struct svgctx *c, const char *name, const struct fg_node *n,
 		       uint32_t depth, double x, double w, int64_t v, bool coalesced)
 {
 	struct buf *b = c->out;
@@ -337,7 +337,7 @@ static int draw(struct svgctx *c)
 		double x;
 	} *st = NULL;
 	size_t nst = 0, cap = 0;
-	const struct tree *t = c->t;
+	const struct fg_tree *t = c->t;
 	double minw = MIN_FRAC * (SVG_W - 2 * SVG_PAD);
 	int rc = 0;
 
@@ -359,7 +359,7 @@ static int draw(struct svgctx *c)
 	PUSH(0, SVG_PAD);
 	while (nst) {
 		struct item it = st[--nst];
-		const struct node *n = &t->n[it.node];
+		const struct fg_node *n = &t->n[it.node];
 		double w = width_of(c, n) * c->scale, x = it.x;
 		uint32_t small = 0;
 		int64_t small_v = 0;
@@ -369,7 +369,7 @@ static int draw(struct svgctx *c)
 		emit_frame(c, it.node ? frametab__name(c->ft, n->name) : "all", n, n->depth,
 			   it.x, w, width_of(c, n), false);
 		for (uint32_t k = t->kid_off[it.node]; k < t->kid_off[it.node + 1]; k++) {
-			const struct node *ch = &t->n[t->kids[k]];
+			const struct fg_node *ch = &t->n[t->kids[k]];
 			double cw = width_of(c, ch) * c->scale;
 
 			if (cw >= minw) {
@@ -467,7 +467,7 @@ static const char svg_script[] =
 int render__svg(const struct profile *p, const char *title, struct buf *out)
 {
 	struct frametab ft;
-	struct tree t = { 0 };
+	struct fg_tree t = { 0 };
 	struct svgctx c = { .out = out, .t = &t, .ft = &ft };
 	uint32_t *ids = NULL, cap = 0;
 	uint32_t vi;
@@ -484,7 +484,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 		rc = -ENOMEM;
 		goto out;
 	}
-	t.n[0] = (struct node){ .name = UINT32_MAX };
+	t.n[0] = (struct fg_node){ .name = UINT32_MAX };
 	t.nn = 1;
 	for (uint32_t i = 0; i < p->nsamples; i++)
 		if (render__is_base(p, &p->samples[i]))
@@ -508,7 +508,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 		}
 		t.n[0].v[side] += v;
 		for (int k = 0; k < n; k++) {
-			cur = tree_child(&t, cur, ids[k]);
+			cur = fg_tree__child(&t, cur, ids[k]);
 			if (cur == UINT32_MAX) {
 				rc = -ENOMEM;
 				goto out;
@@ -518,7 +518,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 				c.maxdepth = t.n[cur].depth;
 		}
 	}
-	rc = tree_index(&t, &ft);
+	rc = fg_tree__index(&t, &ft);
 	if (rc)
 		goto out;
 	c.tot[0] = t.n[0].v[0];
@@ -580,7 +580,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 	rc = out->err;
 out:
 	free(ids);
-	tree_free(&t);
+	fg_tree__free(&t);
 	frametab__free(&ft);
 	return rc;
 }

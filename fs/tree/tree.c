@@ -1,7 +1,7 @@
 /*
  * tree.c - the /prof tree on top of the store: a path is parsed by path.c,
  * checked against the types the store holds, and then listed, read as a
- * link or rendered. No FUSE here; fs/fuse_ops.c and `proffs cat` share it.
+ * link or rendered. No FUSE here; fs/fuse/ops.c and `proffs cat` share it.
  *
  * Every store access is one of the store's query calls, each its own read
  * snapshot, so the tree itself holds no transaction and no lock across

@@ -980,6 +980,20 @@ out_free:
 	return rc;
 }
 
+bool store__type_ok(const char *t, size_t len)
+{
+	if (len == 0 || len > STORE_TYPE_MAX || t[0] == '.')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = t[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
 int store__append(struct store *s, const char *type, int64_t time_ns,
 		  int64_t duration_ns, const struct profile *p,
 		  const struct store_label *extra, size_t nextra)
@@ -989,7 +1003,7 @@ int store__append(struct store *s, const char *type, int64_t time_ns,
 
 	if (s->readonly)
 		return -EROFS;
-	if (!type || !*type || strlen(type) > 256 || strchr(type, '/') || !p ||
+	if (!type || !store__type_ok(type, strlen(type)) || !p ||
 	    !p->nvalues || p->nvalues > PROF_MAX_VALUES || time_ns < 0) {
 		pr_err("store: append: bad batch (type, values or time)");
 		return -EINVAL;
