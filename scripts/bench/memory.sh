@@ -52,8 +52,8 @@ for _ in $(seq "$(nproc)"); do "$TB/truth" >/dev/null 2>&1 & PIDS+=($!); done
 python3 -c 'import json
 while True: json.loads(json.dumps([{"k": i} for i in range(5000)]))' & PIDS+=($!)
 (while :; do head -c 50000000 /dev/urandom | gzip -9 >/dev/null; done) & PIDS+=($!)
-"$TB/forker" "${FORKS:-2000}" 5 >/dev/null 2>&1 &
-PIDS+=($!)
+FORKS=${FORKS:-2000}
+((FORKS > 0)) && { "$TB/forker" "$FORKS" 5 >/dev/null 2>&1 & PIDS+=($!); }
 # Distinct binaries: fixedwork with 20 bytes of its build id replaced.
 off=$(python3 - "$TB/fixedwork" <<'PY'
 import sys
@@ -69,8 +69,8 @@ for i in $(seq "$NBIN"); do
 	"$b" 3 >/dev/null
 	rm -f "$b"
 done
-wait "${PIDS[-1]}" 2>/dev/null
-sleep 12 # one more drain
+((FORKS > 0)) && wait "${PIDS[-1]}" 2>/dev/null
+sleep "${SETTLE:-12}" # at least one more drain
 mem "after churn" 
 # The walk.
 n=0
