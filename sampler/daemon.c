@@ -23,6 +23,7 @@
 
 #include "cmd.h"
 #include "fs/fuse/mount.h"
+#include "sampler/offcpu/offcpu.h"
 #include "sampler/profiler.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
@@ -39,6 +40,7 @@ struct run {
 	size_t nextra;
 	int64_t interval_ns;
 	int64_t retention_s;
+	bool offcpu;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
 	pthread_t thread;
 	/* set by fsmount__start() before the first request, read by /metrics */
@@ -52,7 +54,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
 		"                  [--max-size SIZE] [--label k=v]... [--cache-size SIZE]\n"
-		"                  [--allow-other]\n"
+		"                  [--allow-other] [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -65,7 +67,35 @@ static void usage(FILE *f)
 		"  --max-size SIZE    bound on the store's size, e.g. 512M, 4G (default 4G)\n"
 		"  --label k=v        attach this label to every series (repeatable)\n"
 		"  --cache-size SIZE  bound of the render cache (default 32M)\n"
-		"  --allow-other      let users other than root read the mount\n");
+		"  --allow-other      let users other than root read the mount\n"
+		"  --offcpu           also record where threads wait (type offcpu)\n"
+		"  --offcpu-min DUR   shortest block recorded, e.g. 500us, 1ms (default 1ms)\n"
+		"  --offcpu-states L  any of sleep,disk,runqueue, or all (default all)\n");
+}
+
+/* "500us", "1ms", "0.5s", "20000ns" -> nanoseconds, within [1us, 10s]
+ * (--offcpu-min; parse_duration counts whole seconds). Returns 0 or
+ * -EINVAL. */
+static int parse_short_duration(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+	};
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		v *= units[i].mul;
+		if (!(v >= 1e3 && v <= 1e10))
+			return -EINVAL;
+		*ns = (uint64_t)v;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static void metrics_cb(struct buf *out, void *ctx)
@@ -104,6 +134,26 @@ static void metrics_cb(struct buf *out, void *ctx)
 	prom__family(out, "proffs_symbol_cache_lookups_total", PROM_COUNTER, "User frame lookups, by result.");
 	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "hit", st.sym_hits);
 	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "miss", st.sym_misses);
+	if (r->offcpu) {
+		prom__counter(out, "proffs_offcpu_samples_total", "Off-CPU blocks stored in batches.",
+			      st.offcpu_samples);
+		prom__counter(out, "proffs_offcpu_switches_total", "Switch-outs of recorded threads noted.",
+			      st.offcpu_switches);
+		prom__counter(out, "proffs_offcpu_short_total", "Blocks under --offcpu-min (counted, not stored).",
+			      st.offcpu_short);
+		prom__family(out, "proffs_offcpu_short_seconds_total", PROM_COUNTER,
+			     "Off-CPU time of the blocks under --offcpu-min.");
+		prom__f64(out, "proffs_offcpu_short_seconds_total", NULL, 0, st.offcpu_short_ns / 1e9);
+		prom__family(out, "proffs_offcpu_lost_total", PROM_COUNTER,
+			     "Off-CPU blocks or switch-outs lost, by cause.");
+		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "ring_full", st.offcpu_lost_ring_full);
+		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "no_task_storage",
+			     st.offcpu_lost_nostorage);
+		prom__family(out, "proffs_offcpu_stack_errors_total", PROM_COUNTER,
+			     "Off-CPU stacks that could not be read, by kind.");
+		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "kernel", st.offcpu_kstack_errors);
+		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "user", st.offcpu_ustack_errors);
+	}
 	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
 		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",
@@ -127,6 +177,25 @@ static void metrics_cb(struct buf *out, void *ctx)
 	/* The mount's render cache and FUSE figures, as `proffs mount` has
 	 * them: one /metrics for both commands. */
 	fsmount__metrics(__atomic_load_n(&r->fm, __ATOMIC_ACQUIRE), out);
+}
+
+/* The offcpu batch to the store (not routed by minute yet). */
+static void flush_offcpu(struct run *r)
+{
+	struct profile *p = NULL;
+	int64_t t0, dur;
+	int err;
+
+	if (profiler__take_offcpu(r->prof, &p, &t0, &dur) || !p)
+		return;
+	err = store__append(r->store, "offcpu", t0, dur, p, r->extra, r->nextra);
+	if (err) {
+		pr_err("run: storing an offcpu batch failed: %s", strerror(-err));
+		__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
+	}
+	profile__free(p);
 }
 
 /* Hands the windows that end by cut_ns (all of them when `all`) to the
@@ -160,6 +229,7 @@ static void flush(struct run *r, int64_t cut_ns, bool all)
 	/* Every sample taken before the cut was drained before the take (the
 	 * cut waits CUT_GRACE_NS for records in flight), so minutes ending by
 	 * it are complete: `latest` may name them now. */
+	flush_offcpu(r);
 	err = store__set_complete(r->store, cut_ns);
 	if (err)
 		pr_warn("run: recording the complete mark failed: %s", strerror(-err));
@@ -217,7 +287,7 @@ static void *sampler_thread(void *arg)
 
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_CACHE };
+	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_CACHE, O_OFFCPU, O_OFFMIN, O_OFFSTATES };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -227,6 +297,9 @@ int cmd_run(int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
 		{ "cache-size", required_argument, NULL, O_CACHE },
+		{ "offcpu", no_argument, NULL, O_OFFCPU },
+		{ "offcpu-min", required_argument, NULL, O_OFFMIN },
+		{ "offcpu-states", required_argument, NULL, O_OFFSTATES },
 		{ "help", no_argument, NULL, 'h' },
 		/* hidden, for tests */
 		{ "batch-interval", required_argument, NULL, O_BATCH },
@@ -308,6 +381,19 @@ int cmd_run(int argc, char **argv)
 			}
 			mo.cache_bytes = size;
 			break;
+		case O_OFFCPU: po.offcpu = true; break;
+		case O_OFFMIN:
+			if (parse_short_duration(optarg, &po.offcpu_min_ns)) {
+				fprintf(stderr, "proffs run: bad --offcpu-min '%s' (e.g. 500us, 1ms, 0.5s; 1us to 10s)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		case O_OFFSTATES:
+			if (offcpu__parse_states(optarg, &po.offcpu_states)) {
+				fprintf(stderr, "proffs run: bad --offcpu-states '%s' (any of sleep,disk,runqueue, or all)\n", optarg);
+				goto usage_err;
+			}
+			break;
 		case O_BATCH:
 			if (parse_duration(optarg, &interval_s) || interval_s <= 0) {
 				fprintf(stderr, "proffs run: bad --batch-interval '%s'\n", optarg);
@@ -346,6 +432,11 @@ int cmd_run(int argc, char **argv)
 			r.nextra++;
 		}
 	}
+	if ((po.offcpu_min_ns || po.offcpu_states) && !po.offcpu) {
+		fprintf(stderr, "proffs run: --offcpu-min and --offcpu-states need --offcpu\n");
+		goto usage_err;
+	}
+	r.offcpu = po.offcpu;
 	r.interval_ns = interval_s * 1000000000LL;
 	po.interval_ns = r.interval_ns;
 	r.retention_s = so.retention_s;
@@ -387,7 +478,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	thread_started = true;
-	pr_info("run: sampling at %d Hz, store %s, mounted at %s", po.hz, so.dir, mo.mountpoint);
+	pr_info("run: sampling at %d Hz%s, store %s, mounted at %s", po.hz,
+		po.offcpu ? " and off-CPU time" : "", so.dir, mo.mountpoint);
 
 	do {
 		err = sigwait(&sigs, &sig);

@@ -10,6 +10,7 @@
 #include "sampler/batch/batch.h"
 #include "sampler/batch/minutes.h"
 #include "sampler/batch/wallclock.h"
+#include "sampler/offcpu/offcpu.h"
 #include "sampler/proc/labels.h"
 #include "sampler/proc/procinfo.h"
 #include "sampler/profiler.h"
@@ -25,8 +26,11 @@ struct profiler {
 	struct procs *ps;
 	struct minutes *mins;
 	struct wallclock wc; /* sample time -> wall clock, re-read every drain */
+	struct offcpu *oc; /* NULL without --offcpu */
+	struct batch *ob;  /* offcpu's batch */
+	int64_t ob_start_ns; /* wall-clock start of offcpu's open batch */
 	struct frame *frames;
-	uint64_t samples, nomem;
+	uint64_t samples, nomem, offcpu_samples;
 	int64_t stats_ns; /* monotonic time of the last update_stats() */
 	pthread_mutex_t lock; /* guards st */
 	struct profiler_stats st;
@@ -46,6 +50,24 @@ static void on_sample(void *ctx, const struct prof_sample_ev *ev)
 		pr->nomem++;
 	else
 		pr->samples++;
+}
+
+static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
+{
+	struct profiler *pr = ctx;
+	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
+	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
+	const int64_t vals[2] = { 1, (int64_t)ev->period };
+	const char *state = offcpu__state_name(ev->flags);
+	char comm[PROF_COMM_LEN + 1];
+
+	memcpy(comm, ev->comm, PROF_COMM_LEN);
+	comm[PROF_COMM_LEN] = 0;
+	if (batch__add_values(pr->ob, p, ev->tgid, comm, pr->frames, n, vals,
+			      state ? "state" : NULL, state))
+		pr->nomem++;
+	else
+		pr->offcpu_samples++;
 }
 
 static void on_task(void *ctx, const struct prof_task_ev *ev)
@@ -98,6 +120,28 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	err = sampler__open(&pr->s, &so);
 	if (err)
 		goto err;
+	if (o->offcpu) {
+		static const char *const types[] = { "events", "offcpu" };
+		static const char *const units[] = { "count", "nanoseconds" };
+		struct offcpu_opts oo = {
+			.target_tgid = o->target_tgid,
+			.min_ns = o->offcpu_min_ns,
+			.states = o->offcpu_states,
+			.on_sample = on_offcpu,
+			.ctx = pr,
+		};
+
+		/* A block stands for itself: no sampling period. */
+		pr->ob = batch__new_typed(0, types, units);
+		pr->ob_start_ns = now_ns();
+		if (!pr->ob) {
+			err = -ENOMEM;
+			goto err;
+		}
+		err = offcpu__open(&pr->oc, &oo);
+		if (err)
+			goto err;
+	}
 	*out = pr;
 	return 0;
 err:
@@ -109,7 +153,7 @@ static void update_stats(struct profiler *pr)
 {
 	struct profiler_stats st = { 0 };
 	struct symbolizer_stats ss;
-	uint64_t c[PROF_CNT_MAX];
+	uint64_t c[PROF_CNT_MAX], oc[OFFCPU_CNT_MAX];
 
 	if (!sampler__counters(pr->s, c)) {
 		st.bpf_samples = c[PROF_CNT_SAMPLES];
@@ -132,6 +176,16 @@ static void update_stats(struct profiler *pr)
 	st.sym_hits = ss.hits;
 	st.sym_misses = ss.misses;
 	st.ncpus = sampler__ncpus(pr->s);
+	if (pr->oc && !offcpu__counters(pr->oc, oc)) {
+		st.offcpu_switches = oc[OFFCPU_CNT_SWITCHES];
+		st.offcpu_short = oc[OFFCPU_CNT_SHORT];
+		st.offcpu_short_ns = oc[OFFCPU_CNT_SHORT_NS];
+		st.offcpu_lost_ring_full = oc[OFFCPU_CNT_RINGFULL];
+		st.offcpu_lost_nostorage = oc[OFFCPU_CNT_MAPFULL];
+		st.offcpu_kstack_errors = oc[OFFCPU_CNT_KSTACK_ERR];
+		st.offcpu_ustack_errors = oc[OFFCPU_CNT_USTACK_ERR];
+	}
+	st.offcpu_samples = pr->offcpu_samples;
 	pthread_mutex_lock(&pr->lock);
 	pr->st = st;
 	pthread_mutex_unlock(&pr->lock);
@@ -147,6 +201,12 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 	 * the samples of one poll wait around it. */
 	wallclock__refresh(&pr->wc);
 	n = sampler__poll(pr->s, timeout_ms);
+	/* offcpu records wake no one: they are picked up with the samples. */
+	if (pr->oc && n >= 0) {
+		int m = offcpu__poll(pr->oc, 0);
+
+		n = m < 0 ? m : n + m;
+	}
 
 	procs__gc(pr->ps);
 	/* Exec records wake us often on a busy host; the figures (a few
@@ -170,6 +230,28 @@ uint64_t profiler__clock_steps(struct profiler *pr)
 	return pr->wc.steps;
 }
 
+int profiler__take_offcpu(struct profiler *pr, struct profile **out, int64_t *start_ns,
+			  int64_t *duration_ns)
+{
+	if (!pr->ob) {
+		*out = NULL;
+		return 0;
+	}
+	/* offcpu is not routed by minute yet: its batch is filed under its
+	 * start, as before issue 17 (see DESIGN-NOTES, Minutes). */
+	{
+		int64_t now = now_ns();
+		int err;
+
+		*start_ns = pr->ob_start_ns;
+		*duration_ns = now - pr->ob_start_ns;
+		err = batch__take(pr->ob, *start_ns, *duration_ns, out);
+		if (!err)
+			pr->ob_start_ns = now;
+		return err;
+	}
+}
+
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)
 {
 	pthread_mutex_lock(&pr->lock);
@@ -181,7 +263,9 @@ void profiler__close(struct profiler *pr)
 {
 	if (!pr)
 		return;
+	offcpu__close(pr->oc);
 	sampler__close(pr->s);
+	batch__free(pr->ob);
 	minutes__free(pr->mins);
 	procs__free(pr->ps);
 	labeler__free(pr->lab);

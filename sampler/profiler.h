@@ -6,6 +6,7 @@
 #ifndef PROFFS_PROFILER_H
 #define PROFFS_PROFILER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,10 @@ struct profiler_opts {
 	const char *cgroup_root; /* NULL = the cgroup2 mount */
 	const char *pods_root;   /* NULL = /var/log/pods */
 	int64_t interval_ns;     /* drain interval; 0 = 10 s (see minutes__new) */
+	/* --offcpu: the offcpu type (sampler/offcpu/); 0s mean its defaults */
+	bool offcpu;
+	uint64_t offcpu_min_ns;
+	unsigned offcpu_states;
 };
 
 struct profiler_stats {
@@ -30,6 +35,10 @@ struct profiler_stats {
 	uint64_t procs;
 	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
 	int ncpus;
+	/* offcpu (all 0 without --offcpu) */
+	uint64_t offcpu_samples;  /* blocks aggregated into batches */
+	uint64_t offcpu_switches, offcpu_short, offcpu_short_ns, offcpu_lost_ring_full,
+		offcpu_lost_nostorage, offcpu_kstack_errors, offcpu_ustack_errors;
 };
 
 struct profiler;
@@ -48,6 +57,11 @@ int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,
 /* Steps of the wall clock seen so far. Sampler thread only. */
 uint64_t profiler__clock_steps(struct profiler *pr);
 
+/* Closes the offcpu batch: *out is the caller's, NULL without --offcpu or
+ * samples; its window runs from the previous take to now. Not yet routed
+ * by minute. Sampler thread only. */
+int profiler__take_offcpu(struct profiler *pr, struct profile **out, int64_t *start_ns,
+			  int64_t *duration_ns);
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
 void profiler__close(struct profiler *pr);

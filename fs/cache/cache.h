@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fs/render/render.h"
+#include "store/util/buf.h"
 
 /* SPEC §1: 32M. The kernel keeps served bytes in its page cache too (the
  * mount lets it), so ours only needs the files being read now. */

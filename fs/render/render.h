@@ -13,7 +13,6 @@
 #include "store/profile/profile.h"
 #include "store/util/buf.h"
 
-
 /* folded.txt: "comm;root;...;leaf COUNT\n" per distinct stack, sorted by
  * stack; COUNT in the type's counting unit (samples for cpu, microseconds
  * for offcpu, else the display type's value; see render_int.h). Stacks

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "render_int.h"
+#include "store/util/hmap.h"
 #include "store/util/util.h"
 
 #define SVG_W 1200.0
@@ -44,8 +45,7 @@ struct fg_node {
 struct fg_tree {
 	struct fg_node *n;
 	uint32_t nn, cap;
-	uint32_t *ht; /* node index + 1 */
-	uint32_t ht_cap;
+	struct hidx idx; /* (parent, name) -> node, the root excepted */
 	uint32_t *kids, *kid_off; /* children grouped by parent, name-sorted */
 };
 
@@ -56,58 +56,38 @@ static uint64_t key_hash(uint32_t parent, uint32_t name)
 	return hash64(&k, sizeof(k), 0x5f1a);
 }
 
-static int fg_tree__grow(struct fg_tree *t)
+struct node_key {
+	uint32_t parent, name;
+};
+
+static bool node_eq(const void *ctx, uint32_t i, const void *key)
 {
-	uint32_t ncap = t->ht_cap ? t->ht_cap * 2 : 4096, *nht;
+	const struct fg_tree *t = ctx;
+	const struct node_key *k = key;
 
-	nht = calloc(ncap, sizeof(*nht));
-	if (!nht)
-		return -ENOMEM;
-	for (uint32_t i = 1; i < t->nn; i++) {
-		uint32_t h = (uint32_t)key_hash(t->n[i].parent, t->n[i].name) & (ncap - 1);
-
-		while (nht[h])
-			h = (h + 1) & (ncap - 1);
-		nht[h] = i + 1;
-	}
-	free(t->ht);
-	t->ht = nht;
-	t->ht_cap = ncap;
-	return 0;
+	return t->n[i].parent == k->parent && t->n[i].name == k->name;
 }
 
 /* Finds or adds the child `name` of node `parent`; UINT32_MAX on ENOMEM. */
 static uint32_t fg_tree__child(struct fg_tree *t, uint32_t parent, uint32_t name)
 {
-	uint32_t h, i;
+	struct node_key k = { parent, name };
+	uint64_t h = key_hash(parent, name);
+	uint32_t i = hidx__find(&t->idx, h, node_eq, t, &k);
 
-	if ((t->nn + 1) * 2 > t->ht_cap && fg_tree__grow(t))
+	if (i != UINT32_MAX)
+		return i;
+	if (GROW(t->n, &t->cap, t->nn + 1) || hidx__insert(&t->idx, h, t->nn))
 		return UINT32_MAX;
-	for (h = (uint32_t)key_hash(parent, name) & (t->ht_cap - 1); t->ht[h];
-	     h = (h + 1) & (t->ht_cap - 1)) {
-		i = t->ht[h] - 1;
-		if (t->n[i].parent == parent && t->n[i].name == name)
-			return i;
-	}
-	if (t->nn == t->cap) {
-		uint32_t nc = t->cap * 2;
-		struct fg_node *nn = realloc(t->n, nc * sizeof(*nn));
-
-		if (!nn)
-			return UINT32_MAX;
-		t->n = nn;
-		t->cap = nc;
-	}
 	i = t->nn++;
 	t->n[i] = (struct fg_node){ .name = name, .parent = parent, .depth = t->n[parent].depth + 1 };
-	t->ht[h] = i + 1;
 	return i;
 }
 
 static void fg_tree__free(struct fg_tree *t)
 {
 	free(t->n);
-	free(t->ht);
+	hidx__free(&t->idx);
 	free(t->kids);
 	free(t->kid_off);
 }
@@ -344,14 +324,10 @@ static int draw(struct svgctx *c)
 #define PUSH(nd, xx)                                                        \
 	do {                                                                \
 		if (nst == cap) {                                           \
-			size_t nc = cap ? cap * 2 : 256;                    \
-			struct item *ni = realloc(st, nc * sizeof(*ni));    \
-			if (!ni) {                                          \
+			if (GROW(st, &cap, nst + 1)) {                      \
 				rc = -ENOMEM;                               \
 				goto out;                                   \
 			}                                                   \
-			st = ni;                                            \
-			cap = nc;                                           \
 		}                                                           \
 		st[nst++] = (struct item){ (nd), (xx) };                    \
 	} while (0)

@@ -10,28 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/util/util.h"
+
 /* Makes room for n more bytes plus a NUL; on failure the error sticks so
  * a renderer can check once at the end. */
 static bool buf__reserve(struct buf *b, size_t n)
 {
-	size_t need, cap;
-	char *d;
-
 	if (b->err)
 		return false;
-	need = b->len + n + 1;
-	if (need <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	d = realloc(b->data, cap);
-	if (!d) {
+	if (b->len + n + 1 > b->cap && GROW(b->data, &b->cap, b->len + n + 1)) {
 		b->err = -ENOMEM;
 		return false;
 	}
-	b->data = d;
-	b->cap = cap;
 	return true;
 }
 
