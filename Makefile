@@ -43,7 +43,7 @@ PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs fuse3 libbpf))$(PKG_L
 DEFS    := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DPROFFS_VERSION='"$(VERSION)"'
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PROFFS_CFLAGS = -std=gnu11 $(WARN) $(DEFS) $(SANFLAGS) -I. -I$(BUILD) $(PKG_CFLAGS)
-LDLIBS  = $(PKG_LIBS) -lelf -lz -lzstd -llmdb -lprotobuf-c -lpthread -lm
+LDLIBS  = $(PKG_LIBS) -ldw -lelf -lz -lzstd -llmdb -lprotobuf-c -lpthread -lm
 LDFLAGS += $(SANFLAGS)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -108,6 +108,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/lib.a | $(GENERATED)
 $(BUILD)/tests/%: tests/tools/%.c $(BUILD)/lib.a | $(GENERATED)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) $(BUILD)/dep && $(CC) $(PROFFS_CFLAGS) $(CFLAGS) -MMD -MP -MF $(BUILD)/dep/$*.d -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
+
+# Workloads built like Debian's own binaries: no frame pointers.
+HELPER_CFLAGS_truth_nofp := -O2 -g -fomit-frame-pointer
+HELPER_CFLAGS_qsortcb := -O2 -g -fomit-frame-pointer
 
 # Ground-truth workloads: their own flags (frame pointers unless the
 # helper's HELPER_CFLAGS_name says otherwise), never sanitized.

@@ -90,6 +90,41 @@ static void metrics_cb(struct buf *out, void *ctx)
 	H("proffs_stacks_truncated_total", "counter", "Stacks cut at the kernel's depth cap, by kind.");
 	buf__printf(out, "proffs_stacks_truncated_total{stack=\"kernel\"} %" PRIu64 "\n", st.ktruncated);
 	buf__printf(out, "proffs_stacks_truncated_total{stack=\"user\"} %" PRIu64 "\n", st.utruncated);
+	{
+		static const char *const ends[PROF_UE_MAX] = {
+			[PROF_UE_NONE] = "none", [PROF_UE_ROOT] = "root", [PROF_UE_FP_END] = "fp_end",
+			[PROF_UE_TRUNC] = "truncated", [PROF_UE_PENDING] = "pending",
+			[PROF_UE_NO_TABLE] = "no_table", [PROF_UE_NO_RULE] = "no_rule",
+			[PROF_UE_BAD_FRAME] = "bad_frame", [PROF_UE_BAD_PC] = "outside_mappings",
+			[PROF_UE_NO_VMA] = "mappings_busy", [PROF_UE_FP] = "frame_pointers",
+		};
+
+		H("proffs_user_stacks_total", "counter", "Stored user stacks by how their walk ended.");
+		for (int i = 0; i < PROF_UE_MAX; i++)
+			if (ends[i] && i != PROF_UE_PENDING)
+				buf__printf(out, "proffs_user_stacks_total{end=\"%s\"} %" PRIu64 "\n", ends[i], st.uends[i]);
+	}
+	H("proffs_unwind_tables", "gauge", "Files with unwind tables loaded, by kind.");
+	buf__printf(out, "proffs_unwind_tables{kind=\"table\"} %" PRIu64 "\n", st.unw.tables);
+	buf__printf(out, "proffs_unwind_tables{kind=\"frame_pointers\"} %" PRIu64 "\n", st.unw.fp_files);
+	buf__printf(out, "proffs_unwind_tables{kind=\"failed\"} %" PRIu64 "\n", st.unw.failed_files);
+	H("proffs_unwind_rows", "gauge", "Unwind table rows loaded.");
+	buf__printf(out, "proffs_unwind_rows %" PRIu64 "\n", st.unw.rows);
+	H("proffs_unwind_rules", "gauge", "Distinct unwind rules loaded (shared by all tables).");
+	buf__printf(out, "proffs_unwind_rules %" PRIu64 "\n", st.unw.rules);
+	H("proffs_unwind_table_bytes", "gauge", "Bytes of unwind rows and rules in use.");
+	buf__printf(out, "proffs_unwind_table_bytes %" PRIu64 "\n", st.unw.table_bytes);
+	H("proffs_unwind_map_bytes", "gauge", "Bytes preallocated for the unwind BPF maps.");
+	buf__printf(out, "proffs_unwind_map_bytes %" PRIu64 "\n", st.unw.map_bytes);
+	H("proffs_unwind_builds_total", "counter", "Unwind tables built, and freed (unused or for room).");
+	buf__printf(out, "proffs_unwind_builds_total{event=\"built\"} %" PRIu64 "\n", st.unw.built);
+	buf__printf(out, "proffs_unwind_builds_total{event=\"freed\"} %" PRIu64 "\n", st.unw.evicted);
+	H("proffs_unwind_build_seconds_total", "counter", "Time the worker spent building tables.");
+	buf__printf(out, "proffs_unwind_build_seconds_total %.3f\n", st.unw.build_ns / 1e9);
+	H("proffs_unwind_pending_total", "counter", "Walks finished in user space from a stack copy, by outcome.");
+	buf__printf(out, "proffs_unwind_pending_total{outcome=\"finished\"} %" PRIu64 "\n", st.pend_finished);
+	buf__printf(out, "proffs_unwind_pending_total{outcome=\"expired\"} %" PRIu64 "\n", st.pend_expired);
+	buf__printf(out, "proffs_unwind_pending_total{outcome=\"no_room\"} %" PRIu64 "\n", st.pend_dropped);
 	H("proffs_sampled_cpus", "gauge", "CPUs with an attached sampling event.");
 	buf__printf(out, "proffs_sampled_cpus %d\n", st.ncpus);
 	H("proffs_processes_tracked", "gauge", "Processes in the process-info cache.");
