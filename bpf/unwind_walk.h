@@ -60,38 +60,53 @@ struct walk {
  */
 static __always_inline struct vm_area_struct *mt_lookup(struct mm_struct *mm, __u64 addr)
 {
-	__u64 piv[15], e = (__u64)BPF_CORE_READ(mm, mm_mt.ma_root);
+	__u64 piv[15], e = (__u64)BPF_CORE_READ(mm, mm_mt.ma_root), max = ~0ull;
 
 	for (int depth = 0; depth < 8; depth++) {
 		__u64 node = e & ~255ull, slot = 0;
-		int type = (e >> 3) & 15, npiv, off;
+		int type = (e >> 3) & 15, npiv, end, off;
+		__u8 meta_end = 0;
 
 		/* The root is tagged as an internal entry (low bits 10); an
 		 * empty or one-entry tree has no node. Below it, encoded
 		 * nodes: address | type << 3 | 4. */
 		if (e <= 4096 || (depth == 0 && (e & 3) != 2))
 			return 0;
-		if (type == 3) { /* maple_arange_64 */
+		/* Where the node's data ends, as ma_data_end() says: a full
+		 * node's last pivot is implied; else its metadata knows. */
+		if (type == 3) { /* maple_arange_64: pivots at 8, meta at 240 */
 			npiv = 9;
-			if (bpf_probe_read_kernel(piv, 9 * 8, (void *)(node + 8)))
+			if (bpf_probe_read_kernel(piv, 9 * 8, (void *)(node + 8)) ||
+			    bpf_probe_read_kernel(&meta_end, 1, (void *)(node + 240)))
 				return 0;
-		} else if (type == 1 || type == 2) { /* maple_leaf_64, maple_range_64 */
+			end = meta_end;
+		} else if (type == 1 || type == 2) { /* leaf_64, range_64: meta at 248 */
 			npiv = 15;
 			if (bpf_probe_read_kernel(piv, 15 * 8, (void *)(node + 8)))
 				return 0;
+			if (piv[14] == 0) {
+				if (bpf_probe_read_kernel(&meta_end, 1, (void *)(node + 248)))
+					return 0;
+				end = meta_end;
+			} else {
+				end = piv[14] == max ? 14 : 15;
+			}
 		} else {
 			return 0;
 		}
-		off = npiv;
+		if (end > npiv)
+			return 0;
+		off = end;
 		for (int i = 0; i < 15; i++) {
-			if (i >= npiv)
+			if (i >= end)
 				break;
 			if (piv[i] >= addr) {
 				off = i;
+				max = piv[i];
 				break;
 			}
 		}
-		if (bpf_probe_read_kernel(&slot, 8, (void *)(node + 8 + npiv * 8 + off * 8)))
+		if (bpf_probe_read_kernel(&slot, 8, (void *)(node + 8 + npiv * 8 + (off & 15) * 8)))
 			return 0;
 		if (type == 1)
 			return (struct vm_area_struct *)slot;
@@ -130,6 +145,9 @@ static __always_inline int find_map(struct walk *w, __u64 addr)
 	} else if ((__u64)BPF_CORE_READ(mm, context.vdso) == w->vm_start) {
 		key.dev = UNW_VDSO_DEV;
 		key.ino = UNW_VDSO_INO;
+		/* Its table counts from the image's start; the vma's pgoff is
+		 * not a file offset. */
+		w->vm_pgoff = 0;
 	} else {
 		w->kind = MAP_FP; /* anonymous code: JIT */
 		return 0;

@@ -104,17 +104,10 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 {
 	struct prof_sample_ev *o = pq->out;
 	size_t head = offsetof(struct prof_sample_ev, ustack);
-	struct twin_regs r = {
-		.pc = ev->uregs[0],
-		.sp = ev->uregs[1],
-		.bp = ev->uregs[2],
-		.bp_ok = true,
-		.exact = ev->flags & PROF_F_UEXACT,
-		.stored = true,
-	};
 	struct twin_mem mem = { .base = ev->uregs[1], .buf = ev->ustack, .len = ev->ustack_len };
 	struct walk_ctx c = { pq, p, NULL };
-	int n = ev->nuser, end;
+	bool refreshed = false;
+	int n = ev->nuser, end = PROF_UE_PENDING;
 
 	if (size < head)
 		mem.len = 0;
@@ -122,15 +115,31 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		mem.len = size - head;
 	memcpy(o, ev, head);
 	/* Each file the walk reaches unknown is asked for, then looked at
-	 * again: it may be built already (small files take a millisecond). */
+	 * again (small files take a millisecond); an address outside the
+	 * maps we know may be a library mapped since we read them. */
 	for (int tries = 0; tries < 8; tries++) {
+		struct twin_regs r = {
+			.pc = ev->uregs[0],
+			.sp = ev->uregs[1],
+			.bp = ev->uregs[2],
+			.bp_ok = true,
+			.exact = ev->flags & PROF_F_UEXACT,
+			.stored = true,
+		};
+
+		n = ev->nuser;
+		c.need = NULL;
 		unwinder__lock(pq->u);
 		end = twin__walk(&r, &mem, map_fn, &c, o->frames + o->nkern, &n, PROF_MAX_FRAMES);
 		unwinder__unlock(pq->u);
-		if (end != PROF_UE_PENDING || !c.need)
+		if (end == PROF_UE_PENDING && c.need) {
+			request_vma(pq, p, c.need);
+		} else if (end == PROF_UE_BAD_PC && !refreshed) {
+			procs__refresh(pq->ps, p, true, false);
+			refreshed = true;
+		} else {
 			break;
-		request_vma(pq, p, c.need);
-		c.need = NULL;
+		}
 	}
 	o->nuser = n;
 	o->uend = end;

@@ -448,6 +448,42 @@ static int from_debug_file(struct build *b, Elf *e, const char *root)
 	return err;
 }
 
+/* The ELF entry point without unwind information (the dynamic loader's
+ * _start, hand-written) is where the process's stack begins: a root. */
+static int entry_root(struct build *b, uint64_t entry)
+{
+	struct unw_table *t = b->t;
+	struct unw_rule root = { .cfa = UNW_CFA_SP, .cfa_off = 8, .ra = UNW_RA_UNDEF };
+	uint64_t off;
+	long i, ix;
+
+	if (!entry || vaddr_to_off(b, entry, &off) || off > UINT32_MAX)
+		return 0;
+	i = unw_table__find(t->rows, t->nrows, off);
+	if (i >= 0 && t->rows[i].rule != 0)
+		return 0; /* covered by an FDE */
+	ix = intern(b, &root);
+	if (ix < 0)
+		return 0;
+	if (i >= 0 && t->rows[i].off == off) {
+		t->rows[i].rule = ix;
+		return 0;
+	}
+	if (t->nrows == b->rcap) {
+		struct unw_row *n = realloc(t->rows, (b->rcap + 1) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->rows = n;
+		b->rcap++;
+	}
+	memmove(&t->rows[i + 2], &t->rows[i + 1], (t->nrows - (i + 1)) * sizeof(*t->rows));
+	t->rows[i + 1].off = off;
+	t->rows[i + 1].rule = ix;
+	t->nrows++;
+	return 0;
+}
+
 static int compile_elf(Elf *e, const char *debug_root, struct unw_table **out)
 {
 	struct build *b = calloc(1, sizeof(*b));
@@ -493,6 +529,8 @@ static int compile_elf(Elf *e, const char *debug_root, struct unw_table **out)
 	}
 	if (!err && !b->t->nrows)
 		err = -ENODATA;
+	if (!err)
+		err = entry_root(b, eh.e_entry);
 out:
 	if (cfi)
 		dwarf_cfi_end(cfi);

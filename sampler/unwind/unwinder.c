@@ -30,8 +30,8 @@ enum { E_QUEUED, E_TABLE, E_FP, E_NONE };
 
 /* A table used this recently is never evicted for room (no thrashing
  * between two big files); a file refused for room is retried this late. */
-#define EVICT_MIN_IDLE_NS (60 * 1000000000LL)
-#define RETRY_NS (60 * 1000000000LL)
+#define EVICT_MIN_IDLE_NS (10 * 1000000000LL)
+#define RETRY_NS (10 * 1000000000LL)
 
 struct entry {
 	uint64_t kdev, ino;
@@ -43,6 +43,7 @@ struct entry {
 	uint64_t start, end;
 	char *path;
 	struct entry *next_q;
+	bool deferred; /* a big file sent to the back of the queue once */
 };
 
 struct extent {
@@ -91,7 +92,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o)
 		return NULL;
 	u->o = *o;
 	if (!u->o.max_rows)
-		u->o.max_rows = 1u << 19;
+		u->o.max_rows = 1u << 20;
 	if (!u->o.max_rules)
 		u->o.max_rules = 1u << 14;
 	if (!u->o.max_files)
@@ -203,7 +204,9 @@ static int evict_lru(struct unwinder *u, const struct entry *keep)
 	for (size_t i = 0; i < u->files.cap; i++) {
 		struct entry *e = u->files.vals[i];
 
+		/* (the vDSO's table cannot be rebuilt: it never goes) */
 		if (!u->files.keys[i] || e == keep || e->state != E_TABLE ||
+		    (e->kdev == UNW_VDSO_DEV && e->ino == UNW_VDSO_INO) ||
 		    now_mono_ns() - e->used_ns < EVICT_MIN_IDLE_NS)
 			continue;
 		if (!old || e->used_ns < old->used_ns)
@@ -260,8 +263,9 @@ static int install(struct unwinder *u, struct entry *e, const struct unw_table *
 	uint32_t *map, base;
 	int err;
 
-	/* One file may not take more than a quarter of the room. */
-	if (t->nrows > u->o.max_rows / 4)
+	/* One file may not take more than half the room (gcc's cc1 has
+	 * 479k rows; libLLVM's 949k do not fit the default). */
+	if (t->nrows > u->o.max_rows / 2)
 		return -ENOSPC;
 	map = malloc(t->nrules * sizeof(*map));
 	if (!map)
@@ -331,13 +335,40 @@ static int open_mapped(const struct entry *e)
 	return fd;
 }
 
+static void enqueue(struct unwinder *u, struct entry *e)
+{
+	e->next_q = NULL;
+	if (u->q_tail)
+		u->q_tail->next_q = e;
+	else
+		u->q_head = e;
+	u->q_tail = e;
+	u->queued++;
+}
+
+/* Big files (a compiler's 30 MB, half a second to build) wait behind the
+ * small ones queued with them, so one cc1 does not hold up a fork storm. */
+#define BIG_FILE (8 << 20)
+
 static void build(struct unwinder *u, struct entry *e)
 {
 	struct unw_table *t = NULL;
 	int64_t t0 = now_mono_ns();
+	struct stat st;
 	int fd, err;
 
 	fd = open_mapped(e);
+	if (fd >= 0 && !e->deferred && !fstat(fd, &st) && st.st_size > BIG_FILE) {
+		pthread_mutex_lock(&u->lock);
+		if (u->q_head) {
+			e->deferred = true;
+			enqueue(u, e);
+			pthread_mutex_unlock(&u->lock);
+			close(fd);
+			return;
+		}
+		pthread_mutex_unlock(&u->lock);
+	}
 	if (fd < 0) {
 		err = fd;
 	} else {
@@ -564,12 +595,7 @@ enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, u
 		free(e);
 		goto out;
 	}
-	if (u->q_tail)
-		u->q_tail->next_q = e;
-	else
-		u->q_head = e;
-	u->q_tail = e;
-	u->queued++;
+	enqueue(u, e);
 	pthread_cond_signal(&u->wake);
 	kind = TWIN_WAIT;
 out:
