@@ -93,6 +93,14 @@ static void on_task(void *ctx, const struct prof_task_ev *ev)
 			pending__request_maps(pr->pend, procs__get(pr->ps, ev->tgid, comm, ev->cgroup_id));
 		break;
 	case PROF_EV_FORK:
+		/* A child inherits its parent's maps; maps read at the parent's
+		 * exec lack its libraries, and the child may not live to be read. */
+		if (pr->pend) {
+			struct proc *pp = procs__get(pr->ps, ev->ppid, comm, ev->cgroup_id);
+
+			if (pp && pp->own_maps && !pp->maps_gap_ns)
+				procs__refresh(pr->ps, pp, true, false);
+		}
 		procs__fork(pr->ps, ev->tgid, ev->ppid, comm, ev->cgroup_id);
 		break;
 	case PROF_EV_EXIT:

@@ -73,6 +73,7 @@ struct walk_ctx {
 	struct pending *pq;
 	struct proc *p;
 	const struct vma *need; /* a file never requested: ask, then retry */
+	bool unmapped;          /* an address our copy of the maps lacks */
 };
 
 /* Under the unwinder's lock. */
@@ -81,8 +82,13 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 	struct walk_ctx *c = arg;
 	struct vma *v = procs__vma(c->pq->ps, c->p, addr);
 
-	if (!v)
-		return -1;
+	/* Maps read at exec lack the libraries mapped since: wait for a
+	 * fresh read rather than call the address unmapped. */
+	if (!v) {
+		c->unmapped = true;
+		m->kind = TWIN_WAIT;
+		return 0;
+	}
 	m->start = v->start;
 	m->end = v->end;
 	m->pgoff = v->pgoff;
@@ -129,12 +135,13 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 
 		n = ev->nuser;
 		c.need = NULL;
+		c.unmapped = false;
 		unwinder__lock(pq->u);
 		end = twin__walk(&r, &mem, map_fn, &c, o->frames + o->nkern, &n, PROF_MAX_FRAMES);
 		unwinder__unlock(pq->u);
 		if (end == PROF_UE_PENDING && c.need) {
 			request_vma(pq, p, c.need);
-		} else if (end == PROF_UE_BAD_PC && !refreshed) {
+		} else if (end == PROF_UE_PENDING && c.unmapped && !refreshed) {
 			procs__refresh(pq->ps, p, true, false);
 			refreshed = true;
 		} else {
