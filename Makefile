@@ -123,7 +123,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 # Fuzz targets: clang + libFuzzer, always with ASan/UBSan, over the
 # FUSE-free part of the library.
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
-FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c))
+FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) sampler/unwind/table.c sampler/unwind/twin.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)
