@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/util/hmap.h"
@@ -400,9 +401,21 @@ struct perfmap *perfmap__load(pid_t pid)
 	FILE *f;
 
 	snprintf(p, sizeof(p), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)ns_pid(pid));
-	f = fopen(p, "re");
-	if (!f)
-		return NULL;
+	/* Any user can put a FIFO, a link or a sparse 100 GB file there: a
+	 * blocking open or an endless read would stall sampling. Only a
+	 * regular file of bounded size is read. */
+	{
+		struct stat st;
+		int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+
+		if (fd < 0)
+			return NULL;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (64 << 20) ||
+		    !(f = fdopen(fd, "r"))) {
+			close(fd);
+			return NULL;
+		}
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		goto out;
