@@ -25,6 +25,7 @@ struct seg {
 };
 
 struct build {
+	const int *cancel;
 	struct unw_table *t;
 	size_t rcap, lcap;
 	struct seg segs[16];
@@ -266,6 +267,8 @@ static int emit(struct build *b, Dwarf_CFI *cfi, uint64_t *starts, size_t n)
 
 		if (i && starts[i] == starts[i - 1])
 			continue;
+		if (b->cancel && (i & 255) == 0 && __atomic_load_n(b->cancel, __ATOMIC_RELAXED))
+			return -ECANCELED;
 		while (pc < next && steps++ < 100000) {
 			Dwarf_Frame *f;
 			Dwarf_Addr s, e;
@@ -484,7 +487,7 @@ static int entry_root(struct build *b, uint64_t entry)
 	return 0;
 }
 
-static int compile_elf(Elf *e, const char *debug_root, struct unw_table **out)
+static int compile_elf(Elf *e, const char *debug_root, const int *cancel, struct unw_table **out)
 {
 	struct build *b = calloc(1, sizeof(*b));
 	GElf_Ehdr eh;
@@ -497,6 +500,7 @@ static int compile_elf(Elf *e, const char *debug_root, struct unw_table **out)
 
 	if (!b)
 		return -ENOMEM;
+	b->cancel = cancel;
 	if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64 ||
 	    gelf_getclass(e) != ELFCLASS64 || elf_getphdrnum(e, &nph))
 		goto out;
@@ -548,7 +552,7 @@ out:
 	return err;
 }
 
-int unw_table__compile(int fd, const char *debug_root, struct unw_table **out)
+int unw_table__compile(int fd, const char *debug_root, const int *cancel, struct unw_table **out)
 {
 	Elf *e;
 	int err;
@@ -557,7 +561,7 @@ int unw_table__compile(int fd, const char *debug_root, struct unw_table **out)
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e)
 		return -ENOEXEC;
-	err = compile_elf(e, debug_root, out);
+	err = compile_elf(e, debug_root, cancel, out);
 	elf_end(e);
 	return err;
 }
@@ -571,7 +575,7 @@ int unw_table__compile_mem(const void *img, size_t size, struct unw_table **out)
 	e = elf_memory((char *)img, size);
 	if (!e)
 		return -ENOEXEC;
-	err = compile_elf(e, NULL, out);
+	err = compile_elf(e, NULL, NULL, out);
 	elf_end(e);
 	return err;
 }

@@ -31,11 +31,13 @@ struct unw_table {
 /*
  * Compiles the ELF file open at fd (the caller keeps fd). debug_root
  * (NULL = /usr/lib/debug) is where a separate debug file is looked up by
- * build id when the file has no .eh_frame. Returns 0 and *out (the
+ * build id when the file has no .eh_frame. cancel (NULL = never): a flag
+ * another thread may set to stop a long build. Returns 0 and *out (the
  * caller's, unw_table__free), or -errno: -ENOEXEC not an x86-64 ELF,
- * -ENODATA no unwind information, -EFBIG over the row cap, -ENOMEM.
+ * -ENODATA no unwind information, -EFBIG over the row cap, -ENOMEM,
+ * -ECANCELED.
  */
-int unw_table__compile(int fd, const char *debug_root, struct unw_table **out);
+int unw_table__compile(int fd, const char *debug_root, const int *cancel, struct unw_table **out);
 /* The same for an ELF image in memory (the vDSO); img must outlive the call. */
 int unw_table__compile_mem(const void *img, size_t size, struct unw_table **out);
 void unw_table__free(struct unw_table *t);

@@ -55,7 +55,8 @@ struct unwinder {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	pthread_t thread;
-	bool started, stop;
+	bool started;
+	int stop; /* also read, unlocked, by a build in progress */
 	struct hmap files; /* key(kdev, ino) -> struct entry * */
 	struct entry *q_head, *q_tail;
 	size_t queued;
@@ -372,7 +373,7 @@ static void build(struct unwinder *u, struct entry *e)
 	if (fd < 0) {
 		err = fd;
 	} else {
-		err = unw_table__compile(fd, u->o.debug_root, &t);
+		err = unw_table__compile(fd, u->o.debug_root, &u->stop, &t);
 		close(fd);
 	}
 	pthread_mutex_lock(&u->lock);
@@ -523,7 +524,7 @@ void unwinder__free(struct unwinder *u)
 		return;
 	if (u->started) {
 		pthread_mutex_lock(&u->lock);
-		u->stop = true;
+		__atomic_store_n(&u->stop, 1, __ATOMIC_RELAXED);
 		pthread_cond_signal(&u->wake);
 		pthread_mutex_unlock(&u->lock);
 		pthread_join(u->thread, NULL);

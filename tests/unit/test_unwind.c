@@ -109,7 +109,7 @@ static void load_tables(struct proc *p)
 			int fd = open(m->path, O_RDONLY);
 
 			if (fd >= 0) {
-				if (unw_table__compile(fd, NULL, &m->t))
+				if (unw_table__compile(fd, NULL, NULL, &m->t))
 					m->t = NULL;
 				close(fd);
 			}
