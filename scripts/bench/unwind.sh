@@ -51,16 +51,17 @@ python3 "$W/loop.py" & PY=$!; PIDS+=("$PY")
 sh -c 'exec gzip -9 </dev/urandom >/dev/null' & GZ=$!; PIDS+=("$GZ")
 sleep 1
 
-# prog_stats PID: "run_time_ns run_cnt" of the on_sample program PID loaded.
+# prog_stats PID: "run_time_ns run_cnt" of the on_sample program PID
+# holds (found through its fds' prog_id; bpftool here lists no pids).
 prog_stats() {
-	bpftool prog show -j | python3 -c '
+	local id
+	for id in $(awk '/^prog_id:/ { print $2 }' /proc/"$1"/fdinfo/* 2>/dev/null | sort -u); do
+		bpftool prog show id "$id" -j 2>/dev/null | python3 -c '
 import json, sys
-pid = int(sys.argv[1])
-for p in json.load(sys.stdin):
-    if p.get("name") == "on_sample" and any(o.get("pid") == pid for o in p.get("pids", [])):
-        print(p.get("run_time_ns", 0), p.get("run_cnt", 0)); break
-else:
-    print(0, 0)' "$1"
+p = json.load(sys.stdin)
+if p.get("name") == "on_sample":
+    print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'
+	done | head -1 | grep . || echo 0 0
 }
 
 # reach FOLDED: % of samples with a user stack that reach the root.
