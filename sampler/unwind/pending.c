@@ -53,11 +53,12 @@ void pending__free(struct pending *pq)
 	free(pq);
 }
 
-static enum twin_kind request_vma(struct pending *pq, struct proc *p, const struct vma *v)
+static enum twin_kind request_vma(struct pending *pq, struct proc *p, const struct vma *v,
+				  bool urgent)
 {
 	if (v->file)
 		return unwinder__request(pq->u, p->pid, unwinder__kdev(v->dev), v->ino, v->path,
-					 v->start, v->end);
+					 v->start, v->end, urgent);
 	return TWIN_FP;
 }
 
@@ -66,7 +67,7 @@ void pending__request_maps(struct pending *pq, struct proc *p)
 	if (!p || !p->maps)
 		return;
 	for (size_t i = 0; i < p->maps->n; i++)
-		request_vma(pq, p, &p->maps->v[i]);
+		request_vma(pq, p, &p->maps->v[i], false);
 }
 
 struct walk_ctx {
@@ -140,7 +141,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		end = twin__walk(&r, &mem, map_fn, &c, o->frames + o->nkern, &n, PROF_MAX_FRAMES);
 		unwinder__unlock(pq->u);
 		if (end == PROF_UE_PENDING && c.need) {
-			request_vma(pq, p, c.need);
+			request_vma(pq, p, c.need, true);
 		} else if (end == PROF_UE_PENDING && c.unmapped && !refreshed) {
 			procs__refresh(pq->ps, p, true, false);
 			refreshed = true;

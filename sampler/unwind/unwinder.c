@@ -44,6 +44,7 @@ struct entry {
 	char *path;
 	struct entry *next_q;
 	bool deferred; /* a big file sent to the back of the queue once */
+	bool too_big;  /* over the per-file cap: not retried until idle */
 };
 
 struct extent {
@@ -267,7 +268,7 @@ static int install(struct unwinder *u, struct entry *e, const struct unw_table *
 	/* One file may not take more than half the room (gcc's cc1 has
 	 * 479k rows; libLLVM's 949k do not fit the default). */
 	if (t->nrows > u->o.max_rows / 2)
-		return -ENOSPC;
+		return -E2BIG;
 	map = malloc(t->nrules * sizeof(*map));
 	if (!map)
 		return -ENOMEM;
@@ -388,6 +389,7 @@ static void build(struct unwinder *u, struct entry *e)
 		set_state(u, e, E_FP);
 	} else if (err) {
 		pr_debug("unwind: no table for %s (pid %d): %s", e->path, (int)e->pid, strerror(-err));
+		e->too_big = err == -E2BIG || err == -EFBIG;
 		set_state(u, e, E_NONE);
 	} else if (t->unsupported) {
 		pr_debug("unwind: %s: %u ranges use rules we do not implement", e->path, t->unsupported);
@@ -406,7 +408,7 @@ static void gc(struct unwinder *u, int64_t now)
 
 		if (!u->files.keys[i] || e->state == E_QUEUED || (e->kdev == UNW_VDSO_DEV && e->ino == UNW_VDSO_INO))
 			continue;
-		if (now - e->used_ns > (e->state == E_NONE ? RETRY_NS : u->o.idle_ns)) {
+		if (now - e->used_ns > (e->state == E_NONE && !e->too_big ? RETRY_NS : u->o.idle_ns)) {
 			drop_entry(u, e);
 			i--; /* deletion shifts the probe chain into this slot */
 		}
@@ -564,7 +566,7 @@ static enum twin_kind kind_of(const struct entry *e)
 }
 
 enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, uint64_t ino,
-				 const char *path, uint64_t start, uint64_t end)
+				 const char *path, uint64_t start, uint64_t end, bool urgent)
 {
 	uint64_t k = fkey(kdev, ino);
 	struct entry *e;
@@ -596,7 +598,13 @@ enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, u
 		free(e);
 		goto out;
 	}
-	enqueue(u, e);
+	if (urgent && u->q_head) { /* a sample waits for it */
+		e->next_q = u->q_head;
+		u->q_head = e;
+		u->queued++;
+	} else {
+		enqueue(u, e);
+	}
 	pthread_cond_signal(&u->wake);
 	kind = TWIN_WAIT;
 out:

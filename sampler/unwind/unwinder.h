@@ -9,6 +9,7 @@
 #ifndef PROFFS_SAMPLER_UNWIND_UNWINDER_H
 #define PROFFS_SAMPLER_UNWIND_UNWINDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -53,11 +54,12 @@ uint64_t unwinder__kdev(uint64_t dev);
 
 /*
  * Asks for the table of the file (kdev, ino) that pid maps at
- * [start, end) from path; returns at once. The state right now:
- * TWIN_TABLE, TWIN_FP, TWIN_WAIT (being built) or TWIN_NOTABLE.
+ * [start, end) from path; returns at once. urgent: a sample waits for
+ * it (built before earlier requests). The state right now: TWIN_TABLE,
+ * TWIN_FP, TWIN_WAIT (being built) or TWIN_NOTABLE.
  */
 enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, uint64_t ino,
-				 const char *path, uint64_t start, uint64_t end);
+				 const char *path, uint64_t start, uint64_t end, bool urgent);
 
 /* Readers of tables (twin walks) hold the lock across the walk: the
  * worker must not move rows under them. */

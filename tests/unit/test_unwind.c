@@ -285,8 +285,19 @@ static void oracle(const char *prog, char *const argv[], int shots)
 		execv(path, argv);
 		_exit(127);
 	}
-	usleep(300000);
+	/* Until the loader has mapped libc (a busy host takes its time). */
 	p.pid = pid;
+	for (int w = 0; w < 100; w++) {
+		bool libc = false;
+
+		usleep(100000);
+		if (read_maps(&p, &stack_end))
+			break;
+		for (int i = 0; i < p.n; i++)
+			libc |= strstr(p.maps[i].path, "/libc.so") != NULL;
+		if (libc && w >= 2)
+			break;
+	}
 	if (read_maps(&p, &stack_end) || !stack_end) {
 		CHECK(0, "%s: maps of pid %d", prog, pid);
 		kill(pid, SIGKILL);
