@@ -10,7 +10,7 @@
 #include "store/util/util.h"
 
 #define PARK_MAX 256                  /* ~2.5 MB at worst */
-#define PARK_NS (3 * 1000000000LL)    /* a table takes ms; a busy worker, longer */
+#define PARK_NS (5 * 1000000000LL)    /* a table takes ms; a busy worker, longer */
 
 struct parked {
 	int64_t deadline;

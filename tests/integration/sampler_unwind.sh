@@ -35,7 +35,7 @@ while time.time() - t0 < float(sys.argv[1]):
     json.loads(json.dumps(d))
 PY
 # Debian's own binaries, told apart from other users' runs by pid.
-python3 "$WORK/loop.py" 6 & PY=$!
+python3 "$WORK/loop.py" 10 & PY=$!
 wait "$PY" || fail "python3 loop failed"
 wait "$QS"
 gzip -9 </dev/urandom >/dev/null & GZ=$!
