@@ -121,9 +121,12 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(Q)mkdir -p $(dir $@) && $(CC) $(or $(HELPER_CFLAGS_$*),-O2 -g -fno-omit-frame-pointer) -Wall -Werror -o $@ $< $(HELPER_LDLIBS_$*)
 
 # Fuzz targets: clang + libFuzzer, always with ASan/UBSan, over the
-# FUSE-free part of the library.
+# FUSE-free part of the library and the sampler's parsers of files that
+# local users write (perf maps, ELF).
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
-FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) sampler/unwind/table.c sampler/unwind/twin.c
+FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
+	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
+	sampler/unwind/table.c sampler/unwind/twin.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)

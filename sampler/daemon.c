@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,10 +24,14 @@
 
 #include "cmd.h"
 #include "fs/fuse/mount.h"
+#include "sampler/offcpu/offcpu.h"
+#include "sampler/privs.h"
+#include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
 #include "fs/tree/tree.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 #define MAX_LABELS 64
@@ -38,8 +43,11 @@ struct run {
 	size_t nextra;
 	int64_t interval_ns;
 	int64_t retention_s;
+	bool offcpu;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
 	pthread_t thread;
+	/* set by fsmount__start() before the first request, read by /metrics */
+	struct fsmount *fm;
 	/* figures for /metrics, written by the sampler thread */
 	uint64_t batches, append_errors, last_batch_samples;
 };
@@ -49,6 +57,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
 		"                  [--max-size SIZE] [--label k=v]... [--allow-other]\n"
+		"                  [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -60,7 +69,35 @@ static void usage(FILE *f)
 		"  --retention DUR    drop data older than DUR, e.g. 6h, 7d (default 7d)\n"
 		"  --max-size SIZE    bound on the store's size, e.g. 512M, 4G (default 4G)\n"
 		"  --label k=v        attach this label to every series (repeatable)\n"
-		"  --allow-other      let users other than root read the mount\n");
+		"  --allow-other      let users other than root read the mount\n"
+		"  --offcpu           also record where threads wait (type offcpu)\n"
+		"  --offcpu-min DUR   shortest block recorded, e.g. 500us, 1ms (default 1ms)\n"
+		"  --offcpu-states L  any of sleep,disk,runqueue, or all (default all)\n");
+}
+
+/* "500us", "1ms", "0.5s", "20000ns" -> nanoseconds, within [1us, 10s]
+ * (--offcpu-min; parse_duration counts whole seconds). Returns 0 or
+ * -EINVAL. */
+static int parse_short_duration(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; double mul; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+	};
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		v *= units[i].mul;
+		if (!(v >= 1e3 && v <= 1e10))
+			return -EINVAL;
+		*ns = (uint64_t)v;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static void metrics_cb(struct buf *out, void *ctx)
@@ -72,24 +109,72 @@ static void metrics_cb(struct buf *out, void *ctx)
 	FILE *f;
 
 	profiler__stats(r->prof, &st);
-#define H(name, type, help) buf__printf(out, "# HELP " name " " help "\n# TYPE " name " " type "\n")
-	H("proffs_samples_total", "counter", "CPU samples stored in batches.");
-	buf__printf(out, "proffs_samples_total %" PRIu64 "\n", st.samples);
-	H("proffs_bpf_samples_total", "counter", "Samples the BPF program took (idle excluded).");
-	buf__printf(out, "proffs_bpf_samples_total %" PRIu64 "\n", st.bpf_samples);
-	H("proffs_idle_samples_total", "counter", "Samples of idle CPUs (counted, not stored).");
-	buf__printf(out, "proffs_idle_samples_total %" PRIu64 "\n", st.idle);
-	H("proffs_lost_samples_total", "counter", "Samples lost, by cause.");
-	buf__printf(out, "proffs_lost_samples_total{cause=\"ring_full\"} %" PRIu64 "\n", st.lost_ring_full);
-	buf__printf(out, "proffs_lost_samples_total{cause=\"no_memory\"} %" PRIu64 "\n", st.lost_nomem);
-	H("proffs_lost_events_total", "counter", "Process exec/fork/exit records lost (ring full).");
-	buf__printf(out, "proffs_lost_events_total %" PRIu64 "\n", st.lost_events);
-	H("proffs_stack_errors_total", "counter", "Stacks that could not be read, by kind.");
-	buf__printf(out, "proffs_stack_errors_total{stack=\"kernel\"} %" PRIu64 "\n", st.kstack_errors);
-	buf__printf(out, "proffs_stack_errors_total{stack=\"user\"} %" PRIu64 "\n", st.ustack_errors);
-	H("proffs_stacks_truncated_total", "counter", "Stacks cut at the kernel's depth cap, by kind.");
-	buf__printf(out, "proffs_stacks_truncated_total{stack=\"kernel\"} %" PRIu64 "\n", st.ktruncated);
-	buf__printf(out, "proffs_stacks_truncated_total{stack=\"user\"} %" PRIu64 "\n", st.utruncated);
+	prom__counter(out, "proffs_samples_total", "CPU samples stored in batches.", st.samples);
+	prom__counter(out, "proffs_bpf_samples_total", "Samples the BPF program took (idle excluded).",
+		      st.bpf_samples);
+	prom__counter(out, "proffs_idle_samples_total", "Samples of idle CPUs (counted, not stored).",
+		      st.idle);
+	prom__family(out, "proffs_lost_samples_total", PROM_COUNTER, "Samples lost, by cause.");
+	prom__u64_by(out, "proffs_lost_samples_total", "cause", "ring_full", st.lost_ring_full);
+	prom__u64_by(out, "proffs_lost_samples_total", "cause", "no_memory", st.lost_nomem);
+	prom__counter(out, "proffs_lost_events_total", "Process exec/fork/exit records lost (ring full).",
+		      st.lost_events);
+	prom__family(out, "proffs_stack_errors_total", PROM_COUNTER, "Stacks that could not be read, by kind.");
+	prom__u64_by(out, "proffs_stack_errors_total", "stack", "kernel", st.kstack_errors);
+	prom__u64_by(out, "proffs_stack_errors_total", "stack", "user", st.ustack_errors);
+	prom__family(out, "proffs_stacks_truncated_total", PROM_COUNTER,
+		     "Stacks cut at the kernel's depth cap, by kind.");
+	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "kernel", st.ktruncated);
+	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "user", st.utruncated);
+	prom__family(out, "proffs_sampled_cpus", PROM_GAUGE, "CPUs with an attached sampling event.");
+	prom__i64(out, "proffs_sampled_cpus", NULL, 0, st.ncpus);
+	prom__gauge(out, "proffs_processes_tracked", "Processes in the process-info cache.", st.procs);
+	prom__gauge(out, "proffs_symbol_cache_files", "Mapped files known to the symbol cache.", st.dsos);
+	prom__gauge(out, "proffs_symbol_cache_tables", "Symbol tables loaded (one per build id).", st.symtabs);
+	prom__gauge(out, "proffs_symbol_cache_symbols", "User-space symbols held.", st.symbols);
+	prom__gauge(out, "proffs_kernel_symbols", "Kernel symbols held (kallsyms).", st.kernel_symbols);
+	prom__family(out, "proffs_symbol_cache_lookups_total", PROM_COUNTER, "User frame lookups, by result.");
+	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "hit", st.sym_hits);
+	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "miss", st.sym_misses);
+	if (r->offcpu) {
+		prom__counter(out, "proffs_offcpu_samples_total", "Off-CPU blocks stored in batches.",
+			      st.offcpu_samples);
+		prom__counter(out, "proffs_offcpu_switches_total", "Switch-outs of recorded threads noted.",
+			      st.offcpu_switches);
+		prom__counter(out, "proffs_offcpu_short_total", "Blocks under --offcpu-min (counted, not stored).",
+			      st.offcpu_short);
+		prom__family(out, "proffs_offcpu_short_seconds_total", PROM_COUNTER,
+			     "Off-CPU time of the blocks under --offcpu-min.");
+		prom__f64(out, "proffs_offcpu_short_seconds_total", NULL, 0, st.offcpu_short_ns / 1e9);
+		prom__family(out, "proffs_offcpu_lost_total", PROM_COUNTER,
+			     "Off-CPU blocks or switch-outs lost, by cause.");
+		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "ring_full", st.offcpu_lost_ring_full);
+		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "no_task_storage",
+			     st.offcpu_lost_nostorage);
+		prom__family(out, "proffs_offcpu_stack_errors_total", PROM_COUNTER,
+			     "Off-CPU stacks that could not be read, by kind.");
+		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "kernel", st.offcpu_kstack_errors);
+		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "user", st.offcpu_ustack_errors);
+	}
+	prom__counter(out, "proffs_symbol_loads_total",
+		      "Files (symbol tables, perf maps) the loader thread read.", st.sym_loads);
+	prom__gauge(out, "proffs_symbol_loads_queued", "Files waiting for the loader thread.",
+		    st.sym_queued);
+	prom__counter(out, "proffs_symbol_loads_abandoned_total", "Loads abandoned because a read hung.",
+		      st.sym_abandoned);
+	prom__gauge(out, "proffs_perfmap_bytes", "Memory held by loaded perf maps.", st.perfmap_bytes);
+	prom__counter(out, "proffs_perfmap_reads_total",
+		      "Perf maps read (only when changed, at most once a second each).", st.perfmap_reads);
+	{
+		uint64_t rc[SF_R_MAX];
+
+		safefile__counts(rc);
+		prom__family(out, "proffs_files_refused_total", PROM_COUNTER,
+			     "Files read on behalf of a process that were refused, by reason.");
+		for (int i = 0; i < SF_R_MAX; i++)
+			prom__u64_by(out, "proffs_files_refused_total", "reason",
+				     safefile__reason_name(i), rc[i]);
+	}
 	{
 		static const char *const ends[PROF_UE_MAX] = {
 			[PROF_UE_NONE] = "none", [PROF_UE_ROOT] = "root", [PROF_UE_FP_END] = "fp_end",
@@ -99,57 +184,46 @@ static void metrics_cb(struct buf *out, void *ctx)
 			[PROF_UE_NO_VMA] = "mappings_busy", [PROF_UE_FP] = "frame_pointers",
 		};
 
-		H("proffs_user_stacks_total", "counter", "Stored user stacks by how their walk ended.");
+		prom__family(out, "proffs_user_stacks_total", PROM_COUNTER,
+			     "Stored user stacks by how their walk ended.");
 		for (int i = 0; i < PROF_UE_MAX; i++)
 			if (ends[i] && i != PROF_UE_PENDING)
-				buf__printf(out, "proffs_user_stacks_total{end=\"%s\"} %" PRIu64 "\n", ends[i], st.uends[i]);
+				prom__u64_by(out, "proffs_user_stacks_total", "end", ends[i], st.uends[i]);
 	}
-	H("proffs_unwind_tables", "gauge", "Files with unwind tables loaded, by kind.");
-	buf__printf(out, "proffs_unwind_tables{kind=\"table\"} %" PRIu64 "\n", st.unw.tables);
-	buf__printf(out, "proffs_unwind_tables{kind=\"frame_pointers\"} %" PRIu64 "\n", st.unw.fp_files);
-	buf__printf(out, "proffs_unwind_tables{kind=\"failed\"} %" PRIu64 "\n", st.unw.failed_files);
-	H("proffs_unwind_rows", "gauge", "Unwind table rows loaded.");
-	buf__printf(out, "proffs_unwind_rows %" PRIu64 "\n", st.unw.rows);
-	H("proffs_unwind_rules", "gauge", "Distinct unwind rules loaded (shared by all tables).");
-	buf__printf(out, "proffs_unwind_rules %" PRIu64 "\n", st.unw.rules);
-	H("proffs_unwind_table_bytes", "gauge", "Bytes of unwind rows and rules in use.");
-	buf__printf(out, "proffs_unwind_table_bytes %" PRIu64 "\n", st.unw.table_bytes);
-	H("proffs_unwind_map_bytes", "gauge", "Bytes preallocated for the unwind BPF maps.");
-	buf__printf(out, "proffs_unwind_map_bytes %" PRIu64 "\n", st.unw.map_bytes);
-	H("proffs_unwind_builds_total", "counter", "Unwind tables built, and freed (unused or for room).");
-	buf__printf(out, "proffs_unwind_builds_total{event=\"built\"} %" PRIu64 "\n", st.unw.built);
-	buf__printf(out, "proffs_unwind_builds_total{event=\"freed\"} %" PRIu64 "\n", st.unw.evicted);
-	H("proffs_unwind_build_seconds_total", "counter", "Time the worker spent building tables.");
-	buf__printf(out, "proffs_unwind_build_seconds_total %.3f\n", st.unw.build_ns / 1e9);
-	H("proffs_unwind_pending_total", "counter", "Walks finished in user space from a stack copy, by outcome.");
-	buf__printf(out, "proffs_unwind_pending_total{outcome=\"finished\"} %" PRIu64 "\n", st.pend_finished);
-	buf__printf(out, "proffs_unwind_pending_total{outcome=\"expired\"} %" PRIu64 "\n", st.pend_expired);
-	buf__printf(out, "proffs_unwind_pending_total{outcome=\"no_room\"} %" PRIu64 "\n", st.pend_dropped);
-	H("proffs_sampled_cpus", "gauge", "CPUs with an attached sampling event.");
-	buf__printf(out, "proffs_sampled_cpus %d\n", st.ncpus);
-	H("proffs_processes_tracked", "gauge", "Processes in the process-info cache.");
-	buf__printf(out, "proffs_processes_tracked %" PRIu64 "\n", st.procs);
-	H("proffs_symbol_cache_files", "gauge", "Mapped files known to the symbol cache.");
-	buf__printf(out, "proffs_symbol_cache_files %" PRIu64 "\n", st.dsos);
-	H("proffs_symbol_cache_tables", "gauge", "Symbol tables loaded (one per build id).");
-	buf__printf(out, "proffs_symbol_cache_tables %" PRIu64 "\n", st.symtabs);
-	H("proffs_symbol_cache_symbols", "gauge", "User-space symbols held.");
-	buf__printf(out, "proffs_symbol_cache_symbols %" PRIu64 "\n", st.symbols);
-	H("proffs_kernel_symbols", "gauge", "Kernel symbols held (kallsyms).");
-	buf__printf(out, "proffs_kernel_symbols %" PRIu64 "\n", st.kernel_symbols);
-	H("proffs_symbol_cache_lookups_total", "counter", "User frame lookups, by result.");
-	buf__printf(out, "proffs_symbol_cache_lookups_total{result=\"hit\"} %" PRIu64 "\n", st.sym_hits);
-	buf__printf(out, "proffs_symbol_cache_lookups_total{result=\"miss\"} %" PRIu64 "\n", st.sym_misses);
-	H("proffs_batches_total", "counter", "Batches written to the store.");
-	buf__printf(out, "proffs_batches_total %" PRIu64 "\n", __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
-	H("proffs_batch_errors_total", "counter", "Batches the store refused.");
-	buf__printf(out, "proffs_batch_errors_total %" PRIu64 "\n", __atomic_load_n(&r->append_errors, __ATOMIC_RELAXED));
+	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "table", st.unw.tables);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "frame_pointers", st.unw.fp_files);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "failed", st.unw.failed_files);
+	prom__gauge(out, "proffs_unwind_rows", "Unwind table rows loaded.", st.unw.rows);
+	prom__gauge(out, "proffs_unwind_rules", "Distinct unwind rules loaded (shared by all tables).",
+		    st.unw.rules);
+	prom__gauge(out, "proffs_unwind_table_bytes", "Bytes of unwind rows and rules in use.",
+		    st.unw.table_bytes);
+	prom__gauge(out, "proffs_unwind_map_bytes", "Bytes preallocated for the unwind BPF maps.",
+		    st.unw.map_bytes);
+	prom__family(out, "proffs_unwind_builds_total", PROM_COUNTER,
+		     "Unwind tables built, and freed (unused or for room).");
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "built", st.unw.built);
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "freed", st.unw.evicted);
+	prom__family(out, "proffs_unwind_build_seconds_total", PROM_COUNTER,
+		     "Time the worker spent building tables.");
+	prom__f64(out, "proffs_unwind_build_seconds_total", NULL, 0, st.unw.build_ns / 1e9);
+	prom__family(out, "proffs_unwind_pending_total", PROM_COUNTER,
+		     "Walks finished in user space from a stack copy, by outcome.");
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "finished", st.pend_finished);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "expired", st.pend_expired);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "no_room", st.pend_dropped);
+	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
+		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
+	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",
+		      __atomic_load_n(&r->append_errors, __ATOMIC_RELAXED));
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 			     ru.ru_stime.tv_usec / 1e6;
 
-		H("proffs_cpu_seconds_total", "counter", "CPU time of the daemon (user + system).");
-		buf__printf(out, "proffs_cpu_seconds_total %.3f\n", cpu);
+		prom__family(out, "proffs_cpu_seconds_total", PROM_COUNTER,
+			     "CPU time of the daemon (user + system).");
+		prom__f64(out, "proffs_cpu_seconds_total", NULL, 0, cpu);
 	}
 	f = fopen("/proc/self/statm", "r");
 	if (f) {
@@ -157,32 +231,55 @@ static void metrics_cb(struct buf *out, void *ctx)
 			rss_pages = 0;
 		fclose(f);
 	}
-	H("proffs_resident_memory_bytes", "gauge", "Resident set size of the daemon.");
-	buf__printf(out, "proffs_resident_memory_bytes %ld\n", rss_pages * sysconf(_SC_PAGESIZE));
-#undef H
+	prom__family(out, "proffs_resident_memory_bytes", PROM_GAUGE, "Resident set size of the daemon.");
+	prom__i64(out, "proffs_resident_memory_bytes", NULL, 0, (int64_t)rss_pages * sysconf(_SC_PAGESIZE));
+	/* The mount's render cache and FUSE figures, as `proffs mount` has
+	 * them: one /metrics for both commands. */
+	fsmount__metrics(__atomic_load_n(&r->fm, __ATOMIC_ACQUIRE), out);
 }
 
-/* Hands the open batch to the store. A refused batch is dropped (and
+/* Hands the open batches to the store. A refused batch is dropped (and
  * counted): keeping it would grow without bound if the store stays sick. */
-static void flush(struct run *r)
+static void flush_one(struct run *r, const char *type,
+		      int (*take)(struct profiler *, struct profile **, int64_t *, int64_t *))
 {
 	struct profile *p = NULL;
 	int64_t t0, dur;
 	int err;
 
-	if (profiler__take(r->prof, &p, &t0, &dur))
+	if (take(r->prof, &p, &t0, &dur))
 		return;
 	if (!p)
 		return;
-	__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
-	err = store__append(r->store, "cpu", t0, dur, p, r->extra, r->nextra);
+	if (take == profiler__take)
+		__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
+	err = store__append(r->store, type, t0, dur, p, r->extra, r->nextra);
 	if (err) {
-		pr_err("run: storing a batch failed: %s", strerror(-err));
+		pr_err("run: storing a %s batch failed: %s", type, strerror(-err));
 		__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
 	} else {
 		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
 	}
 	profile__free(p);
+	/* A batch and the maps re-read since are freed in bulk: give the
+	 * pages back, so the resident figure is what the daemon holds (the
+	 * budget), not what its threads' malloc arenas once touched. */
+	malloc_trim(0);
+}
+
+/* The FUSE threads' side of privs__drop (see mount_opts.on_serve). */
+static void drop_in_fuse_thread(void *ctx)
+{
+	int err = privs__drop();
+
+	if (err)
+		pr_warn("run: the FUSE thread cannot drop capabilities: %s", strerror(-err));
+}
+
+static void flush(struct run *r)
+{
+	flush_one(r, "cpu", profiler__take);
+	flush_one(r, "offcpu", profiler__take_offcpu);
 }
 
 static void *sampler_thread(void *arg)
@@ -191,7 +288,8 @@ static void *sampler_thread(void *arg)
 	int64_t last_flush = now_mono_ns(), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		int n = profiler__poll(r->prof, 250);
+		/* 100 ms: SIGTERM is seen within that (SPEC: exit within 2 s). */
+		int n = profiler__poll(r->prof, 100);
 		int64_t now = now_mono_ns();
 
 		if (n < 0)
@@ -213,7 +311,7 @@ static void *sampler_thread(void *arg)
 
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW };
+	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_OFFCPU, O_OFFMIN, O_OFFSTATES };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -222,6 +320,9 @@ int cmd_run(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'x' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
+		{ "offcpu", no_argument, NULL, O_OFFCPU },
+		{ "offcpu-min", required_argument, NULL, O_OFFMIN },
+		{ "offcpu-states", required_argument, NULL, O_OFFSTATES },
 		{ "help", no_argument, NULL, 'h' },
 		/* hidden, for tests */
 		{ "batch-interval", required_argument, NULL, O_BATCH },
@@ -236,8 +337,10 @@ int cmd_run(int argc, char **argv)
 	struct profiler_opts po = { .hz = 19 };
 	struct tree_opts to = { .metrics_cb = metrics_cb };
 	char *dups[MAX_LABELS] = { 0 }, host[256];
-	struct fsmount *fm = NULL;
 	struct tree *tree = NULL;
+	struct unmounter *um = NULL;
+	bool dropped = false;
+	int64_t t_stop;
 	int64_t interval_s = 10;
 	struct run r = { 0 };
 	sigset_t sigs;
@@ -296,6 +399,19 @@ int cmd_run(int argc, char **argv)
 			break;
 		}
 		case O_ALLOW: mo.allow_other = true; break;
+		case O_OFFCPU: po.offcpu = true; break;
+		case O_OFFMIN:
+			if (parse_short_duration(optarg, &po.offcpu_min_ns)) {
+				fprintf(stderr, "proffs run: bad --offcpu-min '%s' (e.g. 500us, 1ms, 0.5s; 1us to 10s)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		case O_OFFSTATES:
+			if (offcpu__parse_states(optarg, &po.offcpu_states)) {
+				fprintf(stderr, "proffs run: bad --offcpu-states '%s' (any of sleep,disk,runqueue, or all)\n", optarg);
+				goto usage_err;
+			}
+			break;
 		case O_BATCH:
 			if (parse_duration(optarg, &interval_s) || interval_s <= 0) {
 				fprintf(stderr, "proffs run: bad --batch-interval '%s'\n", optarg);
@@ -334,6 +450,11 @@ int cmd_run(int argc, char **argv)
 			r.nextra++;
 		}
 	}
+	if ((po.offcpu_min_ns || po.offcpu_states) && !po.offcpu) {
+		fprintf(stderr, "proffs run: --offcpu-min and --offcpu-states need --offcpu\n");
+		goto usage_err;
+	}
+	r.offcpu = po.offcpu;
 	r.interval_ns = interval_s * 1000000000LL;
 	r.retention_s = so.retention_s;
 
@@ -342,6 +463,20 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	/* Users may keep every CPU busy; the drain (the ring holds ~2 s) and
+	 * the answer to SIGTERM must not wait for them. Set before any thread
+	 * exists: Linux keeps the nice value per thread, and they inherit it
+	 * (the symbolizer's loader too: its work per file is capped, and a
+	 * starved loader leaves frames unresolved). */
+	if (setpriority(PRIO_PROCESS, 0, -10))
+		pr_warn("run: cannot raise the daemon's priority: %s", strerror(errno));
+
+	/* While we are one thread with signals blocked: the helper that will
+	 * unmount the tree once our own privileges are gone. */
+	err = privs__start_unmounter(mo.mountpoint, &um);
+	if (err)
+		pr_warn("run: no unmount helper (%s): keeping all privileges", strerror(-err));
 
 	/* The default /prof usually does not exist yet on a fresh host. */
 	if (mkdir(mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
@@ -358,15 +493,29 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	to.metrics_ctx = &r;
+	if (um)
+		mo.on_serve = drop_in_fuse_thread;
 	tree = tree__new(r.store, &to);
 	if (!tree) {
 		pr_err("run: cannot build the tree: %s", strerror(errno));
 		goto out;
 	}
-	err = fsmount__start(&fm, tree, &mo);
+	err = fsmount__start(&r.fm, tree, &mo);
 	if (err) {
 		pr_err("run: cannot mount %s: %s", mo.mountpoint, strerror(-err));
 		goto out;
+	}
+	/* BPF is attached and the tree mounted: from here on the daemon reads
+	 * what local users control, with no more power than that needs. The
+	 * FUSE threads dropped theirs when they started; the sampler thread
+	 * and the symbolizer's loader start after this and inherit it. */
+	if (um) {
+		err = privs__drop();
+		if (err)
+			pr_warn("run: cannot drop capabilities: %s", strerror(-err));
+		else
+			pr_info("run: capabilities dropped but %s; no_new_privs set", privs__kept());
+		dropped = !err;
 	}
 	err = pthread_create(&r.thread, NULL, sampler_thread, &r);
 	if (err) {
@@ -374,7 +523,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	thread_started = true;
-	pr_info("run: sampling at %d Hz, store %s, mounted at %s", po.hz, so.dir, mo.mountpoint);
+	pr_info("run: sampling at %d Hz%s, store %s, mounted at %s", po.hz,
+		po.offcpu ? " and off-CPU time" : "", so.dir, mo.mountpoint);
 
 	do {
 		err = sigwait(&sigs, &sig);
@@ -382,17 +532,26 @@ int cmd_run(int argc, char **argv)
 	pr_info("run: %s, storing the last batch and unmounting", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 out:
+	t_stop = now_mono_ns();
 	if (thread_started) {
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r.thread, NULL);
+		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	}
-	if (fm)
-		fsmount__stop(fm);
+	/* Without CAP_SYS_ADMIN the helper detaches the mount; the FUSE loop
+	 * then sees its connection end, and fsmount__stop finds it gone. */
+	if (r.fm && dropped && (err = privs__unmount(um)))
+		pr_warn("run: the unmount helper failed: %s", strerror(-err));
+	if (r.fm)
+		fsmount__stop(__atomic_exchange_n(&r.fm, NULL, __ATOMIC_ACQ_REL));
+	privs__unmounter_free(um);
+	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);
 	if (r.store)
 		store__close(r.store);
+	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	for (int i = 0; i < ndups; i++)
 		free(dups[i]);
 	return ret;

@@ -2,12 +2,14 @@
  * profiler.c - wiring sampler, procs, symbolizer, labeler and batch.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "sampler/batch/batch.h"
+#include "sampler/offcpu/offcpu.h"
 #include "sampler/proc/labels.h"
 #include "sampler/proc/procinfo.h"
 #include "sampler/profiler.h"
@@ -18,29 +20,94 @@
 #include "sampler/unwind/unwinder.h"
 #include "store/util/util.h"
 
+/* A sample held back until the files its frames need are loaded. */
+struct deferred {
+	struct deferred *next;
+	int64_t due_ns; /* symbolized then with whatever is loaded */
+	/* a struct prof_sample_ev cut after its frames (the record's stack
+	 * copy, if it had one, is not needed once its walk is finished) */
+	_Alignas(struct prof_sample_ev) unsigned char ev[];
+};
+
+#define DEFERRED_EV(d) ((struct prof_sample_ev *)(void *)(d)->ev)
+
+/* Bounds on samples held back (they are copied, frames only). */
+#define DEFER_MAX 1024
+#define DEFER_NS (1000 * 1000000LL)
+
 struct profiler {
 	struct sampler *s;
 	struct symbolizer *sym;
 	struct labeler *lab;
 	struct procs *ps;
 	struct batch *b;
+	struct offcpu *oc; /* NULL without --offcpu */
+	struct batch *ob;  /* offcpu's batch */
 	struct frame *frames;
 	struct unwinder *unw; /* NULL: frame pointers only (PROFFS_UNWIND=fp) */
 	struct pending *pend;
-	uint64_t samples, nomem;
+	uint64_t samples, nomem, offcpu_samples;
 	uint64_t uends[PROF_UE_MAX];
+	struct deferred *deferred, **deferred_tail;
+	size_t ndeferred;
 	int64_t stats_ns; /* monotonic time of the last update_stats() */
 	pthread_mutex_t lock; /* guards st */
 	struct profiler_stats st;
 };
 
-/* A sample whose user walk is finished: symbolized into the batch. */
-static void add_sample(void *ctx, struct proc *p, const struct prof_sample_ev *ev)
+/* Does a frame wait for a file the loader has not read yet? */
+static bool waits_for_load(const struct proc *p, const struct frame *fr, int n)
 {
-	struct profiler *pr = ctx;
+	for (int i = 0; i < n; i++) {
+		const struct frame *f = &fr[i];
+
+		if (f->kernel || f->marker || f->name || !f->vma)
+			continue;
+		if (f->vma->file && f->vma->dso &&
+		    __atomic_load_n(&f->vma->dso->state, __ATOMIC_ACQUIRE) == DSO_QUEUED)
+			return true;
+		if (!f->vma->file && !f->vma->path[0] && p && p->pm_token)
+			return true;
+	}
+	return false;
+}
+
+/* Keeps a copy of ev for later; false when too many wait already. */
+static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
+{
+	size_t nf = (size_t)ev->nkern + ev->nuser, sz;
+	struct deferred *d;
+
+	if (pr->ndeferred >= DEFER_MAX || nf > 2 * PROF_MAX_FRAMES)
+		return false;
+	sz = offsetof(struct deferred, ev) + offsetof(struct prof_sample_ev, frames) +
+	     nf * sizeof(ev->frames[0]);
+	d = malloc(sz);
+	if (!d)
+		return false;
+	memcpy(d->ev, ev, offsetof(struct prof_sample_ev, frames) + nf * sizeof(ev->frames[0]));
+	d->due_ns = due_ns;
+	d->next = NULL;
+	*pr->deferred_tail = d;
+	pr->deferred_tail = &d->next;
+	pr->ndeferred++;
+	return true;
+}
+
+/*
+ * Symbolizes a sample and counts it in the batch. A sample whose frames
+ * wait for the loader (the first samples of a new binary or JIT) is held
+ * back until due_ns rather than stored unresolved; due_ns 0: now, with
+ * whatever is loaded. The drain never waits for a file.
+ */
+static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
+{
+	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
 	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
 	char comm[PROF_COMM_LEN + 1];
 
+	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns))
+		return;
 	pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
 	/* Tables in use stay; the rest age out. */
 	if (pr->unw && ev->nuser) {
@@ -66,16 +133,57 @@ static void add_sample(void *ctx, struct proc *p, const struct prof_sample_ev *e
 		pr->samples++;
 }
 
-static void on_sample(void *ctx, const struct prof_sample_ev *ev, size_t size)
+static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
 {
 	struct profiler *pr = ctx;
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
+	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
+	const int64_t vals[2] = { 1, (int64_t)ev->period };
+	const char *state = offcpu__state_name(ev->flags);
+	char comm[PROF_COMM_LEN + 1];
+
+	memcpy(comm, ev->comm, PROF_COMM_LEN);
+	comm[PROF_COMM_LEN] = 0;
+	if (batch__add_values(pr->ob, p, ev->tgid, comm, pr->frames, n, vals,
+			      state ? "state" : NULL, state))
+		pr->nomem++;
+	else
+		pr->offcpu_samples++;
+}
+
+/* A walk the twin finished (sampler/unwind/pending.h). */
+static void unwound(void *ctx, struct proc *p, const struct prof_sample_ev *ev)
+{
+	add_sample(ctx, ev, now_mono_ns() + DEFER_NS);
+}
+
+static void on_sample(void *ctx, const struct prof_sample_ev *ev, size_t size)
+{
+	struct profiler *pr = ctx;
 
 	if (ev->uend == PROF_UE_PENDING && pr->pend) {
-		pending__add(pr->pend, p, ev, size, add_sample, pr);
+		pending__add(pr->pend, procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id), ev, size,
+			     unwound, pr);
 		return;
 	}
-	add_sample(pr, p, ev);
+	add_sample(pr, ev, now_mono_ns() + DEFER_NS);
+}
+
+/* Samples held back whose files are loaded (or that waited long enough,
+ * or all of them when force) go into the batch. */
+static void replay(struct profiler *pr, bool force)
+{
+	struct deferred *d = pr->deferred, *next;
+	int64_t now = now_mono_ns();
+
+	pr->deferred = NULL;
+	pr->deferred_tail = &pr->deferred;
+	pr->ndeferred = 0;
+	for (; d; d = next) {
+		next = d->next;
+		add_sample(pr, DEFERRED_EV(d), force || now >= d->due_ns ? 0 : d->due_ns);
+		free(d);
+	}
 }
 
 static void on_task(void *ctx, const struct prof_task_ev *ev)
@@ -124,6 +232,7 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	if (!pr)
 		return -ENOMEM;
 	pthread_mutex_init(&pr->lock, NULL);
+	pr->deferred_tail = &pr->deferred;
 	so.ctx = pr;
 	pr->frames = calloc(2 * PROF_MAX_FRAMES, sizeof(*pr->frames));
 	pr->sym = symbolizer__new(NULL);
@@ -146,6 +255,27 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	err = sampler__open(&pr->s, &so);
 	if (err)
 		goto err;
+	if (o->offcpu) {
+		static const char *const types[] = { "events", "offcpu" };
+		static const char *const units[] = { "count", "nanoseconds" };
+		struct offcpu_opts oo = {
+			.target_tgid = o->target_tgid,
+			.min_ns = o->offcpu_min_ns,
+			.states = o->offcpu_states,
+			.on_sample = on_offcpu,
+			.ctx = pr,
+		};
+
+		/* A block stands for itself: no sampling period. */
+		pr->ob = batch__new_typed(0, types, units);
+		if (!pr->ob) {
+			err = -ENOMEM;
+			goto err;
+		}
+		err = offcpu__open(&pr->oc, &oo);
+		if (err)
+			goto err;
+	}
 	*out = pr;
 	return 0;
 err:
@@ -157,7 +287,7 @@ static void update_stats(struct profiler *pr)
 {
 	struct profiler_stats st = { 0 };
 	struct symbolizer_stats ss;
-	uint64_t c[PROF_CNT_MAX];
+	uint64_t c[PROF_CNT_MAX], oc[OFFCPU_CNT_MAX];
 
 	if (!sampler__counters(pr->s, c)) {
 		st.bpf_samples = c[PROF_CNT_SAMPLES];
@@ -179,6 +309,11 @@ static void update_stats(struct profiler *pr)
 	st.kernel_symbols = ss.kernel_symbols;
 	st.sym_hits = ss.hits;
 	st.sym_misses = ss.misses;
+	st.sym_queued = ss.queued;
+	st.sym_loads = ss.loads;
+	st.sym_abandoned = ss.abandoned;
+	st.perfmap_bytes = ss.perfmap_bytes;
+	st.perfmap_reads = ss.perfmap_reads;
 	st.ncpus = sampler__ncpus(pr->s);
 	memcpy(st.uends, pr->uends, sizeof(st.uends));
 	if (pr->unw) {
@@ -191,6 +326,16 @@ static void update_stats(struct profiler *pr)
 		st.pend_dropped = ps.dropped;
 		st.pend_parked = ps.parked;
 	}
+	if (pr->oc && !offcpu__counters(pr->oc, oc)) {
+		st.offcpu_switches = oc[OFFCPU_CNT_SWITCHES];
+		st.offcpu_short = oc[OFFCPU_CNT_SHORT];
+		st.offcpu_short_ns = oc[OFFCPU_CNT_SHORT_NS];
+		st.offcpu_lost_ring_full = oc[OFFCPU_CNT_RINGFULL];
+		st.offcpu_lost_nostorage = oc[OFFCPU_CNT_MAPFULL];
+		st.offcpu_kstack_errors = oc[OFFCPU_CNT_KSTACK_ERR];
+		st.offcpu_ustack_errors = oc[OFFCPU_CNT_USTACK_ERR];
+	}
+	st.offcpu_samples = pr->offcpu_samples;
 	pthread_mutex_lock(&pr->lock);
 	pr->st = st;
 	pthread_mutex_unlock(&pr->lock);
@@ -198,11 +343,24 @@ static void update_stats(struct profiler *pr)
 
 int profiler__poll(struct profiler *pr, int timeout_ms)
 {
-	int n = sampler__poll(pr->s, timeout_ms);
+	int n;
 	int64_t now;
 
+	/* What the loader read since: used by the samples drained now. */
+	procs__collect(pr->ps);
+	symbolizer__watchdog(pr->sym);
+	if (pr->deferred)
+		replay(pr, false);
+	n = sampler__poll(pr->s, timeout_ms);
+	/* offcpu records wake no one: they are picked up with the samples. */
+	if (pr->oc && n >= 0) {
+		int m = offcpu__poll(pr->oc, 0);
+
+		n = m < 0 ? m : n + m;
+	}
+
 	if (pr->pend)
-		pending__drain(pr->pend, now_mono_ns(), add_sample, pr);
+		pending__drain(pr->pend, now_mono_ns(), unwound, pr);
 	procs__gc(pr->ps);
 	/* Exec records wake us often on a busy host; the figures (a few
 	 * syscalls) need refreshing far less. */
@@ -217,7 +375,19 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
 		   int64_t *duration_ns)
 {
+	procs__collect(pr->ps);
+	replay(pr, true);
 	return batch__take(pr->b, out, start_ns, duration_ns);
+}
+
+int profiler__take_offcpu(struct profiler *pr, struct profile **out, int64_t *start_ns,
+			  int64_t *duration_ns)
+{
+	if (!pr->ob) {
+		*out = NULL;
+		return 0;
+	}
+	return batch__take(pr->ob, out, start_ns, duration_ns);
 }
 
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)
@@ -231,9 +401,17 @@ void profiler__close(struct profiler *pr)
 {
 	if (!pr)
 		return;
+	offcpu__close(pr->oc);
 	sampler__close(pr->s);
 	pending__free(pr->pend);
 	unwinder__free(pr->unw);
+	batch__free(pr->ob);
+	while (pr->deferred) {
+		struct deferred *d = pr->deferred;
+
+		pr->deferred = d->next;
+		free(d);
+	}
 	batch__free(pr->b);
 	procs__free(pr->ps);
 	labeler__free(pr->lab);

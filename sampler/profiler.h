@@ -6,6 +6,7 @@
 #ifndef PROFFS_PROFILER_H
 #define PROFFS_PROFILER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,10 @@ struct profiler_opts {
 	pid_t target_tgid;       /* 0 = every process */
 	const char *cgroup_root; /* NULL = the cgroup2 mount */
 	const char *pods_root;   /* NULL = /var/log/pods */
+	/* --offcpu: the offcpu type (sampler/offcpu/); 0s mean its defaults */
+	bool offcpu;
+	uint64_t offcpu_min_ns;
+	unsigned offcpu_states;
 };
 
 struct profiler_stats {
@@ -32,7 +37,12 @@ struct profiler_stats {
 	uint64_t lost_nomem;   /* dropped in user space: allocation failed */
 	uint64_t procs;
 	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
+	uint64_t sym_queued, sym_loads, sym_abandoned, perfmap_bytes, perfmap_reads; /* the loader */
 	int ncpus;
+	/* offcpu (all 0 without --offcpu) */
+	uint64_t offcpu_samples;  /* blocks aggregated into batches */
+	uint64_t offcpu_switches, offcpu_short, offcpu_short_ns, offcpu_lost_ring_full,
+		offcpu_lost_nostorage, offcpu_kstack_errors, offcpu_ustack_errors;
 };
 
 struct profiler;
@@ -45,6 +55,9 @@ int profiler__poll(struct profiler *pr, int timeout_ms);
 /* Closes the open batch (see batch__take). Sampler thread only. */
 int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
 		   int64_t *duration_ns);
+/* The same for the offcpu batch; *out is NULL without --offcpu. */
+int profiler__take_offcpu(struct profiler *pr, struct profile **out, int64_t *start_ns,
+			  int64_t *duration_ns);
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
 void profiler__close(struct profiler *pr);

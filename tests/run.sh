@@ -6,7 +6,12 @@
 #
 # Integration scripts live in tests/integration/*.sh and get:
 #   PROFFS   the binary under test     TESTS_BIN  helper binaries
-#   a line "# san: yes" in a script runs it again with the sanitizer build.
+#   a line "# san: yes" in a script runs it again with the sanitizer build;
+#   a line "# alone: yes" runs it with nothing else running (its checks
+#   need a CPU of their own: wall-clock sample counts, stop latencies).
+# The others run JOBS at a time (default 3): most of their time is spent
+# waiting for a sampler or a mount, and each owns its temp dir, ports and
+# mountpoints.
 # TESTS="pattern" runs only tests whose name contains the pattern.
 set -u
 cd "$(dirname "$0")/.."
@@ -16,14 +21,15 @@ mkdir -p "$logs"
 pass=0 fail=0 skip=0
 failed=()
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+JOBS=${JOBS:-3}
 
-run_one() { # name, command...
-	local name=$1; shift
-	if [[ -n "${TESTS:-}" && "$name" != *"$TESTS"* ]]; then return; fi
-	local log="$logs/${name//\//_}.log" t0=$SECONDS rc
-	"$@" >"$log" 2>&1 </dev/null
-	rc=$?
-	local dt=$((SECONDS - t0))
+selected() { [[ -z "${TESTS:-}" || "$1" == *"$TESTS"* ]]; }
+logfile() { printf '%s/%s.log' "$logs" "${1//\//_}"; }
+
+# report NAME RC SECONDS: counts and prints one result line.
+report() {
+	local name=$1 rc=$2 dt=$3 log
+	log=$(logfile "$name")
 	if ((rc == 0)); then
 		pass=$((pass + 1)); printf 'PASS %-50s %3ds\n' "$name" "$dt"
 	elif ((rc == 77)); then
@@ -35,32 +41,86 @@ run_one() { # name, command...
 	fi
 }
 
+run_one() { # name, command...
+	local name=$1; shift
+	selected "$name" || return 0
+	local t0=$SECONDS rc
+	"$@" >"$(logfile "$name")" 2>&1 </dev/null
+	rc=$?
+	report "$name" "$rc" $((SECONDS - t0))
+}
+
+# The pool: start_job runs a test in the background once fewer than JOBS
+# are running; reap_one waits for any one of them and reports it.
+declare -A job_name=() job_t0=()
+reap_one() {
+	local pid rc
+	wait -n -p pid "${!job_name[@]}"
+	rc=$?
+	report "${job_name[$pid]}" "$rc" $((SECONDS - ${job_t0[$pid]}))
+	unset "job_name[$pid]" "job_t0[$pid]"
+}
+start_job() { # name, command...
+	local name=$1; shift
+	selected "$name" || return 0
+	while ((${#job_name[@]} >= JOBS)); do reap_one; done
+	"$@" >"$(logfile "$name")" 2>&1 </dev/null &
+	job_name[$!]=$name
+	job_t0[$!]=$SECONDS
+}
+drain_jobs() { while ((${#job_name[@]})); do reap_one; done; }
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp}
 
+# Both builds must be there: a missing one is a failure, not a pass with
+# fewer tests.
+for d in build build-san; do
+	if [[ ! -x $d/proffs ]]; then
+		fail=$((fail + 1)); failed+=("$d")
+		echo "FAIL $d/ is not built (make all; make SAN=1 all)"
+	fi
+done
 for b in build/tests/test_*; do
-	[[ -x $b ]] && run_one "unit/$(basename "$b")" "$b"
+	[[ -x $b && $b != *.d ]] && run_one "unit/$(basename "$b")" "$b"
 done
 for b in build-san/tests/test_*; do
-	[[ -x $b ]] && run_one "san/unit/$(basename "$b")" "$b"
+	[[ -x $b && $b != *.d ]] && start_job "san/unit/$(basename "$b")" "$b"
 done
+alone=()
 for s in tests/integration/*.sh; do
 	[[ -f $s ]] || continue
 	n=$(basename "$s" .sh)
-	run_one "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
-	if grep -q '^# san: yes' "$s" && [[ -x build-san/proffs ]]; then
-		run_one "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
+	if grep -q '^# alone: yes' "$s"; then
+		alone+=("$s")
+		continue
+	fi
+	start_job "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
+	if grep -q '^# san: yes' "$s"; then
+		start_job "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
 	fi
 done
 for f in build/fuzz/fuzz_*; do
 	[[ -x $f ]] || continue
 	n=$(basename "$f")
 	mkdir -p "build/corpus/$n"
-	run_one "fuzz/$n" "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+	start_job "fuzz/$n" "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
 		"build/corpus/$n" "tests/fuzz/corpus/$n"
 done
+drain_jobs
+for s in "${alone[@]}"; do
+	n=$(basename "$s" .sh)
+	run_one "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
+	if grep -q '^# san: yes' "$s"; then
+		run_one "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
+	fi
+done
 
+if ((pass + fail + skip == 0)); then
+	fail=1; failed+=("TESTS=${TESTS:-}")
+	echo "FAIL no test matched TESTS='${TESTS:-}'"
+fi
 ((${#failed[@]})) && printf 'failed: %s\n' "${failed[*]}"
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))

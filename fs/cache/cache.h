@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fs/render/render.h"
+#include "store/util/buf.h"
 
 #define CACHE_DEFAULT_BYTES (256ULL << 20)
 

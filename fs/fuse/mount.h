@@ -13,6 +13,11 @@ struct mount_opts {
 	const char *mountpoint;
 	bool allow_other;
 	size_t cache_bytes; /* render cache bound; 0 = 256 MiB */
+	/* Called first in the thread that serves the mount, before it starts
+	 * any other (every FUSE thread descends from it and inherits what it
+	 * sets, capabilities included); NULL = none. */
+	void (*on_serve)(void *ctx);
+	void *on_serve_ctx;
 };
 
 struct fsmount;
@@ -29,7 +34,9 @@ int fsmount__start(struct fsmount **out, struct tree *t,
 		   const struct mount_opts *o);
 /* Unmounts, joins the FUSE threads and frees m. Safe with open files. */
 void fsmount__stop(struct fsmount *m);
-/* Appends the render cache's metrics (Prometheus text) to out. */
+/* Appends the render cache's and the FUSE requests' metrics (Prometheus
+ * text) to out; m may be NULL (nothing). Both `proffs mount` and `proffs
+ * run` append these to /prof/metrics through their tree's metrics_cb. */
 void fsmount__metrics(struct fsmount *m, struct buf *out);
 
 #endif

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/db/store.h"
+#include "store/util/buf.h"
 #include "store/util/util.h"
 
 const char *path__file_name(enum path_file f)
@@ -29,42 +31,6 @@ const char *path__file_name(enum path_file f)
 	case PF_TOP: return "top.txt";
 	default: return NULL;
 	}
-}
-
-/* ---- a tiny string builder (path.c links with nothing but util.c) ---- */
-
-struct sb {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_put(struct sb *b, const char *p, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 64;
-		char *s;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = true;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, p, n);
-	b->len += n;
-	b->s[b->len] = 0;
-}
-
-static void sb_puts(struct sb *b, const char *s)
-{
-	sb_put(b, s, strlen(s));
 }
 
 /* ---- percent-encoding ---- */
@@ -81,7 +47,7 @@ static bool must_encode(unsigned char c, bool is_name, bool first)
 	return false;
 }
 
-static void sb_encode(struct sb *b, const char *s, bool is_name)
+static void put_encoded(struct buf *b, const char *s, bool is_name)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
@@ -91,26 +57,26 @@ static void sb_encode(struct sb *b, const char *s, bool is_name)
 		if (must_encode(c, is_name, i == 0)) {
 			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
 
-			sb_put(b, e, 3);
+			buf__put(b, e, 3);
 		} else {
-			sb_put(b, s + i, 1);
+			buf__put(b, s + i, 1);
 		}
 	}
 }
 
 char *path__encode_pair(const char *name, const char *value)
 {
-	struct sb b = { 0 };
+	struct buf b = { 0 };
 
-	sb_encode(&b, name, true);
-	sb_put(&b, "=", 1);
-	sb_encode(&b, value, false);
-	if (b.oom || !b.s) {
-		free(b.s);
+	put_encoded(&b, name, true);
+	buf__put(&b, "=", 1);
+	put_encoded(&b, value, false);
+	if (b.err || !b.data) {
+		free(b.data);
 		errno = ENOMEM;
 		return NULL;
 	}
-	return b.s;
+	return b.data;
 }
 
 static int hexval(char c)
@@ -404,31 +370,31 @@ void path_range__window(const struct path_range *r, int64_t now,
 	*to = r->to;
 }
 
-static void sb_range(struct sb *b, const struct path_range *r)
+static void put_range(struct buf *b, const struct path_range *r)
 {
 	char m[17], m2[17], tmp[40];
 
 	fmt_minute(r->from, m);
 	switch (r->kind) {
 	case RANGE_MINUTE:
-		sb_puts(b, m);
+		buf__puts(b, m);
 		break;
 	case RANGE_SPAN:
 		fmt_minute(r->to, m2);
-		sb_puts(b, m);
-		sb_puts(b, "..");
-		sb_puts(b, m2);
+		buf__puts(b, m);
+		buf__puts(b, "..");
+		buf__puts(b, m2);
 		break;
 	case RANGE_HOUR:
-		sb_put(b, m, 13);
+		buf__put(b, m, 13);
 		break;
 	case RANGE_DAY:
-		sb_put(b, m, 10);
+		buf__put(b, m, 10);
 		break;
 	case RANGE_LAST:
 		snprintf(tmp, sizeof(tmp), "last-%lld%c", (long long)r->n,
 			 r->unit_s == 60 ? 'm' : r->unit_s == 3600 ? 'h' : 'd');
-		sb_puts(b, tmp);
+		buf__puts(b, tmp);
 		break;
 	}
 }
@@ -525,13 +491,13 @@ err_out:
 	return err;
 }
 
-static void sb_sel(struct sb *b, const struct path_sel *s)
+static void put_sel(struct buf *b, const struct path_sel *s)
 {
 	for (size_t i = 0; i < s->nm; i++) {
-		sb_put(b, "/", 1);
-		sb_encode(b, s->m[i].name, true);
-		sb_puts(b, s->m[i].op == STORE_NEQ ? "!=" : s->m[i].op == STORE_RE ? "=~" : "=");
-		sb_encode(b, s->m[i].value, false);
+		buf__put(b, "/", 1);
+		put_encoded(b, s->m[i].name, true);
+		buf__puts(b, s->m[i].op == STORE_NEQ ? "!=" : s->m[i].op == STORE_RE ? "=~" : "=");
+		put_encoded(b, s->m[i].value, false);
 	}
 }
 
@@ -560,20 +526,11 @@ static bool is_matcher(const struct comp *c)
 	return memchr(c->s, '=', c->len) != NULL;
 }
 
-/* A type name: what `proffs import --type` and the daemon may create. The
- * reserved root names are never types. */
+/* A type name: what the store accepts (so what `proffs import --type` and
+ * the daemon may create), except the reserved root names. */
 static bool type_ok(const struct comp *c)
 {
-	if (c->len == 0 || c->len > 64)
-		return false;
-	for (size_t i = 0; i < c->len; i++) {
-		char ch = c->s[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
-			return false;
-	}
-	if (c->s[0] == '.')
+	if (!store__type_ok(c->s, c->len))
 		return false;
 	return !is_word(c, "README") && !is_word(c, "metrics") &&
 	       !is_word(c, "merged") && !is_word(c, "diff");
@@ -581,52 +538,52 @@ static bool type_ok(const struct comp *c)
 
 static int build_canon(struct path_query *q)
 {
-	struct sb b = { 0 };
+	struct buf b = { 0 };
 
 	switch (q->node) {
 	case PN_ROOT:
-		sb_puts(&b, "/");
+		buf__puts(&b, "/");
 		break;
 	case PN_README:
-		sb_puts(&b, "/README");
+		buf__puts(&b, "/README");
 		break;
 	case PN_METRICS:
-		sb_puts(&b, "/metrics");
+		buf__puts(&b, "/metrics");
 		break;
 	default:
 		if (q->area == AREA_MERGED)
-			sb_puts(&b, "/merged");
+			buf__puts(&b, "/merged");
 		else if (q->area == AREA_DIFF)
-			sb_puts(&b, "/diff");
+			buf__puts(&b, "/diff");
 		if (!q->type)
 			break;
-		sb_puts(&b, "/");
-		sb_puts(&b, q->type);
-		sb_sel(&b, &q->a);
+		buf__puts(&b, "/");
+		buf__puts(&b, q->type);
+		put_sel(&b, &q->a);
 		if (q->has_ra) {
-			sb_puts(&b, "/");
-			sb_range(&b, &q->ra);
+			buf__puts(&b, "/");
+			put_range(&b, &q->ra);
 		}
 		if (q->area == AREA_DIFF && (q->side_b || q->has_rb)) {
-			sb_puts(&b, "/vs");
-			sb_sel(&b, &q->b);
+			buf__puts(&b, "/vs");
+			put_sel(&b, &q->b);
 			if (q->has_rb) {
-				sb_puts(&b, "/");
-				sb_range(&b, &q->rb);
+				buf__puts(&b, "/");
+				put_range(&b, &q->rb);
 			}
 		}
 		if (q->node == PN_LATEST)
-			sb_puts(&b, "/latest");
+			buf__puts(&b, "/latest");
 		if (q->node == PN_FILE) {
-			sb_puts(&b, "/");
-			sb_puts(&b, path__file_name(q->file));
+			buf__puts(&b, "/");
+			buf__puts(&b, path__file_name(q->file));
 		}
 	}
-	if (b.oom || !b.s) {
-		free(b.s);
+	if (b.err || !b.data) {
+		free(b.data);
 		return -ENOMEM;
 	}
-	q->canon = b.s;
+	q->canon = b.data;
 	return 0;
 }
 

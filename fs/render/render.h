@@ -11,18 +11,7 @@
 #include <stdint.h>
 
 #include "store/profile/profile.h"
-
-/* A growable byte buffer; data is malloc'd and belongs to whoever holds it. */
-struct buf {
-	char *data;
-	size_t len, cap;
-	int err; /* sticky -ENOMEM */
-};
-void buf__put(struct buf *b, const void *p, size_t n);
-void buf__puts(struct buf *b, const char *s);
-void buf__printf(struct buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void buf__free(struct buf *b);
+#include "store/util/buf.h"
 
 /* folded.txt: "comm;root;...;leaf COUNT\n" per distinct stack, sorted by
  * stack, value = profile__display_value(). Zero-count stacks are omitted. */

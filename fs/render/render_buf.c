@@ -1,11 +1,9 @@
 /*
- * render_buf.c - the growable buffer of render.h and the frame-name table
- * the renderers share (render_int.h).
+ * render_buf.c - the frame-name table the renderers share (render_int.h).
  */
 #include "fs/render/render.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,105 +11,26 @@
 #include "render_int.h"
 #include "store/util/util.h"
 
-/* Makes room for n more bytes plus a NUL; on failure the error sticks so
- * a renderer can check once at the end. */
-static bool buf__reserve(struct buf *b, size_t n)
-{
-	size_t need, cap;
-	char *d;
-
-	if (b->err)
-		return false;
-	need = b->len + n + 1;
-	if (need <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	d = realloc(b->data, cap);
-	if (!d) {
-		b->err = -ENOMEM;
-		return false;
-	}
-	b->data = d;
-	b->cap = cap;
-	return true;
-}
-
-void buf__put(struct buf *b, const void *p, size_t n)
-{
-	if (!buf__reserve(b, n))
-		return;
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-}
-
-void buf__puts(struct buf *b, const char *s)
-{
-	buf__put(b, s, strlen(s));
-}
-
-void buf__printf(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!buf__reserve(b, 256))
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->err = -EINVAL;
-		return;
-	}
-	if ((size_t)n >= b->cap - b->len) {
-		if (!buf__reserve(b, (size_t)n))
-			return;
-		va_start(ap, fmt);
-		vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += (size_t)n;
-}
-
-void buf__free(struct buf *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
-	b->err = 0;
-}
-
 /* ---- frame-name table ---- */
 
-static int ft_grow_ht(struct frametab *ft)
+struct name_key {
+	const char *s;
+	size_t len;
+};
+
+static bool name_eq(const void *ctx, uint32_t id, const void *key)
 {
-	uint32_t ncap = ft->ht_cap ? ft->ht_cap * 2 : 1024;
-	uint32_t *nht = calloc(ncap, sizeof(*nht));
+	const struct frametab *ft = ctx;
+	const struct name_key *k = key;
 
-	if (!nht)
-		return -ENOMEM;
-	for (uint32_t id = 0; id < ft->nnames; id++) {
-		uint64_t h = hash64(ft->pool + ft->off[id], ft->len[id], 0);
-		uint32_t i = (uint32_t)h & (ncap - 1);
-
-		while (nht[i])
-			i = (i + 1) & (ncap - 1);
-		nht[i] = id + 1;
-	}
-	free(ft->ht);
-	ft->ht = nht;
-	ft->ht_cap = ncap;
-	return 0;
+	return ft->len[id] == k->len && !memcmp(ft->pool + ft->off[id], k->s, k->len);
 }
 
 uint32_t frametab__intern(struct frametab *ft, const char *s, size_t len)
 {
 	char tmp[512];
 	uint64_t h;
-	uint32_t i, id;
+	uint32_t cap, id;
 
 	/* Sanitise into tmp first so equal display names share one id. */
 	if (len >= sizeof(tmp))
@@ -122,47 +41,21 @@ uint32_t frametab__intern(struct frametab *ft, const char *s, size_t len)
 		tmp[k] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
 	}
 	tmp[len] = '\0';
-	if ((ft->nnames + 1) * 2 > ft->ht_cap && ft_grow_ht(ft))
-		return UINT32_MAX;
 	h = hash64(tmp, len, 0);
-	for (i = (uint32_t)h & (ft->ht_cap - 1); ft->ht[i]; i = (i + 1) & (ft->ht_cap - 1)) {
-		id = ft->ht[i] - 1;
-		if (ft->len[id] == len && !memcmp(ft->pool + ft->off[id], tmp, len))
-			return id;
-	}
-	if (ft->nnames == ft->cap_names) {
-		uint32_t nc = ft->cap_names ? ft->cap_names * 2 : 256;
-		uint32_t *no = realloc(ft->off, nc * sizeof(*no)), *nl;
-
-		if (!no)
-			return UINT32_MAX;
-		ft->off = no;
-		nl = realloc(ft->len, nc * sizeof(*nl));
-		if (!nl)
-			return UINT32_MAX;
-		ft->len = nl;
-		ft->cap_names = nc;
-	}
-	if (ft->pool_len + len + 1 > ft->pool_cap) {
-		size_t nc = ft->pool_cap ? ft->pool_cap : 8192;
-		char *np;
-
-		while (nc < ft->pool_len + len + 1)
-			nc *= 2;
-		np = realloc(ft->pool, nc);
-		if (!np)
-			return UINT32_MAX;
-		ft->pool = np;
-		ft->pool_cap = nc;
-	}
-	if (ft->pool_len > UINT32_MAX - len - 1)
+	id = hidx__find(&ft->idx, h, name_eq, ft, &(struct name_key){ tmp, len });
+	if (id != UINT32_MAX)
+		return id;
+	cap = ft->cap_names; /* off and len grow in step */
+	if (GROW(ft->off, &cap, ft->nnames + 1) || GROW(ft->len, &ft->cap_names, ft->nnames + 1) ||
+	    GROW(ft->pool, &ft->pool_cap, ft->pool_len + len + 1))
+		return UINT32_MAX;
+	if (ft->pool_len > UINT32_MAX - len - 1 || hidx__insert(&ft->idx, h, ft->nnames))
 		return UINT32_MAX;
 	id = ft->nnames++;
 	ft->off[id] = (uint32_t)ft->pool_len;
 	ft->len[id] = (uint32_t)len;
 	memcpy(ft->pool + ft->pool_len, tmp, len + 1);
 	ft->pool_len += len + 1;
-	ft->ht[i] = id + 1;
 	return id;
 }
 
@@ -202,7 +95,7 @@ void frametab__free(struct frametab *ft)
 	free(ft->pool);
 	free(ft->off);
 	free(ft->len);
-	free(ft->ht);
+	hidx__free(&ft->idx);
 	free(ft->loc_off);
 	free(ft->loc_frames);
 	memset(ft, 0, sizeof(*ft));
@@ -222,17 +115,8 @@ int frametab__stack(struct frametab *ft, const struct profile *p,
 			need += ft->loc_off[loc] - ft->loc_off[loc - 1];
 	}
 	need += 1; /* room for "(no stack)" */
-	if (need > *cap) {
-		uint32_t nc = *cap ? *cap : 64, *ni;
-
-		while (nc < need)
-			nc *= 2;
-		ni = realloc(*ids, nc * sizeof(*ni));
-		if (!ni)
-			return -ENOMEM;
-		*ids = ni;
-		*cap = nc;
-	}
+	if (GROW(*ids, cap, need))
+		return -ENOMEM;
 	if (comm && *comm) {
 		uint32_t id = frametab__intern(ft, comm, strlen(comm));
 

@@ -44,6 +44,25 @@ static int fline_cmp(const void *a, const void *b, void *ctx)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* What a folded count is (SPEC §2 Files): offcpu time in microseconds
+ * (nanoseconds would read as billions of "samples" in flamegraph.pl);
+ * otherwise the display value as it is. The divisor of the display value. */
+static int64_t folded_div(const struct profile *p)
+{
+	uint32_t vi = profile__display_value(p);
+
+	if (vi < p->nvalues && !strcmp(p->strs[p->sample_types[vi].type], "offcpu") &&
+	    !strcmp(p->strs[p->sample_types[vi].unit], "nanoseconds"))
+		return 1000;
+	return 1;
+}
+
+/* v / div, rounded to nearest. */
+static int64_t folded_count(int64_t v, int64_t div)
+{
+	return div == 1 ? v : (v + (v < 0 ? -div : div) / 2) / div;
+}
+
 /* Appends every sample of p with a non-zero display value to fl, its
  * value counted on side `side`. */
 static int flines_add(struct flines *fl, const struct profile *p, int side)
@@ -78,16 +97,9 @@ static int flines_add(struct flines *fl, const struct profile *p, int side)
 			rc = fl->text.err;
 			goto out;
 		}
-		if (fl->n == fl->cap) {
-			size_t nc = fl->cap ? fl->cap * 2 : 1024;
-			struct fline *nv = realloc(fl->v, nc * sizeof(*nv));
-
-			if (!nv) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			fl->v = nv;
-			fl->cap = nc;
+		if (GROW(fl->v, &fl->cap, fl->n + 1)) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		fl->v[fl->n] = (struct fline){ .off = start, .len = (uint32_t)(fl->text.len - start) };
 		fl->v[fl->n].v[side] = v;
@@ -130,6 +142,7 @@ static void flines_free(struct flines *fl)
 int render__folded(const struct profile *p, struct buf *out)
 {
 	struct flines fl = { 0 };
+	int64_t div = folded_div(p);
 	size_t n;
 	int rc;
 
@@ -138,10 +151,12 @@ int render__folded(const struct profile *p, struct buf *out)
 		goto out;
 	n = flines_merge(&fl);
 	for (size_t i = 0; i < n; i++) {
-		if (fl.v[i].v[0] <= 0)
+		int64_t c = folded_count(fl.v[i].v[0], div);
+
+		if (c <= 0)
 			continue;
 		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
-		buf__printf(out, " %" PRId64 "\n", fl.v[i].v[0]);
+		buf__printf(out, " %" PRId64 "\n", c);
 	}
 	rc = out->err;
 out:
@@ -153,6 +168,7 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 			struct buf *out)
 {
 	struct flines fl = { 0 };
+	int64_t div = folded_div(a);
 	size_t n;
 	int rc;
 
@@ -163,10 +179,12 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 		goto out;
 	n = flines_merge(&fl);
 	for (size_t i = 0; i < n; i++) {
-		if (!fl.v[i].v[0] && !fl.v[i].v[1])
+		int64_t c0 = folded_count(fl.v[i].v[0], div), c1 = folded_count(fl.v[i].v[1], div);
+
+		if (!c0 && !c1)
 			continue;
 		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
-		buf__printf(out, " %" PRId64 " %" PRId64 "\n", fl.v[i].v[0], fl.v[i].v[1]);
+		buf__printf(out, " %" PRId64 " %" PRId64 "\n", c0, c1);
 	}
 	rc = out->err;
 out:

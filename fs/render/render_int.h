@@ -17,6 +17,7 @@
 
 #include "store/profile/profile.h"
 #include "fs/render/render.h"
+#include "store/util/hmap.h"
 
 struct frametab {
 	/* distinct names, NUL-terminated, in one pool */
@@ -24,8 +25,7 @@ struct frametab {
 	size_t pool_len, pool_cap;
 	uint32_t *off, *len; /* per name id */
 	uint32_t nnames, cap_names;
-	uint32_t *ht; /* open addressing: name id + 1, 0 = empty */
-	uint32_t ht_cap;
+	struct hidx idx; /* name -> id */
 	/* per location (id - 1): its frames outermost first, as name ids,
 	 * in loc_frames[loc_off[i] .. loc_off[i + 1]) */
 	uint32_t *loc_off, *loc_frames;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "render_int.h"
+#include "store/util/hmap.h"
 #include "store/util/util.h"
 
 #define SVG_W 1200.0
@@ -34,18 +35,17 @@
 #define CHAR_W 6.6 /* monospace 11px */
 #define MIN_FRAC 0.001
 
-struct node {
+struct fg_node {
 	uint32_t name;   /* frametab id; UINT32_MAX for the root */
 	uint32_t parent; /* node index */
 	uint32_t depth;
 	int64_t v[2];    /* [0]: A (base), [1]: B / plain */
 };
 
-struct tree {
-	struct node *n;
+struct fg_tree {
+	struct fg_node *n;
 	uint32_t nn, cap;
-	uint32_t *ht; /* node index + 1 */
-	uint32_t ht_cap;
+	struct hidx idx; /* (parent, name) -> node, the root excepted */
 	uint32_t *kids, *kid_off; /* children grouped by parent, name-sorted */
 };
 
@@ -56,71 +56,51 @@ static uint64_t key_hash(uint32_t parent, uint32_t name)
 	return hash64(&k, sizeof(k), 0x5f1a);
 }
 
-static int tree_grow(struct tree *t)
+struct node_key {
+	uint32_t parent, name;
+};
+
+static bool node_eq(const void *ctx, uint32_t i, const void *key)
 {
-	uint32_t ncap = t->ht_cap ? t->ht_cap * 2 : 4096, *nht;
+	const struct fg_tree *t = ctx;
+	const struct node_key *k = key;
 
-	nht = calloc(ncap, sizeof(*nht));
-	if (!nht)
-		return -ENOMEM;
-	for (uint32_t i = 1; i < t->nn; i++) {
-		uint32_t h = (uint32_t)key_hash(t->n[i].parent, t->n[i].name) & (ncap - 1);
-
-		while (nht[h])
-			h = (h + 1) & (ncap - 1);
-		nht[h] = i + 1;
-	}
-	free(t->ht);
-	t->ht = nht;
-	t->ht_cap = ncap;
-	return 0;
+	return t->n[i].parent == k->parent && t->n[i].name == k->name;
 }
 
 /* Finds or adds the child `name` of node `parent`; UINT32_MAX on ENOMEM. */
-static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
+static uint32_t fg_tree__child(struct fg_tree *t, uint32_t parent, uint32_t name)
 {
-	uint32_t h, i;
+	struct node_key k = { parent, name };
+	uint64_t h = key_hash(parent, name);
+	uint32_t i = hidx__find(&t->idx, h, node_eq, t, &k);
 
-	if ((t->nn + 1) * 2 > t->ht_cap && tree_grow(t))
+	if (i != UINT32_MAX)
+		return i;
+	if (GROW(t->n, &t->cap, t->nn + 1) || hidx__insert(&t->idx, h, t->nn))
 		return UINT32_MAX;
-	for (h = (uint32_t)key_hash(parent, name) & (t->ht_cap - 1); t->ht[h];
-	     h = (h + 1) & (t->ht_cap - 1)) {
-		i = t->ht[h] - 1;
-		if (t->n[i].parent == parent && t->n[i].name == name)
-			return i;
-	}
-	if (t->nn == t->cap) {
-		uint32_t nc = t->cap * 2;
-		struct node *nn = realloc(t->n, nc * sizeof(*nn));
-
-		if (!nn)
-			return UINT32_MAX;
-		t->n = nn;
-		t->cap = nc;
-	}
 	i = t->nn++;
-	t->n[i] = (struct node){ .name = name, .parent = parent, .depth = t->n[parent].depth + 1 };
-	t->ht[h] = i + 1;
+	t->n[i] = (struct fg_node){ .name = name, .parent = parent, .depth = t->n[parent].depth + 1 };
 	return i;
 }
 
-static void tree_free(struct tree *t)
+static void fg_tree__free(struct fg_tree *t)
 {
 	free(t->n);
-	free(t->ht);
+	hidx__free(&t->idx);
 	free(t->kids);
 	free(t->kid_off);
 }
 
 struct kid_ctx {
-	const struct tree *t;
+	const struct fg_tree *t;
 	const struct frametab *ft;
 };
 
 static int kid_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct kid_ctx *c = ctx;
-	const struct node *x = &c->t->n[*(const uint32_t *)a], *y = &c->t->n[*(const uint32_t *)b];
+	const struct fg_node *x = &c->t->n[*(const uint32_t *)a], *y = &c->t->n[*(const uint32_t *)b];
 
 	if (x->parent != y->parent)
 		return x->parent < y->parent ? -1 : 1;
@@ -128,7 +108,7 @@ static int kid_cmp(const void *a, const void *b, void *ctx)
 }
 
 /* Groups children by parent, each group sorted by name. */
-static int tree_index(struct tree *t, const struct frametab *ft)
+static int fg_tree__index(struct fg_tree *t, const struct frametab *ft)
 {
 	struct kid_ctx c = { t, ft };
 	uint32_t k = 0;
@@ -243,7 +223,7 @@ static uint32_t fnv(const char *s)
 
 struct svgctx {
 	struct buf *out;
-	const struct tree *t;
+	const struct fg_tree *t;
 	const struct frametab *ft;
 	bool diff;
 	int64_t total, tot[2]; /* width total; per-side totals */
@@ -253,7 +233,7 @@ struct svgctx {
 	double height;
 };
 
-static double share_delta(const struct svgctx *c, const struct node *n)
+static double share_delta(const struct svgctx *c, const struct fg_node *n)
 {
 	double a = c->tot[0] ? (double)n->v[0] / (double)c->tot[0] : 0;
 	double b = c->tot[1] ? (double)n->v[1] / (double)c->tot[1] : 0;
@@ -261,7 +241,7 @@ static double share_delta(const struct svgctx *c, const struct node *n)
 	return b - a;
 }
 
-static void fill(const struct svgctx *c, const struct node *n, const char *name,
+static void fill(const struct svgctx *c, const struct fg_node *n, const char *name,
 		 char *col, size_t sz)
 {
 	if (c->diff) {
@@ -293,12 +273,12 @@ static void fill(const struct svgctx *c, const struct node *n, const char *name,
 	}
 }
 
-static int64_t width_of(const struct svgctx *c, const struct node *n)
+static int64_t width_of(const struct svgctx *c, const struct fg_node *n)
 {
 	return c->diff && !c->tot[1] ? n->v[0] : n->v[1];
 }
 
-static void emit_frame(struct svgctx *c, const char *name, const struct node *n,
+static void emit_frame(struct svgctx *c, const char *name, const struct fg_node *n,
 		       uint32_t depth, double x, double w, int64_t v, bool coalesced)
 {
 	struct buf *b = c->out;
@@ -335,21 +315,17 @@ static int draw(struct svgctx *c)
 		double x;
 	} *st = NULL;
 	size_t nst = 0, cap = 0;
-	const struct tree *t = c->t;
+	const struct fg_tree *t = c->t;
 	double minw = MIN_FRAC * (SVG_W - 2 * SVG_PAD);
 	int rc = 0;
 
 #define PUSH(nd, xx)                                                        \
 	do {                                                                \
 		if (nst == cap) {                                           \
-			size_t nc = cap ? cap * 2 : 256;                    \
-			struct item *ni = realloc(st, nc * sizeof(*ni));    \
-			if (!ni) {                                          \
+			if (GROW(st, &cap, nst + 1)) {                      \
 				rc = -ENOMEM;                               \
 				goto out;                                   \
 			}                                                   \
-			st = ni;                                            \
-			cap = nc;                                           \
 		}                                                           \
 		st[nst++] = (struct item){ (nd), (xx) };                    \
 	} while (0)
@@ -357,7 +333,7 @@ static int draw(struct svgctx *c)
 	PUSH(0, SVG_PAD);
 	while (nst) {
 		struct item it = st[--nst];
-		const struct node *n = &t->n[it.node];
+		const struct fg_node *n = &t->n[it.node];
 		double w = width_of(c, n) * c->scale, x = it.x;
 		uint32_t small = 0;
 		int64_t small_v = 0;
@@ -367,7 +343,7 @@ static int draw(struct svgctx *c)
 		emit_frame(c, it.node ? frametab__name(c->ft, n->name) : "all", n, n->depth,
 			   it.x, w, width_of(c, n), false);
 		for (uint32_t k = t->kid_off[it.node]; k < t->kid_off[it.node + 1]; k++) {
-			const struct node *ch = &t->n[t->kids[k]];
+			const struct fg_node *ch = &t->n[t->kids[k]];
 			double cw = width_of(c, ch) * c->scale;
 
 			if (cw >= minw) {
@@ -465,7 +441,7 @@ static const char svg_script[] =
 int render__svg(const struct profile *p, const char *title, struct buf *out)
 {
 	struct frametab ft;
-	struct tree t = { 0 };
+	struct fg_tree t = { 0 };
 	struct svgctx c = { .out = out, .t = &t, .ft = &ft };
 	uint32_t *ids = NULL, cap = 0;
 	uint32_t vi = profile__display_value(p);
@@ -480,7 +456,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 		rc = -ENOMEM;
 		goto out;
 	}
-	t.n[0] = (struct node){ .name = UINT32_MAX };
+	t.n[0] = (struct fg_node){ .name = UINT32_MAX };
 	t.nn = 1;
 	for (uint32_t i = 0; i < p->nsamples; i++)
 		if (render__is_base(p, &p->samples[i]))
@@ -504,7 +480,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 		}
 		t.n[0].v[side] += v;
 		for (int k = 0; k < n; k++) {
-			cur = tree_child(&t, cur, ids[k]);
+			cur = fg_tree__child(&t, cur, ids[k]);
 			if (cur == UINT32_MAX) {
 				rc = -ENOMEM;
 				goto out;
@@ -514,7 +490,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 				c.maxdepth = t.n[cur].depth;
 		}
 	}
-	rc = tree_index(&t, &ft);
+	rc = fg_tree__index(&t, &ft);
 	if (rc)
 		goto out;
 	c.tot[0] = t.n[0].v[0];
@@ -576,7 +552,7 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 	rc = out->err;
 out:
 	free(ids);
-	tree_free(&t);
+	fg_tree__free(&t);
 	frametab__free(&ft);
 	return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * tree.c - the /prof tree on top of the store: a path is parsed by path.c,
  * checked against the types the store holds, and then listed, read as a
- * link or rendered. No FUSE here; fs/fuse_ops.c and `proffs cat` share it.
+ * link or rendered. No FUSE here; fs/fuse/ops.c and `proffs cat` share it.
  *
  * Every store access is one of the store's query calls, each its own read
  * snapshot, so the tree itself holds no transaction and no lock across
@@ -400,24 +400,13 @@ static void list_take(struct list *l, char *name, enum node_kind k)
 		return;
 	}
 	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 32;
-		char **nn = realloc(l->names, cap * sizeof(*nn));
-		enum node_kind *kk;
+		size_t cap = l->cap; /* names and kinds grow in step */
 
-		if (!nn) {
+		if (GROW(l->names, &cap, l->n + 1) || GROW(l->kinds, &l->cap, l->n + 1)) {
 			free(name);
 			l->err = -ENOMEM;
 			return;
 		}
-		l->names = nn;
-		kk = realloc(l->kinds, cap * sizeof(*kk));
-		if (!kk) {
-			free(name);
-			l->err = -ENOMEM;
-			return;
-		}
-		l->kinds = kk;
-		l->cap = cap;
 	}
 	l->names[l->n] = name;
 	l->kinds[l->n] = k;

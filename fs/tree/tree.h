@@ -1,6 +1,6 @@
 /*
  * tree.h - the /prof tree without FUSE: path -> node -> listing, link
- * target or file bytes. The FUSE layer (fuse_ops.c) and `proffs cat` are
+ * target or file bytes. The FUSE layer (fs/fuse/ops.c) and `proffs cat` are
  * its two clients; everything a path means is decided here and in path.c.
  */
 #ifndef PROFFS_TREE_H
@@ -30,8 +30,9 @@ struct node {
 void node__fini(struct node *n);
 
 struct tree;
-/* metrics_cb, when set, appends the embedder's own metrics (the daemon's
- * sampler figures) to /metrics. */
+/* metrics_cb, when set, appends the embedder's own metrics (the mount's
+ * render cache and FUSE figures, the daemon's sampler figures) to
+ * /metrics. */
 struct tree_opts {
 	void (*metrics_cb)(struct buf *out, void *ctx);
 	void *metrics_ctx;

@@ -24,6 +24,7 @@ struct label_set {
 
 struct batch {
 	int64_t period_ns;
+	const char *const *types, *const *units; /* two sample types; the period's is the last */
 	struct profile *p;
 	int64_t start_ns;
 	uint64_t count;
@@ -45,33 +46,42 @@ static void batch__reset_caches(struct batch *b)
 	b->kmap = 0;
 }
 
-static struct profile *new_profile(int64_t period_ns)
+static struct profile *new_profile(const struct batch *b)
 {
-	static const char *const types[] = { "samples", "cpu" };
-	static const char *const units[] = { "count", "nanoseconds" };
 	struct profile *p = profile__new();
 
 	if (!p)
 		return NULL;
-	if (profile__set_value_types(p, 2, types, units)) {
+	if (profile__set_value_types(p, 2, b->types, b->units)) {
 		profile__free(p);
 		errno = EINVAL;
 		return NULL;
 	}
-	p->period_type.type = profile__intern_str(p, "cpu");
-	p->period_type.unit = profile__intern_str(p, "nanoseconds");
-	p->period = period_ns;
+	p->period_type.type = profile__intern_str(p, b->types[1]);
+	p->period_type.unit = profile__intern_str(p, b->units[1]);
+	p->period = b->period_ns;
 	return p;
 }
 
 struct batch *batch__new(int64_t period_ns)
+{
+	static const char *const types[] = { "samples", "cpu" };
+	static const char *const units[] = { "count", "nanoseconds" };
+
+	return batch__new_typed(period_ns, types, units);
+}
+
+struct batch *batch__new_typed(int64_t period_ns, const char *const types[2],
+			       const char *const units[2])
 {
 	struct batch *b = calloc(1, sizeof(*b));
 
 	if (!b)
 		return NULL;
 	b->period_ns = period_ns;
-	b->p = new_profile(period_ns);
+	b->types = types;
+	b->units = units;
+	b->p = new_profile(b);
 	b->stack = malloc(2 * PROF_MAX_FRAMES * sizeof(*b->stack));
 	if (!b->p || !b->stack) {
 		batch__free(b);
@@ -156,7 +166,7 @@ static uint64_t user_mapping(struct batch *b, const struct vma *v)
 	struct prof_mapping m = { .start = v->start, .limit = v->end, .offset = v->pgoff };
 	const struct symtab *t = v->dso ? v->dso->tab : NULL;
 
-	m.file = profile__intern_str(b->p, v->path[0] ? v->path : "[anon]");
+	m.file = profile__intern_str(b->p, v->path[0] ? v->path : "[jit]");
 	if (t && t->elf.build_id[0])
 		m.build_id = profile__intern_str(b->p, t->elf.build_id);
 	m.has_functions = t && t->has_syms;
@@ -228,13 +238,32 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 int batch__add(struct batch *b, struct proc *p, pid_t pid, const char *comm,
 	       const struct frame *fr, int n)
 {
-	int64_t vals[2] = { 1, b->period_ns };
+	const int64_t vals[2] = { 1, b->period_ns };
+
+	return batch__add_values(b, p, pid, comm, fr, n, vals, NULL, NULL);
+}
+
+int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *comm,
+		      const struct frame *fr, int n, const int64_t vals[2], const char *key,
+		      const char *value)
+{
+	struct prof_label l[LBL_MAX + 1];
 	struct label_set *ls;
+	uint32_t nl;
 	int k = 0;
 
 	ls = labels_for(b, p, pid, comm);
 	if (!ls)
 		return -ENOMEM;
+	memcpy(l, ls->l, ls->n * sizeof(*l));
+	nl = ls->n;
+	if (key) {
+		l[nl] = (struct prof_label){ .key = profile__intern_str(b->p, key),
+					     .str = profile__intern_str(b->p, value) };
+		if (l[nl].key == UINT32_MAX || l[nl].str == UINT32_MAX)
+			return -ENOMEM;
+		nl++;
+	}
 	for (int i = 0; i < n && k < 2 * PROF_MAX_FRAMES; i++) {
 		uint64_t id = location_for(b, p, pid, &fr[i]);
 
@@ -242,7 +271,7 @@ int batch__add(struct batch *b, struct proc *p, pid_t pid, const char *comm,
 			return -ENOMEM;
 		b->stack[k++] = id;
 	}
-	if (profile__add_sample(b->p, b->stack, k, ls->l, ls->n, vals))
+	if (profile__add_sample(b->p, b->stack, k, l, nl, vals))
 		return -ENOMEM;
 	b->count++;
 	return 0;
@@ -250,7 +279,7 @@ int batch__add(struct batch *b, struct proc *p, pid_t pid, const char *comm,
 
 int batch__take(struct batch *b, struct profile **out, int64_t *start_ns, int64_t *duration_ns)
 {
-	struct profile *next = new_profile(b->period_ns);
+	struct profile *next = new_profile(b);
 	int64_t now = now_ns();
 
 	if (!next)

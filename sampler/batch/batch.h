@@ -21,6 +21,11 @@ struct batch;
 
 /* period_ns: nanoseconds of CPU one sample stands for (1e9 / hz). */
 struct batch *batch__new(int64_t period_ns);
+/* A batch of other sample types (e.g. events/count, offcpu/nanoseconds):
+ * types and units are two static strings each; the second is the period
+ * type. */
+struct batch *batch__new_typed(int64_t period_ns, const char *const types[2],
+			       const char *const units[2]);
 void batch__free(struct batch *b);
 
 /* Adds one sample of process p (may be NULL if unknown) with its
@@ -28,6 +33,13 @@ void batch__free(struct batch *b);
  * Returns 0 or -ENOMEM. */
 int batch__add(struct batch *b, struct proc *p, pid_t pid, const char *comm,
 	       const struct frame *fr, int n);
+
+/* Like batch__add with the sample's values given (one per sample type)
+ * and, if key is not NULL, one more label key=value (e.g. offcpu's
+ * state). Strings are copied. Returns 0 or -ENOMEM. */
+int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *comm,
+		      const struct frame *fr, int n, const int64_t vals[2], const char *key,
+		      const char *value);
 
 /* Samples in the open batch. */
 uint64_t batch__count(const struct batch *b);

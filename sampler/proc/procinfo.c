@@ -14,14 +14,20 @@
 
 #include "store/util/hmap.h"
 #include "sampler/proc/procinfo.h"
+#include "sampler/proc/safefile.h"
 #include "store/util/util.h"
 
 #define SEC_NS 1000000000LL
+
+/* The path of every anonymous mapping (JIT code): one string, not one
+ * allocation per mapping. */
+static char anon_path[] = "";
 
 struct procs {
 	struct procs_opts o;
 	struct hmap pids; /* pid -> struct proc * */
 	int64_t gc_ns;
+	uint64_t pm_tokens; /* perf map requests so far */
 };
 
 struct procs *procs__new(const struct procs_opts *o)
@@ -41,7 +47,8 @@ static void maps__put(struct maps *m)
 	if (!m || --m->refs > 0)
 		return;
 	for (size_t i = 0; i < m->n; i++)
-		free(m->v[i].path);
+		if (m->v[i].path != anon_path)
+			free(m->v[i].path);
 	free(m->v);
 	free(m);
 }
@@ -54,11 +61,20 @@ static void proc__free_labels(struct proc *p)
 	}
 }
 
-static void proc__free(struct proc *p)
+static void proc__drop_perfmap(struct procs *ps, struct proc *p)
+{
+	symbolizer__perfmap_free(ps->o.sym, p->perfmap);
+	p->perfmap = NULL;
+	p->pm_size = p->pm_mtime_ns = -1;
+	p->pm_token = 0; /* a read in flight is for what went before */
+	p->perfmap_ns = 0;
+}
+
+static void proc__free(struct procs *ps, struct proc *p)
 {
 	proc__free_labels(p);
 	maps__put(p->maps);
-	perfmap__free(p->perfmap);
+	proc__drop_perfmap(ps, p);
 	free(p);
 }
 
@@ -68,16 +84,27 @@ void procs__free(struct procs *ps)
 		return;
 	for (size_t i = 0; i < ps->pids.cap; i++)
 		if (ps->pids.keys[i])
-			proc__free(ps->pids.vals[i]);
+			proc__free(ps, ps->pids.vals[i]);
 	hmap__fini(&ps->pids);
 	free(ps);
 }
+
+/* Lines of /proc/PID/maps read at most: a process may map ~65,000
+ * regions (vm.max_map_count), each re-read costing the sampler thread
+ * (this read is the kernel's text, bounded, never blocking, so it stays
+ * on that thread). Real programs stay far below; past the cap the rest
+ * of the address space is unmapped to us (its frames show as addresses)
+ * and the refusal counted. */
+#define MAPS_MAX_LINES 32768
+/* ... and once it was hit, re-read no more often than this. */
+#define MAPS_CAPPED_GAP_NS (10 * SEC_NS)
+
 
 /* Reads /proc/PID/maps, keeping executable mappings. NULL if unreadable. */
 static struct maps *read_maps(pid_t pid)
 {
 	char p[64], *line = NULL;
-	size_t lcap = 0, cap = 0;
+	size_t lcap = 0, cap = 0, nlines = 0;
 	struct maps *m;
 	FILE *f;
 
@@ -96,6 +123,11 @@ static struct maps *read_maps(pid_t pid)
 		int n;
 		struct vma *v;
 
+		if (++nlines > MAPS_MAX_LINES) {
+			safefile__refuse(SF_R_TOO_BIG, p, 0, 0);
+			m->capped = true;
+			break;
+		}
 		/* "start-end perms offset maj:min inode   path"; sscanf costs
 		 * more than the rest of a fork-heavy host's bookkeeping. */
 		start = strtoull(q, &e, 16);
@@ -135,7 +167,7 @@ static struct maps *read_maps(pid_t pid)
 		v->dev = makedev(maj, min);
 		v->ino = ino;
 		v->file = path[0] == '/';
-		v->path = strdup(path);
+		v->path = path[0] ? strdup(path) : anon_path;
 		if (!v->path)
 			break;
 		m->n++;
@@ -249,6 +281,7 @@ static struct proc *proc__new(struct procs *ps, pid_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->pm_size = p->pm_mtime_ns = -1;
 	if (hmap__put(&ps->pids, (uint64_t)pid + 1, p)) {
 		free(p);
 		return NULL;
@@ -283,9 +316,7 @@ void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_
 	maps__put(p->maps);
 	p->maps = NULL;
 	p->own_maps = false;
-	perfmap__free(p->perfmap);
-	p->perfmap = NULL;
-	p->perfmap_ns = 0;
+	proc__drop_perfmap(ps, p);
 	p->maps_gap_ns = 0;
 	proc__read_maps(p);
 }
@@ -297,7 +328,7 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 
 	if (p) { /* a recycled pid whose exit we have not aged out yet */
 		hmap__del(&ps->pids, (uint64_t)pid + 1);
-		proc__free(p);
+		proc__free(ps, p);
 	}
 	/* A parent we never saw is read now (once): its children are
 	 * copies of it until they exec, so they need no /proc reads. */
@@ -386,11 +417,38 @@ void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
 		p->maps_gap_ns = p->maps_gap_ns ? p->maps_gap_ns * 2 : 10000000LL;
 		if (p->maps_gap_ns > SEC_NS)
 			p->maps_gap_ns = SEC_NS;
+		if (p->maps && p->maps->capped)
+			p->maps_gap_ns = MAPS_CAPPED_GAP_NS;
 	}
-	if (perfmap && now - p->perfmap_ns > SEC_NS) {
-		perfmap__free(p->perfmap);
-		p->perfmap = perfmap__load(p->pid);
+	if (perfmap && !p->pm_token && now - p->perfmap_ns > SEC_NS) {
+		uint64_t t = ++ps->pm_tokens;
+
+		if (!symbolizer__perfmap_request(ps->o.sym, p->pid, t, p->perfmap ? p->pm_size : -1,
+						 p->perfmap ? p->pm_mtime_ns : -1))
+			p->pm_token = t;
 		p->perfmap_ns = now;
+	}
+}
+
+void procs__collect(struct procs *ps)
+{
+	struct perfmap_result r;
+
+	while (symbolizer__perfmap_take(ps->o.sym, &r)) {
+		struct proc *p = hmap__get(&ps->pids, (uint64_t)r.pid + 1);
+
+		if (!p || p->pm_token != r.token) { /* exec'd or gone meanwhile */
+			symbolizer__perfmap_free(ps->o.sym, r.m);
+			continue;
+		}
+		p->pm_token = 0;
+		if (r.unchanged)
+			continue;
+		/* Absent or refused now: the symbols go with the file. */
+		symbolizer__perfmap_free(ps->o.sym, p->perfmap);
+		p->perfmap = r.m;
+		p->pm_size = r.m ? r.size : -1;
+		p->pm_mtime_ns = r.m ? r.mtime_ns : -1;
 	}
 }
 
@@ -407,7 +465,7 @@ void procs__gc(struct procs *ps)
 		if (ps->pids.keys[i] && p->exit_ns && now - p->exit_ns > ps->o.grace_ns) {
 			/* deletion shifts entries into slot i: look at it again */
 			hmap__del(&ps->pids, ps->pids.keys[i]);
-			proc__free(p);
+			proc__free(ps, p);
 			continue;
 		}
 		i++;

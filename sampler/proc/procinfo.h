@@ -27,6 +27,7 @@ struct vma {
 /* Executable mappings, sorted by start; shared by fork until exec. */
 struct maps {
 	int refs;
+	bool capped; /* the process has more mappings than we read */
 	size_t n;
 	struct vma *v;
 };
@@ -37,8 +38,10 @@ struct proc {
 	char *labels[LBL_MAX]; /* malloc'd values or NULL */
 	uint64_t gen;          /* bumped whenever labels change */
 	struct maps *maps;
-	struct perfmap *perfmap;
-	int64_t maps_ns, perfmap_ns; /* monotonic time of the last read */
+	struct perfmap *perfmap;     /* from the symbolizer's loader */
+	int64_t pm_size, pm_mtime_ns; /* of the file perfmap was read from */
+	uint64_t pm_token;           /* a read in flight, 0 if none */
+	int64_t maps_ns, perfmap_ns; /* monotonic time of the last read (request) */
 	int64_t maps_gap_ns;         /* wait at least this long before re-reading */
 	int64_t exit_ns;             /* 0 while alive */
 	bool own_maps;               /* read from its own /proc (not inherited) */
@@ -72,12 +75,17 @@ struct vma *procs__vma(struct procs *ps, struct proc *p, uint64_t addr);
 /* A JIT symbol from the process's perf map, or NULL. Same lifetime. */
 const char *procs__jit_symbol(struct procs *ps, struct proc *p, uint64_t addr);
 
-/* Re-reads the maps and/or the perf map of a live process after a lookup
- * missed (maps: soon after exec, as the loader maps libraries, then
- * backing off to once a second; the perf map at most once a second): new code (dlopen, JIT) or maps
- * only borrowed from the parent. Invalidates earlier vma and JIT symbol
- * pointers of p. */
+/* Re-reads the maps of a live process after a lookup missed (soon after
+ * exec, as the loader maps libraries, then backing off to once a second):
+ * new code (dlopen) or maps only borrowed from the parent; and asks the
+ * symbolizer's loader for its perf map (at most once a second; read again
+ * only when its size or mtime changed) - JIT code. Invalidates earlier
+ * vma pointers of p. */
 void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap);
+
+/* Installs the perf maps the loader has read since the last call.
+ * Invalidates earlier JIT symbol pointers. */
+void procs__collect(struct procs *ps);
 
 /* Drops processes that exited more than the grace period ago. */
 void procs__gc(struct procs *ps);

@@ -86,11 +86,11 @@ static int sym_cmp(const void *a, const void *b)
 /* Collects FUNC symbols of the section of type `type`. Returns the count
  * added (>= 0) or -errno. */
 static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *nsyms,
-		      char **strs, size_t *strs_len)
+		      char **strs, size_t *strs_len, bool *corrupt)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
-	size_t cap = 0, scap = 0;
+	size_t cap = 0, scap = 0, fsize = 0;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
@@ -98,12 +98,24 @@ static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *
 	}
 	if (!scn || sh.sh_entsize == 0)
 		return 0;
+	/* A table the file cannot hold (a header claiming more): skipped,
+	 * never read past the file's end. */
+	elf_rawfile(elf, &fsize);
+	if (sh.sh_entsize < sizeof(Elf32_Sym) || sh.sh_offset > fsize ||
+	    sh.sh_size > fsize - sh.sh_offset) {
+		*corrupt = true;
+		return 0;
+	}
 
 	Elf_Data *d = elf_getdata(scn, NULL);
 	size_t n = sh.sh_size / sh.sh_entsize, i, added = 0;
 
-	if (!d)
+	if (!d) {
+		*corrupt = true;
 		return 0;
+	}
+	if (n > ELFSYM_MAX_SYMS)
+		return -EFBIG;
 	for (i = 0; i < n; i++) {
 		GElf_Sym s;
 		const char *name;
@@ -118,7 +130,9 @@ static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *
 		name = elf_strptr(elf, sh.sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		len = strlen(name) + 1;
+		len = strnlen(name, 4096) + 1;
+		if (*strs_len + len > ELFSYM_MAX_STRS)
+			return -EFBIG;
 		if (*nsyms == cap) {
 			size_t nc = cap ? cap * 2 : 256;
 			struct elf_sym *ns = realloc(*syms, nc * sizeof(*ns));
@@ -140,7 +154,8 @@ static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *
 			*strs = ns;
 			scap = nc;
 		}
-		memcpy(*strs + *strs_len, name, len);
+		memcpy(*strs + *strs_len, name, len - 1);
+		(*strs)[*strs_len + len - 1] = 0;
 		(*syms)[*nsyms].addr = s.st_value;
 		(*syms)[*nsyms].size = s.st_size;
 		(*syms)[*nsyms].name = *strs_len;
@@ -159,10 +174,10 @@ static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
 	long n;
 	bool symtab = true;
 
-	n = read_syms(elf, SHT_SYMTAB, &syms, &nsyms, &strs, &strs_len);
+	n = read_syms(elf, SHT_SYMTAB, &syms, &nsyms, &strs, &strs_len, &e->corrupt);
 	if (n == 0 && !require_symtab) {
 		symtab = false;
-		n = read_syms(elf, SHT_DYNSYM, &syms, &nsyms, &strs, &strs_len);
+		n = read_syms(elf, SHT_DYNSYM, &syms, &nsyms, &strs, &strs_len, &e->corrupt);
 	}
 	if (n < 0 || (require_symtab && n == 0)) {
 		free(syms);
@@ -183,12 +198,15 @@ static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
 
 static int read_elf(Elf *elf, bool want_syms, struct elf_info *e)
 {
+	size_t shnum;
 	int err;
 
 	memset(e, 0, sizeof(*e));
 	if (!elf)
 		return -ENOEXEC;
-	if (elf_kind(elf) != ELF_K_ELF) {
+	/* Every section is walked to find notes and tables: a header that
+	 * claims millions is not an executable we can use. */
+	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrnum(elf, &shnum) || shnum > (1u << 16)) {
 		err = -ENOEXEC;
 		goto out;
 	}

@@ -28,13 +28,20 @@ struct elf_info {
 	char *strs; /* all symbol names, NUL-separated */
 	size_t strs_len;
 	bool has_symtab; /* .symtab found (not just .dynsym) */
+	bool corrupt;    /* a symbol table lies outside the file: skipped */
 };
+
+/* Caps on what one file may make us hold; a file over them is refused
+ * (-EFBIG) rather than cut (a cut table would name the wrong functions). */
+#define ELFSYM_MAX_SYMS (1u << 20)
+#define ELFSYM_MAX_STRS (32u << 20)
 
 /*
  * Reads build id, PT_LOADs and function symbols (.symtab, else .dynsym)
  * of the ELF file open at fd (the fd stays the caller's). want_syms false
  * reads only headers and build id. On success *e owns malloc'd arrays
- * until elfsym__fini(). Returns 0 or -errno (-ENOEXEC: not ELF).
+ * until elfsym__fini(). Returns 0 or -errno (-ENOEXEC: not ELF or
+ * unreadable headers, -EFBIG: over the caps above).
  */
 int elfsym__read(int fd, bool want_syms, struct elf_info *e);
 

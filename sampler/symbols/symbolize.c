@@ -5,14 +5,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/util/hmap.h"
+#include "sampler/proc/safefile.h"
 #include "sampler/symbols/symbolize.h"
 #include "store/util/util.h"
 
@@ -21,6 +24,53 @@ struct ksym {
 	uint32_t name; /* offset into kstrs */
 };
 
+/* One load for the loader thread. */
+struct job {
+	struct job *next;
+	bool perfmap;
+	pid_t pid;
+	/* a file: its dso, the path and extent of the mapping */
+	struct dso *d;
+	char *path;
+	uint64_t start, end;
+	/* a perf map request, and its result */
+	struct perfmap_result r;
+};
+
+/* A loader thread. Abandoned when a load hangs: it then owns its job
+ * alone and, when (if) the read returns, drops the result and exits. */
+struct loader {
+	struct symbolizer *s;
+	struct job *cur;    /* in hand; guarded by s->lock */
+	int64_t cur_ns;     /* when it took cur */
+	int64_t cur_cpu_ns; /* the thread's CPU time then */
+	clockid_t cpu;      /* the thread's CPU clock */
+	bool abandoned;
+};
+
+/* A load past SYM_LOAD_TIMEOUT_MS that used less CPU than this waits on
+ * I/O that does not come (a hung FUSE or NFS read) and is abandoned; one
+ * that works (parsing, on a busy host) is given up to LOAD_HARD_NS. Its
+ * work is bounded anyway by the size caps. */
+#define LOAD_IDLE_CPU_NS (50 * 1000000LL)
+#define LOAD_HARD_NS (10 * SYM_LOAD_TIMEOUT_MS * 1000000LL)
+
+static int64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	if (clock_gettime(c, &ts))
+		return 0;
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Loaders that may hang in a read at once; then loading stops. */
+#define MAX_ABANDONED 4
+/* Queued loads at most (one per dso, one per process's perf map). */
+#define MAX_QUEUED 4096
+/* Memory all loaded perf maps may hold together. */
+#define PERFMAP_BUDGET (16u << 20)
+
 struct symbolizer {
 	char *debug_root;
 	struct ksym *ksyms;
@@ -28,10 +78,21 @@ struct symbolizer {
 	char *kstrs;
 	struct elf_info vdso;
 	bool has_vdso;
-	struct hmap dsos;    /* hash(dev, ino) -> struct dso * */
-	struct hmap symtabs; /* hash(build id) -> struct symtab * */
+	struct hmap dsos;    /* hash(dev, ino) -> struct dso *; sampler thread */
+	uint64_t hits, misses; /* sampler thread */
+
+	pthread_mutex_t lock; /* guards what follows */
+	pthread_cond_t wake;  /* work queued, or stop */
+	pthread_cond_t idle;  /* a job finished, or a loader exited */
+	struct hmap symtabs;  /* hash(build id) -> struct symtab * */
 	/* symtabs without a build id belong to their dso alone */
-	uint64_t hits, misses, nsymbols, nsymtabs;
+	struct job *head, *tail, *done; /* queue; finished perf map reads */
+	size_t nqueued;
+	struct loader *active; /* the loader taking jobs, NULL if none */
+	int nloaders;          /* threads alive, abandoned ones included */
+	bool stop;
+	uint64_t nsymbols, nsymtabs, loads, abandoned, perfmap_reads;
+	uint64_t perfmap_bytes;
 };
 
 static int ksym_cmp(const void *a, const void *b)
@@ -132,6 +193,34 @@ const char *symbolizer__vdso(struct symbolizer *s, uint64_t off)
 	return name;
 }
 
+static void *loader_main(void *arg);
+
+/* Starts a loader; s->lock held. */
+static int start_loader(struct symbolizer *s)
+{
+	struct loader *l = calloc(1, sizeof(*l));
+	pthread_attr_t a;
+	pthread_t t;
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	l->s = s;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	/* libelf and our parsers need little stack. */
+	pthread_attr_setstacksize(&a, 256 << 10);
+	err = pthread_create(&t, &a, loader_main, l);
+	pthread_attr_destroy(&a);
+	if (err) {
+		free(l);
+		return -err;
+	}
+	s->active = l;
+	s->nloaders++;
+	return 0;
+}
+
 struct symbolizer *symbolizer__new(const char *debug_root)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
@@ -139,6 +228,9 @@ struct symbolizer *symbolizer__new(const char *debug_root)
 
 	if (!s)
 		return NULL;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->wake, NULL);
+	pthread_cond_init(&s->idle, NULL);
 	s->debug_root = strdup(debug_root ? debug_root : "/usr/lib/debug");
 	if (!s->debug_root) {
 		err = -ENOMEM;
@@ -163,10 +255,52 @@ static void symtab__free(struct symtab *t)
 	free(t);
 }
 
+static void job__free(struct symbolizer *s, struct job *j)
+{
+	if (!j)
+		return;
+	if (j->r.m)
+		symbolizer__perfmap_free(s, j->r.m);
+	free(j->path);
+	free(j);
+}
+
 void symbolizer__free(struct symbolizer *s)
 {
+	struct timespec ts;
+	struct job *j;
+
 	if (!s)
 		return;
+	/* Loaders finish the job in hand (their reads stop at its deadline);
+	 * one stuck in a read that never returns keeps pointers into s, so s
+	 * is then left to the process's exit rather than freed under it. */
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->wake);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 500 * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (s->nloaders > 0)
+		if (pthread_cond_timedwait(&s->idle, &s->lock, &ts) == ETIMEDOUT)
+			break;
+	if (s->nloaders > 0) {
+		pthread_mutex_unlock(&s->lock);
+		pr_warn("symbolize: a file read still hangs; leaving it to exit");
+		return;
+	}
+	pthread_mutex_unlock(&s->lock);
+	while ((j = s->head)) {
+		s->head = j->next;
+		job__free(s, j);
+	}
+	while ((j = s->done)) {
+		s->done = j->next;
+		job__free(s, j);
+	}
 	for (size_t i = 0; i < s->dsos.cap; i++) {
 		struct dso *d = s->dsos.vals[i];
 
@@ -187,6 +321,9 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->ksyms);
 	free(s->kstrs);
 	free(s->debug_root);
+	pthread_cond_destroy(&s->wake);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
@@ -211,28 +348,33 @@ static uint64_t dso_key(uint64_t dev, uint64_t ino, const char *path)
 	return h ? h : 1;
 }
 
-/* Opens the file behind a mapping, preferring views that survive deletion
- * and see the process's own mount namespace. */
-static int open_mapped(pid_t pid, const char *path, uint64_t start, uint64_t end)
+/* --- the loader thread's side --- */
+
+/* Opens the file behind a mapping, preferring the view that survives
+ * deletion (map_files: a magic link the kernel resolves to the mapped
+ * file itself), else the path inside the process's root, where no
+ * symlink is followed: the user controls every component of it. */
+static int open_mapped(pid_t pid, const struct sf_cred *c, const char *path, uint64_t start,
+		       uint64_t end)
 {
-	char p[4200];
-	int fd;
+	char p[128];
+	int fd, rfd;
 
 	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
+	fd = safefile__open(AT_FDCWD, p, false, false, SF_ELF, c, NULL);
+	if (fd >= 0 || fd == -ECANCELED || path[0] != '/')
 		return fd;
-	if (path[0] != '/')
-		return -ENOENT;
-	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, path);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
+	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	rfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	fd = safefile__open(rfd, path + 1, true, true, SF_ELF, c, NULL);
+	close(rfd);
+	return fd;
 }
 
-/* Swaps in the symbols of a separate debug file found by build id. */
+/* Swaps in the symbols of a separate debug file found by build id. The
+ * debug root is root's (not a process's): symlinks there are followed. */
 static void load_debug(struct symbolizer *s, struct symtab *t)
 {
 	const char *b = t->elf.build_id;
@@ -242,7 +384,7 @@ static void load_debug(struct symbolizer *s, struct symtab *t)
 	if (t->elf.has_symtab || strlen(b) < 3)
 		return;
 	snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", s->debug_root, b, b + 2);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
+	fd = safefile__open(AT_FDCWD, p, false, false, SF_DEBUG, NULL, NULL);
 	if (fd < 0)
 		return;
 	if (!elfsym__read_debug(fd, &t->elf))
@@ -250,53 +392,306 @@ static void load_debug(struct symbolizer *s, struct symtab *t)
 	close(fd);
 }
 
-static void dso_load(struct symbolizer *s, struct dso *d, pid_t pid, uint64_t start,
-		     uint64_t end)
+/* Loads the symbols of j->d. Returns the symtab for it or NULL; with
+ * s->lock held on return. */
+static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 {
 	struct elf_info hdr;
-	struct symtab *t;
+	struct symtab *t = NULL;
+	struct sf_cred c;
+	struct stat st;
 	uint64_t bk = 0;
 	int fd, err;
 
-	d->tried = true;
-	fd = open_mapped(pid, d->path, start, end);
-	if (fd < 0) {
-		pr_debug("symbolize: cannot open %s of pid %d: %s", d->path, (int)pid, strerror(-fd));
-		return;
+	if (safefile__cred(j->pid, &c, NULL)) {
+		pthread_mutex_lock(&s->lock);
+		return NULL; /* gone: whose file it was is unknown */
 	}
+	fd = open_mapped(j->pid, &c, j->path, j->start, j->end);
+	if (fd < 0) {
+		pr_debug("symbolize: cannot open %s of pid %d: %s", j->path, (int)j->pid,
+			 strerror(-fd));
+		pthread_mutex_lock(&s->lock);
+		return NULL;
+	}
+	if (fstat(fd, &st))
+		memset(&st, 0, sizeof(st));
 	/* Headers first: a known build id means the symbols are cached. */
 	err = elfsym__read(fd, false, &hdr);
-	if (err)
+	if (err) {
+		if (err != -ENOMEM)
+			safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
 		goto out;
+	}
 	if (hdr.build_id[0]) {
 		bk = hash64(hdr.build_id, strlen(hdr.build_id), 0xb1d);
 		bk = bk ? bk : 1;
+		pthread_mutex_lock(&s->lock);
 		t = hmap__get(&s->symtabs, bk);
-		if (t) {
-			d->tab = t;
-			elfsym__fini(&hdr);
-			goto out;
-		}
+		pthread_mutex_unlock(&s->lock);
 	}
 	elfsym__fini(&hdr);
+	if (t)
+		goto out;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		goto out;
-	if (elfsym__read(fd, true, &t->elf)) {
+	err = elfsym__read(fd, true, &t->elf);
+	if (err) {
+		if (err == -EFBIG)
+			safefile__refuse(SF_R_TOO_BIG, j->path, st.st_dev, st.st_ino);
+		else if (err != -ENOMEM)
+			safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
 		free(t);
+		t = NULL;
 		goto out;
 	}
+	if (t->elf.corrupt)
+		safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
 	load_debug(s, t);
 	t->has_syms = t->elf.nsyms > 0;
-	s->nsymbols += t->elf.nsyms;
-	s->nsymtabs++;
-	if (bk && hmap__put(&s->symtabs, bk, t)) {
-		symtab__free(t);
-		goto out;
-	}
-	d->tab = t;
 out:
 	close(fd);
+	pthread_mutex_lock(&s->lock);
+	if (t && bk && hmap__get(&s->symtabs, bk) != t) {
+		struct symtab *old = hmap__get(&s->symtabs, bk);
+
+		if (old) { /* another loader got there first */
+			symtab__free(t);
+			return old;
+		}
+		if (hmap__put(&s->symtabs, bk, t)) {
+			symtab__free(t);
+			return NULL;
+		}
+		s->nsymbols += t->elf.nsyms;
+		s->nsymtabs++;
+	} else if (t && !bk) {
+		s->nsymbols += t->elf.nsyms;
+		s->nsymtabs++;
+	}
+	return t;
+}
+
+/* Reads pid's perf map into r, unless it is the file r->size and
+ * r->mtime_ns describe on entry (-1: none), which sets r->unchanged.
+ * Returns 0 or -errno. s (NULL: no budget) holds the perf map budget. */
+static int perfmap_read(struct symbolizer *s, pid_t pid, int64_t deadline_ns,
+			struct perfmap_result *r)
+{
+	char p[64];
+	struct sf_cred c;
+	struct stat st;
+	size_t len, nlong = 0;
+	char *buf;
+	pid_t nspid;
+	int64_t mtime;
+	int fd, rfd, err;
+
+	err = safefile__cred(pid, &c, &nspid);
+	if (err)
+		return err;
+	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	rfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	snprintf(p, sizeof(p), "tmp/perf-%d.map", (int)nspid);
+	fd = safefile__open(rfd, p, true, true, SF_PERFMAP, &c, &st);
+	close(rfd);
+	if (fd < 0)
+		return fd;
+	mtime = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	if (r->size == (int64_t)st.st_size && r->mtime_ns == mtime) {
+		r->unchanged = true;
+		close(fd);
+		return 0;
+	}
+	r->size = st.st_size;
+	r->mtime_ns = mtime;
+	if (s) {
+		pthread_mutex_lock(&s->lock);
+		err = s->perfmap_bytes + (uint64_t)st.st_size > PERFMAP_BUDGET ? -EFBIG : 0;
+		pthread_mutex_unlock(&s->lock);
+		if (err) {
+			safefile__refuse(SF_R_TOO_BIG, p, st.st_dev, st.st_ino);
+			close(fd);
+			return err;
+		}
+	}
+	err = safefile__read_all(fd, SF_PERFMAP_MAX, deadline_ns, &buf, &len);
+	close(fd);
+	if (!err)
+		err = perfmap__parse(buf, len, deadline_ns, &r->m, &nlong);
+	if (err == -EFBIG)
+		safefile__refuse(SF_R_TOO_BIG, p, st.st_dev, st.st_ino);
+	else if (err == -ETIMEDOUT)
+		safefile__refuse(SF_R_TIMEOUT, p, st.st_dev, st.st_ino);
+	if (nlong)
+		safefile__refuse(SF_R_LINE, p, st.st_dev, st.st_ino);
+	if (!err && s) {
+		pthread_mutex_lock(&s->lock);
+		s->perfmap_bytes += perfmap__bytes(r->m);
+		s->perfmap_reads++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return err;
+}
+
+struct perfmap *perfmap__load(pid_t pid)
+{
+	struct perfmap_result r = { .size = -1, .mtime_ns = -1 };
+	int err = perfmap_read(NULL, pid, now_mono_ns() + SYM_LOAD_TIMEOUT_MS * 1000000LL, &r);
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return r.m;
+}
+
+static void run_job(struct symbolizer *s, struct loader *l, struct job *j)
+{
+	int64_t deadline = now_mono_ns() + SYM_LOAD_TIMEOUT_MS * 1000000LL;
+
+	if (!j->perfmap) {
+		struct symtab *t = dso_load(s, j); /* returns with the lock held */
+
+		if (!l->abandoned && t)
+			__atomic_store_n(&j->d->tab, t, __ATOMIC_RELEASE);
+		else if (l->abandoned && t && !t->elf.build_id[0])
+			symtab__free(t); /* nobody else holds it */
+		if (!l->abandoned)
+			__atomic_store_n(&j->d->state, DSO_DONE, __ATOMIC_RELEASE);
+		job__free(NULL, j);
+		return;
+	}
+	int err = perfmap_read(s, j->pid, deadline, &j->r);
+
+	if (err) {
+		j->r.unchanged = false;
+		j->r.m = NULL;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (l->abandoned) {
+		pthread_mutex_unlock(&s->lock);
+		job__free(s, j);
+		pthread_mutex_lock(&s->lock);
+		return;
+	}
+	j->next = s->done;
+	s->done = j;
+}
+
+static void *loader_main(void *arg)
+{
+	struct loader *l = arg;
+	struct symbolizer *s = l->s;
+
+	if (pthread_getcpuclockid(pthread_self(), &l->cpu))
+		l->cpu = CLOCK_THREAD_CPUTIME_ID; /* reads as ours: never idle */
+	pthread_mutex_lock(&s->lock);
+	while (!l->abandoned && !s->stop) {
+		struct job *j = s->head;
+
+		if (!j) {
+			pthread_cond_wait(&s->wake, &s->lock);
+			continue;
+		}
+		s->head = j->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->nqueued--;
+		l->cur = j;
+		l->cur_ns = now_mono_ns();
+		l->cur_cpu_ns = clock_ns(l->cpu);
+		pthread_mutex_unlock(&s->lock);
+		run_job(s, l, j); /* returns with the lock held */
+		l->cur = NULL;
+		s->loads++;
+		pthread_cond_broadcast(&s->idle);
+	}
+	s->nloaders--;
+	if (s->active == l)
+		s->active = NULL;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+	free(l);
+	return NULL;
+}
+
+/* --- the sampler thread's side --- */
+
+/* Queues j; false when the queue is full or nobody would run it. */
+static bool enqueue(struct symbolizer *s, struct job *j)
+{
+	bool ok;
+
+	pthread_mutex_lock(&s->lock);
+	/* Started on first use, by the sampler thread: a thread inherits its
+	 * creator's capabilities, and the daemon drops its own before that
+	 * thread starts. Again once every hung loader has come back. */
+	if (!s->active && !s->nloaders && !s->stop && start_loader(s))
+		pr_warn("symbolize: cannot start the loader thread");
+	ok = s->active && s->nqueued < MAX_QUEUED;
+	if (ok) {
+		j->next = NULL;
+		if (s->tail)
+			s->tail->next = j;
+		else
+			s->head = j;
+		s->tail = j;
+		s->nqueued++;
+		pthread_cond_signal(&s->wake);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+void symbolizer__watchdog(struct symbolizer *s)
+{
+	struct loader *l;
+
+	pthread_mutex_lock(&s->lock);
+	l = s->active;
+	int64_t wall = l && l->cur ? now_mono_ns() - l->cur_ns : 0;
+	if (wall > SYM_LOAD_TIMEOUT_MS * 1000000LL &&
+	    (wall > LOAD_HARD_NS || clock_ns(l->cpu) - l->cur_cpu_ns < LOAD_IDLE_CPU_NS)) {
+		struct job *j = l->cur;
+
+		l->abandoned = true;
+		s->active = NULL;
+		s->abandoned++;
+		safefile__refuse(SF_R_TIMEOUT, j->perfmap ? "perf map" : j->path, 0, 0);
+		pr_debug("symbolize: a read for pid %d hangs; abandoned", (int)j->pid);
+		/* The dso stays unresolved: its process loses its symbols. */
+		if (!j->perfmap)
+			__atomic_store_n(&j->d->state, DSO_DONE, __ATOMIC_RELEASE);
+		if (s->nloaders <= MAX_ABANDONED && start_loader(s))
+			pr_warn("symbolize: cannot start a loader thread");
+		else if (!s->active)
+			pr_warn("symbolize: %d file reads hang; no more symbols are loaded",
+				s->nloaders);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+int symbolizer__drain(struct symbolizer *s, int timeout_ms)
+{
+	int64_t end = now_mono_ns() + timeout_ms * 1000000LL;
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (s->head || (s->active && s->active->cur)) {
+		if (now_mono_ns() > end) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		pthread_mutex_unlock(&s->lock);
+		usleep(1000);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
 }
 
 struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev, uint64_t ino,
@@ -304,6 +699,7 @@ struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev, uint6
 {
 	uint64_t k = dso_key(dev, ino, path);
 	struct dso *d = hmap__get(&s->dsos, k);
+	struct job *j;
 
 	if (!d) {
 		d = calloc(1, sizeof(*d));
@@ -318,18 +714,33 @@ struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev, uint6
 			return NULL;
 		}
 	}
-	if (!d->tried)
-		dso_load(s, d, pid, start, end);
+	if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != DSO_NEW)
+		return d;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return d;
+	j->pid = pid;
+	j->d = d;
+	j->path = strdup(path);
+	j->start = start;
+	j->end = end;
+	__atomic_store_n(&d->state, DSO_QUEUED, __ATOMIC_RELEASE);
+	if (!j->path || !enqueue(s, j)) {
+		/* Asked again at its next sample. */
+		__atomic_store_n(&d->state, DSO_NEW, __ATOMIC_RELEASE);
+		job__free(NULL, j);
+	}
 	return d;
 }
 
 const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off)
 {
+	struct symtab *t = dso__tab(d);
 	const char *name = NULL;
 	uint64_t vaddr;
 
-	if (d && d->tab && elfsym__off_to_vaddr(&d->tab->elf, off, &vaddr))
-		name = elfsym__lookup(&d->tab->elf, vaddr);
+	if (t && elfsym__off_to_vaddr(&t->elf, off, &vaddr))
+		name = elfsym__lookup(&t->elf, vaddr);
 	if (name)
 		s->hits++;
 	else
@@ -340,145 +751,65 @@ const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off
 void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st)
 {
 	st->dsos = s->dsos.len;
-	st->symtabs = s->nsymtabs;
-	st->symbols = s->nsymbols;
 	st->kernel_symbols = s->nksyms;
 	st->hits = s->hits;
 	st->misses = s->misses;
+	pthread_mutex_lock(&s->lock);
+	st->symtabs = s->nsymtabs;
+	st->symbols = s->nsymbols;
+	st->queued = s->nqueued;
+	st->loads = s->loads;
+	st->abandoned = s->abandoned;
+	st->perfmap_bytes = s->perfmap_bytes;
+	st->perfmap_reads = s->perfmap_reads;
+	pthread_mutex_unlock(&s->lock);
 }
 
-/* --- perf maps --- */
-
-struct pm_sym {
-	uint64_t start, size;
-	char *name;
-};
-
-struct perfmap {
-	struct pm_sym *syms;
-	size_t n;
-};
-
-static int pm_cmp(const void *a, const void *b)
+int symbolizer__perfmap_request(struct symbolizer *s, pid_t pid, uint64_t token, int64_t size,
+				int64_t mtime_ns)
 {
-	const struct pm_sym *x = a, *y = b;
+	struct job *j = calloc(1, sizeof(*j));
 
-	return (x->start > y->start) - (x->start < y->start);
+	if (!j)
+		return -ENOMEM;
+	j->perfmap = true;
+	j->pid = pid;
+	j->r.pid = pid;
+	j->r.token = token;
+	j->r.size = size;
+	j->r.mtime_ns = mtime_ns;
+	if (!enqueue(s, j)) {
+		free(j);
+		return -EBUSY;
+	}
+	return 0;
 }
 
-/* The pid as the process itself knows it (last NSpid field), since a
- * JIT in a container names its map after that. */
-static pid_t ns_pid(pid_t pid)
+bool symbolizer__perfmap_take(struct symbolizer *s, struct perfmap_result *r)
 {
-	char p[64], line[256];
-	pid_t r = pid;
-	FILE *f;
+	struct job *j;
 
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-	f = fopen(p, "r");
-	if (!f)
-		return pid;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "NSpid:", 6)) {
-			char *q = line + 6, *last = NULL;
-
-			for (char *t = strtok(q, " \t\n"); t; t = strtok(NULL, " \t\n"))
-				last = t;
-			if (last)
-				r = atoi(last);
-			break;
-		}
-	}
-	fclose(f);
-	return r;
+	pthread_mutex_lock(&s->lock);
+	j = s->done;
+	if (j)
+		s->done = j->next;
+	pthread_mutex_unlock(&s->lock);
+	if (!j)
+		return false;
+	*r = j->r;
+	j->r.m = NULL;
+	job__free(s, j);
+	return true;
 }
 
-struct perfmap *perfmap__load(pid_t pid)
-{
-	char p[128], *line = NULL;
-	size_t lcap = 0, cap = 0;
-	struct perfmap *m;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)ns_pid(pid));
-	/* Any user can put a FIFO, a link or a sparse 100 GB file there: a
-	 * blocking open or an endless read would stall sampling. Only a
-	 * regular file of bounded size is read. */
-	{
-		struct stat st;
-		int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-
-		if (fd < 0)
-			return NULL;
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (64 << 20) ||
-		    !(f = fdopen(fd, "r"))) {
-			close(fd);
-			return NULL;
-		}
-	}
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		goto out;
-	while (getline(&line, &lcap, f) > 0) {
-		uint64_t start, size;
-		char *e1, *e2, *name;
-
-		start = strtoull(line, &e1, 16);
-		if (*e1 != ' ')
-			continue;
-		size = strtoull(e1 + 1, &e2, 16);
-		if (*e2 != ' ')
-			continue;
-		name = e2 + 1;
-		name[strcspn(name, "\n")] = 0;
-		if (m->n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct pm_sym *ns = realloc(m->syms, nc * sizeof(*ns));
-
-			if (!ns)
-				break;
-			m->syms = ns;
-			cap = nc;
-		}
-		m->syms[m->n].start = start;
-		m->syms[m->n].size = size;
-		m->syms[m->n].name = strdup(name);
-		if (!m->syms[m->n].name)
-			break;
-		m->n++;
-	}
-	if (m->n)
-		qsort(m->syms, m->n, sizeof(*m->syms), pm_cmp);
-out:
-	free(line);
-	fclose(f);
-	return m;
-}
-
-const char *perfmap__lookup(const struct perfmap *m, uint64_t addr)
-{
-	size_t lo;
-
-	if (!m)
-		return NULL;
-	lo = bsearch_u64_upper(m->syms, m->n, sizeof(*m->syms), offsetof(struct pm_sym, start),
-			       addr);
-	/* Later entries win (a JIT may reuse addresses): scan back briefly. */
-	for (size_t i = lo; i > 0 && lo - i < 16; i--) {
-		const struct pm_sym *s = &m->syms[i - 1];
-
-		if (addr >= s->start && addr < s->start + s->size)
-			return s->name;
-	}
-	return NULL;
-}
-
-void perfmap__free(struct perfmap *m)
+void symbolizer__perfmap_free(struct symbolizer *s, struct perfmap *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++)
-		free(m->syms[i].name);
-	free(m->syms);
-	free(m);
+	if (s) {
+		pthread_mutex_lock(&s->lock);
+		s->perfmap_bytes -= perfmap__bytes(m);
+		pthread_mutex_unlock(&s->lock);
+	}
+	perfmap__free(m);
 }

@@ -4,7 +4,15 @@
  * backing the mapping (struct dso), cached by dev+inode and shared by
  * build id, so the cache outlives the processes that used a file; JIT code
  * through a process's perf map (/tmp/perf-PID.map inside its root).
- * Not thread-safe: the sampler thread owns the symbolizer.
+ *
+ * Files a process names are read by a loader thread, never by the thread
+ * that drains samples (any local user controls them: a FIFO, a huge or
+ * slow file must not stall sampling). Until a file is loaded its frames
+ * stay unresolved (module+0xOFFSET); a load that does not finish within
+ * SYM_LOAD_TIMEOUT_MS while using no CPU (a read that hangs) is abandoned
+ * (counted, see safefile.h) and the loader replaced; its file's process
+ * keeps those frames unresolved. Everything else is the sampler thread's: it owns the
+ * symbolizer and is the only caller of these functions.
  */
 #ifndef PROFFS_SYMBOLIZE_H
 #define PROFFS_SYMBOLIZE_H
@@ -14,6 +22,10 @@
 #include <sys/types.h>
 
 #include "sampler/symbols/elfsym.h"
+#include "sampler/symbols/perfmap.h"
+
+/* A load waiting on I/O longer than this is abandoned. */
+#define SYM_LOAD_TIMEOUT_MS 2000
 
 /* Symbols of one ELF image, shared by every dso with its build id. */
 struct symtab {
@@ -25,15 +37,29 @@ struct symtab {
 struct dso {
 	uint64_t dev, ino;
 	char *path;         /* path from /proc/PID/maps (may end " (deleted)") */
-	struct symtab *tab; /* NULL until loaded or when it could not be read */
-	bool tried;         /* a load was attempted (do not retry every sample) */
+	/* NULL until loaded or when it could not be read; written once by
+	 * the loader (read it with dso__tab). */
+	struct symtab *tab;
+	int state;          /* DSO_NEW, DSO_QUEUED, DSO_DONE (atomic) */
 };
+
+enum { DSO_NEW, DSO_QUEUED, DSO_DONE };
+
+static inline struct symtab *dso__tab(const struct dso *d)
+{
+	return d ? __atomic_load_n(&d->tab, __ATOMIC_ACQUIRE) : NULL;
+}
 
 struct symbolizer;
 
 struct symbolizer_stats {
 	uint64_t dsos, symtabs, symbols, kernel_symbols;
 	uint64_t hits, misses;
+	uint64_t queued;    /* loads waiting for the loader */
+	uint64_t loads;     /* loads done (files and perf maps) */
+	uint64_t abandoned; /* loads abandoned after SYM_LOAD_TIMEOUT_MS */
+	uint64_t perfmap_bytes; /* memory held by perf maps */
+	uint64_t perfmap_reads; /* perf maps read and parsed */
 };
 
 /* Returns a new symbolizer (kallsyms read now), or NULL with errno set.
@@ -47,11 +73,11 @@ const char *symbolizer__kernel(struct symbolizer *s, uint64_t addr);
 
 /*
  * The dso for the file mapped at [start, end) in pid with this dev/inode,
- * loading its symbols on first use: through /proc/PID/map_files (works
- * for deleted and replaced binaries), else /proc/PID/root/PATH (the
- * process's mount namespace), else PATH. Returns NULL only on allocation
- * failure; a dso whose file cannot be read has tab == NULL. Owned by the
- * symbolizer.
+ * its symbols queued for loading on first use: through
+ * /proc/PID/map_files (works for deleted and replaced binaries), else
+ * /proc/PID/root/PATH (the process's mount namespace). Returns NULL only
+ * on allocation failure; tab stays NULL until loaded, and for good when
+ * the file cannot be read or is refused. Owned by the symbolizer.
  */
 struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev,
 			    uint64_t ino, const char *path, uint64_t start,
@@ -66,12 +92,39 @@ const char *symbolizer__vdso(struct symbolizer *s, uint64_t off);
 
 void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st);
 
-/* A process's perf map (JIT symbols). */
-struct perfmap;
-/* Loads /tmp/perf-NSPID.map as seen from pid's root; NULL (errno set) if
- * absent. Owned by the caller: perfmap__free(). */
+/* Waits until the loader has nothing queued or in hand, at most
+ * timeout_ms. Returns 0 or -ETIMEDOUT. For tests. */
+int symbolizer__drain(struct symbolizer *s, int timeout_ms);
+
+/* Abandons a load that has run past SYM_LOAD_TIMEOUT_MS (a file on a
+ * hung FUSE or network mount) and starts a new loader. Call it often. */
+void symbolizer__watchdog(struct symbolizer *s);
+
+/*
+ * Queues a read of pid's perf map (/tmp/perf-NSPID.map in its root). size
+ * and mtime_ns are those of the map the caller holds (-1: none): an
+ * unchanged file is not read again. token identifies the request in the
+ * result. Returns 0, -EBUSY (queue full: ask again later) or -ENOMEM.
+ */
+int symbolizer__perfmap_request(struct symbolizer *s, pid_t pid, uint64_t token, int64_t size,
+				int64_t mtime_ns);
+
+struct perfmap_result {
+	pid_t pid;
+	uint64_t token;
+	struct perfmap *m;   /* the new map (the taker's), NULL if none */
+	bool unchanged;      /* the file is the one the caller holds */
+	int64_t size, mtime_ns;
+};
+
+/* Takes one finished perf map read; false when there is none. */
+bool symbolizer__perfmap_take(struct symbolizer *s, struct perfmap_result *r);
+
+/* Frees a perf map from the loader, returning its bytes to the budget. */
+void symbolizer__perfmap_free(struct symbolizer *s, struct perfmap *m);
+
+/* Reads pid's perf map now, on the calling thread (tests, fuzzing the
+ * whole path): NULL with errno set when absent or refused. */
 struct perfmap *perfmap__load(pid_t pid);
-const char *perfmap__lookup(const struct perfmap *m, uint64_t addr);
-void perfmap__free(struct perfmap *m);
 
 #endif

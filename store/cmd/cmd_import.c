@@ -43,18 +43,6 @@ static void usage(FILE *f)
 		"duration_nanos.\n");
 }
 
-/* A type becomes a directory name under /prof: keep it to a safe set. */
-static bool type_ok(const char *t)
-{
-	if (!*t || !strcmp(t, ".") || !strcmp(t, "..") || strlen(t) > 64)
-		return false;
-	for (const char *c = t; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || *c == '.'))
-			return false;
-	return true;
-}
-
 /*
  * The short type name of a profile. pprof's own files name their values:
  * CPU samples/count + cpu/nanoseconds; Go heap and allocs profiles carry
@@ -139,8 +127,8 @@ int cmd_import(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 't':
-			if (!type_ok(optarg)) {
-				fprintf(stderr, "proffs import: bad --type '%s' (letters, digits, '_', '-', '.')\n", optarg);
+			if (!store__type_ok(optarg, strlen(optarg))) {
+				fprintf(stderr, "proffs import: bad --type '%s' (letters, digits, '_', '-', '.'; at most 256)\n", optarg);
 				ret = 2;
 				goto out;
 			}
@@ -224,7 +212,7 @@ int cmd_import(int argc, char **argv)
 	for (int i = 0; i < nfiles; i++) {
 		const char *path = argv[optind + i];
 		const struct profile *p = profs[i];
-		char tbuf[80];
+		char tbuf[STORE_TYPE_MAX + 1];
 		int64_t t = p->time_nanos ? p->time_nanos : now_ns();
 		int rc;
 

@@ -42,6 +42,17 @@ struct store_label {
 	const char *name, *value;
 };
 
+/* The longest profile type name the store keeps. */
+#define STORE_TYPE_MAX 256
+
+/*
+ * Whether the len bytes at t make a type name the store accepts: 1 to
+ * STORE_TYPE_MAX bytes of letters, digits, '_', '-' and '.', not starting
+ * with '.'. A type becomes a directory under /prof, so the rule is one for
+ * every writer (store__append, import) and the path parser.
+ */
+bool store__type_ok(const char *t, size_t len);
+
 /*
  * Appends one batch: every sample of p, in the window
  * [time_ns, time_ns + duration_ns) of profile type `type` ("cpu", "heap"...).

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "store/db/store_int.h"
 
@@ -256,6 +257,8 @@ int block__decode_dctx(void *dctx, const void *b, size_t len, block_series_fn wa
 			return -ENOMEM;
 		got = dctx ? ZSTD_decompressDCtx(dctx, buf, rl, p, end - p)
 			   : ZSTD_decompress(buf, rl, p, end - p);
+		if (ZSTD_isError(got) && ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation)
+			rc = -ENOMEM; /* not a corrupt block */
 		if (ZSTD_isError(got) || got != rl)
 			goto out;
 		q = buf;

@@ -27,15 +27,9 @@ int stackcache__get(struct store *s, uint32_t stack, uint32_t **buf, size_t *cap
 	if (u64map__get(&s->sc_map, stack, &v)) {
 		uint32_t len = v & 0xffff;
 
-		if (len > *cap) {
-			uint32_t *nb = realloc(*buf, len * sizeof(*nb));
-
-			if (!nb) {
-				pthread_rwlock_unlock(&s->sc_lock);
-				return -ENOMEM;
-			}
-			*buf = nb;
-			*cap = len;
+		if (GROW(*buf, cap, len)) {
+			pthread_rwlock_unlock(&s->sc_lock);
+			return -ENOMEM;
 		}
 		memcpy(*buf, s->sc_pool + (v >> 16), len * sizeof(uint32_t));
 		*n = len;
@@ -58,18 +52,8 @@ void stackcache__put(struct store *s, uint32_t stack, const uint32_t *path, uint
 		u64map__free(&s->sc_map);
 		s->sc_n = 0;
 	}
-	if (s->sc_n + n > s->sc_cap) {
-		size_t nc = s->sc_cap ? s->sc_cap * 2 : 65536;
-		uint32_t *np;
-
-		while (nc < s->sc_n + n)
-			nc *= 2;
-		np = realloc(s->sc_pool, nc * sizeof(*np));
-		if (!np)
-			goto out;
-		s->sc_pool = np;
-		s->sc_cap = nc;
-	}
+	if (GROW(s->sc_pool, &s->sc_cap, s->sc_n + n))
+		goto out;
 	if (u64map__put(&s->sc_map, stack, (uint64_t)s->sc_n << 16 | n))
 		goto out;
 	memcpy(s->sc_pool + s->sc_n, path, n * sizeof(uint32_t));
@@ -99,15 +83,9 @@ int symcache__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, uint8_t 
 	if (u64map__get(&s->yc_map, key, &v)) {
 		size_t len = v & YC_MAX_REC;
 
-		if (len > *cap) {
-			uint8_t *nb = realloc(*buf, len);
-
-			if (!nb) {
-				pthread_rwlock_unlock(&s->yc_lock);
-				return -ENOMEM;
-			}
-			*buf = nb;
-			*cap = len;
+		if (GROW(*buf, cap, len)) {
+			pthread_rwlock_unlock(&s->yc_lock);
+			return -ENOMEM;
 		}
 		memcpy(*buf, s->yc_pool + (v >> 24), len);
 		pthread_rwlock_unlock(&s->yc_lock);
@@ -126,18 +104,8 @@ int symcache__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, uint8_t 
 		u64map__free(&s->yc_map);
 		s->yc_n = 0;
 	}
-	if (s->yc_n + out->mv_size > s->yc_cap) {
-		size_t nc = s->yc_cap ? s->yc_cap * 2 : 1 << 20;
-		uint8_t *np;
-
-		while (nc < s->yc_n + out->mv_size)
-			nc *= 2;
-		np = realloc(s->yc_pool, nc);
-		if (!np)
-			goto unlock;
-		s->yc_pool = np;
-		s->yc_cap = nc;
-	}
+	if (GROW(s->yc_pool, &s->yc_cap, s->yc_n + out->mv_size))
+		goto unlock;
 	if (u64map__put(&s->yc_map, key, (uint64_t)s->yc_n << 24 | out->mv_size))
 		goto unlock;
 	memcpy(s->yc_pool + s->yc_n, out->mv_data, out->mv_size);

@@ -21,7 +21,7 @@ struct cctx {
 	size_t ntypes;
 	/* current block */
 	const char *what;
-	uint32_t btype, bnv;
+	uint32_t btype;
 	uint64_t bstart;
 	bool is_rollup;
 	/* the entries of the rollup being checked */
@@ -327,15 +327,8 @@ static int chk_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *
 	uint64_t t;
 
 	if (c->is_rollup && nv <= PROF_MAX_VALUES) {
-		if (c->nre == c->capre) {
-			size_t ncap = c->capre ? c->capre * 2 : 1024;
-			struct blk_entry *ne = realloc(c->re, ncap * sizeof(*ne));
-
-			if (!ne)
-				return -ENOMEM;
-			c->re = ne;
-			c->capre = ncap;
-		}
+		if (GROW(c->re, &c->capre, c->nre + 1))
+			return -ENOMEM;
 		c->re[c->nre] = (struct blk_entry){ .series = series, .stack = stack };
 		memcpy(c->re[c->nre].v, v, nv * sizeof(*v));
 		c->nre++;

@@ -12,23 +12,22 @@
 #include "store/db/store_int.h"
 
 const char *const store_db_names[DB__N] = {
-	[DB_META] = "meta",	  [DB_STR] = "str",	      [DB_STR_IDX] = "str_idx",
-	[DB_FUNC] = "func",	  [DB_FUNC_IDX] = "func_idx", [DB_MAP] = "map",
-	[DB_MAP_IDX] = "map_idx", [DB_LOC] = "loc",	      [DB_LOC_IDX] = "loc_idx",
-	[DB_STACK] = "stacks",	  [DB_STACK_IDX] = "stacks_idx", [DB_TYPE] = "type",
-	[DB_SERIES] = "series",	  [DB_SERIES_IDX] = "series_idx", [DB_POST] = "post",
-	[DB_BLOCK] = "block",	  [DB_MINUTE] = "minute",     [DB_ROLLUP] = "rollup",
+	[DB_META] = "meta",	[DB_STR] = "str",	[DB_STR_IDX] = "str_idx",
+	[DB_FUNC] = "func",	[DB_MAP] = "map",	[DB_LOC] = "loc",
+	[DB_STACK] = "stacks",	[DB_TYPE] = "type",	[DB_SERIES] = "series",
+	[DB_SERIES_IDX] = "series_idx",			[DB_POST] = "post",
+	[DB_BLOCK] = "block",	[DB_MINUTE] = "minute", [DB_ROLLUP] = "rollup",
 	[DB_DIRTY] = "dirty",
 };
+
+/* Content indexes format 4 no longer fills (see store__open). */
+static const char *const legacy_db_names[] = { "func_idx", "map_idx", "loc_idx", "stacks_idx" };
+#define LEGACY_DBS (int)(sizeof(legacy_db_names) / sizeof(legacy_db_names[0]))
 
 static unsigned int db_flags(int db)
 {
 	switch (db) {
 	case DB_STR_IDX:
-	case DB_FUNC_IDX:
-	case DB_MAP_IDX:
-	case DB_LOC_IDX:
-	case DB_STACK_IDX:
 	case DB_SERIES_IDX:
 	case DB_POST:
 	case DB_MINUTE:
@@ -144,7 +143,7 @@ int store__open(struct store **out, const struct store_opts *o)
 	rc = mdb_env_create(&s->env);
 	if (rc)
 		goto lmdb_err;
-	rc = mdb_env_set_maxdbs(s->env, DB__N + 2);
+	rc = mdb_env_set_maxdbs(s->env, DB__N + LEGACY_DBS + 2);
 	if (!rc)
 		rc = mdb_env_set_maxreaders(s->env, 512);
 	if (!rc)
@@ -172,6 +171,22 @@ int store__open(struct store **out, const struct store_opts *o)
 				       mdb_strerror(rc));
 			store__txn_abort(s, txn);
 			rc = rc == MDB_NOTFOUND ? -ENOENT : store__errno(rc);
+			goto err;
+		}
+	}
+	/* Format 4 stores have always held these, empty: created (never
+	 * opened otherwise) so that a proffs built before they went out of
+	 * use still opens a store made now. Drop at the next format. */
+	for (int i = 0; i < LEGACY_DBS && !s->readonly; i++) {
+		MDB_dbi dbi;
+
+		rc = mdb_dbi_open(txn, legacy_db_names[i], MDB_DUPSORT | MDB_DUPFIXED | MDB_CREATE,
+				  &dbi);
+		if (rc) {
+			pr_err("store: %s: database %s: %s", o->dir, legacy_db_names[i],
+			       mdb_strerror(rc));
+			store__txn_abort(s, txn);
+			rc = store__errno(rc);
 			goto err;
 		}
 	}
@@ -336,98 +351,4 @@ int store__stats(struct store *s, struct store_stats *out)
 		out->dropped_blocks = v;
 	store__txn_abort(s, txn);
 	return 0;
-}
-
-/* ---- hash map ---- */
-
-static inline size_t u64map_slot(uint64_t k, size_t cap)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k & (cap - 1);
-}
-
-static int u64map_grow(struct u64map *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 64;
-	struct u64map_ent *ne = malloc(ncap * sizeof(*ne));
-
-	if (!ne)
-		return -ENOMEM;
-	memset(ne, 0xff, ncap * sizeof(*ne));
-	for (size_t i = 0; i < m->cap; i++) {
-		size_t j;
-
-		if (m->e[i].k == U64MAP_EMPTY)
-			continue;
-		j = u64map_slot(m->e[i].k, ncap);
-		while (ne[j].k != U64MAP_EMPTY)
-			j = (j + 1) & (ncap - 1);
-		ne[j] = m->e[i];
-	}
-	free(m->e);
-	m->e = ne;
-	m->cap = ncap;
-	return 0;
-}
-
-int u64map__put(struct u64map *m, uint64_t k, uint64_t v)
-{
-	size_t j;
-
-	if (k == U64MAP_EMPTY) {
-		m->n += !m->has_max;
-		m->has_max = true;
-		m->max_v = v;
-		return 0;
-	}
-	if ((m->n + 1) * 2 > m->cap && u64map_grow(m))
-		return -ENOMEM;
-	j = u64map_slot(k, m->cap);
-	while (m->e[j].k != U64MAP_EMPTY) {
-		if (m->e[j].k == k) {
-			m->e[j].v = v;
-			return 0;
-		}
-		j = (j + 1) & (m->cap - 1);
-	}
-	m->e[j].k = k;
-	m->e[j].v = v;
-	m->n++;
-	return 0;
-}
-
-void u64map__prefetch(const struct u64map *m, uint64_t k)
-{
-	if (m->cap && k != U64MAP_EMPTY)
-		__builtin_prefetch(&m->e[u64map_slot(k, m->cap)]);
-}
-
-bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v)
-{
-	size_t j;
-
-	if (k == U64MAP_EMPTY) {
-		if (m->has_max)
-			*v = m->max_v;
-		return m->has_max;
-	}
-	if (!m->cap)
-		return false;
-	j = u64map_slot(k, m->cap);
-	while (m->e[j].k != U64MAP_EMPTY) {
-		if (m->e[j].k == k) {
-			*v = m->e[j].v;
-			return true;
-		}
-		j = (j + 1) & (m->cap - 1);
-	}
-	return false;
-}
-
-void u64map__free(struct u64map *m)
-{
-	free(m->e);
-	memset(m, 0, sizeof(*m));
 }

@@ -13,7 +13,8 @@
  *   stacks     id u32 -> enc(stack): location ids, leaf first
  *   func_idx, map_idx, loc_idx, stacks_idx: empty since format 4 (the
  *   writer rebuilds content -> id maps in memory from the tables; readers
- *   never look these records up by content)
+ *   never look these records up by content). Only created, so that older
+ *   format-4 readers, which open them, still open the store.
  *   type       name -> type record (id, period, value types)
  *   series     id u32 -> (type u32, npairs u32, (name sid, value sid)*, last_seen u64)
  *   series_idx hash64(content) -> id (dup)
@@ -34,6 +35,7 @@
 #include <string.h>
 
 #include "store/db/store.h"
+#include "store/util/hmap.h"
 #include "store/util/util.h"
 
 enum store_db {
@@ -41,13 +43,9 @@ enum store_db {
 	DB_STR,
 	DB_STR_IDX,
 	DB_FUNC,
-	DB_FUNC_IDX,
 	DB_MAP,
-	DB_MAP_IDX,
 	DB_LOC,
-	DB_LOC_IDX,
 	DB_STACK,
-	DB_STACK_IDX,
 	DB_TYPE,
 	DB_SERIES,
 	DB_SERIES_IDX,
@@ -112,19 +110,6 @@ static inline uint64_t fhash(const void *p, size_t n, uint64_t seed)
 	return fh_mum(h ^ FH_K2, h ^ FH_K3);
 }
 
-/* ---- hash map u64 -> u64 (open addressing; for per-call caches) ---- */
-struct u64map_ent {
-	uint64_t k, v;
-};
-struct u64map {
-	/* One array of pairs (one cache line per probe); the key
-	 * UINT64_MAX marks an empty slot and is kept aside. */
-	struct u64map_ent *e;
-	size_t cap, n;
-	bool has_max;
-	uint64_t max_v;
-};
-#define U64MAP_EMPTY UINT64_MAX
 /* Records added by the running append, not yet written (intern__add). */
 struct pend_tab {
 	uint32_t first, n; /* ids first .. first + n - 1 */
@@ -187,11 +172,6 @@ int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn);
 int store__txn_commit(struct store *s, MDB_txn *txn);
 void store__txn_abort(struct store *s, MDB_txn *txn);
 
-int u64map__put(struct u64map *m, uint64_t k, uint64_t v); /* 0 / -ENOMEM */
-bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v);
-/* Hints the CPU to load k's first slot (a batch of lookups to come). */
-void u64map__prefetch(const struct u64map *m, uint64_t k);
-void u64map__free(struct u64map *m);
 
 /* Stack path cache (store_cache.c): get copies the path (store location
  * ids, leaf first) into *buf (grown as needed) and returns 1, or 0 when
@@ -316,6 +296,9 @@ int series__select(struct store *s, MDB_txn *txn, uint32_t type,
 		   const struct store_sel *sel, struct series_set *out);
 bool series_set__has(const struct series_set *ss, uint32_t id);
 void series_set__free(struct series_set *ss);
+/* Does the minute key (type, minute) cursor c is positioned on hold any
+ * series of ss? */
+bool series_set__in_minute(MDB_cursor *c, const struct series_set *ss);
 
 /* ---- blocks ---- */
 struct blk_entry {

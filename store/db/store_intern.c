@@ -187,27 +187,8 @@ int intern__add(struct store *s, MDB_txn *txn, int dbi, const void *b, size_t le
 	if ((uint64_t)pt->first + pt->n >= UINT32_MAX || len > UINT32_MAX / 2 ||
 	    pt->len + len > UINT32_MAX / 2)
 		return -ENOSPC;
-	if (pt->n + 2 > pt->offcap) {
-		size_t nc = pt->offcap ? pt->offcap * 2 : 256;
-		uint32_t *no = realloc(pt->off, nc * sizeof(*no));
-
-		if (!no)
-			return -ENOMEM;
-		pt->off = no;
-		pt->offcap = nc;
-	}
-	if (pt->len + len > pt->cap) {
-		size_t nc = pt->cap ? pt->cap * 2 : 4096;
-		uint8_t *nb;
-
-		while (nc < pt->len + len)
-			nc *= 2;
-		nb = realloc(pt->buf, nc);
-		if (!nb)
-			return -ENOMEM;
-		pt->buf = nb;
-		pt->cap = nc;
-	}
+	if (GROW(pt->off, &pt->offcap, pt->n + 2) || GROW(pt->buf, &pt->cap, pt->len + len))
+		return -ENOMEM;
 	memcpy(pt->buf + pt->len, b, len);
 	pt->off[pt->n] = (uint32_t)pt->len;
 	pt->len += len;
@@ -521,8 +502,8 @@ int types__all(struct store *s, MDB_txn *txn, struct type_ent **out, size_t *n)
 {
 	MDB_cursor *c;
 	MDB_val k, d;
-	struct type_ent *v = NULL, *nv;
-	size_t cnt = 0;
+	struct type_ent *v = NULL;
+	size_t cnt = 0, cap = 0;
 	int rc;
 
 	*out = NULL;
@@ -532,12 +513,10 @@ int types__all(struct store *s, MDB_txn *txn, struct type_ent **out, size_t *n)
 		return store__errno(rc);
 	for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
-		nv = realloc(v, (cnt + 1) * sizeof(*v));
-		if (!nv) {
+		if (GROW(v, &cap, cnt + 1)) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		v = nv;
 		if (type__dec(d.mv_data, d.mv_size, &v[cnt].t)) {
 			rc = -EBADMSG;
 			goto out;

@@ -34,15 +34,8 @@ static int agg_add(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 			a->e[i].v[j] += v[j];
 		return 0;
 	}
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 1024;
-		struct blk_entry *ne = realloc(a->e, nc * sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		a->e = ne;
-		a->cap = nc;
-	}
+	if (GROW(a->e, &a->cap, a->n + 1))
+		return -ENOMEM;
 	a->e[a->n].series = series;
 	a->e[a->n].stack = stack;
 	memset(a->e[a->n].v, 0, sizeof(a->e[a->n].v));

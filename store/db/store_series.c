@@ -98,15 +98,8 @@ struct idvec {
 
 static int idvec_push(struct idvec *iv, uint32_t id)
 {
-	if (iv->n == iv->cap) {
-		size_t nc = iv->cap ? iv->cap * 2 : 64;
-		uint32_t *nv = realloc(iv->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		iv->v = nv;
-		iv->cap = nc;
-	}
+	if (GROW(iv->v, &iv->cap, iv->n + 1))
+		return -ENOMEM;
 	iv->v[iv->n++] = id;
 	return 0;
 }
@@ -274,4 +267,41 @@ out:
 	free(acc.v);
 	free(cur.v);
 	return rc;
+}
+
+/* Does minute key (type, m) hold any series of ss? The cursor is
+ * positioned on the key. */
+bool series_set__in_minute(MDB_cursor *c, const struct series_set *ss)
+{
+	MDB_val k, d;
+	size_t cnt = 0;
+	int rc;
+
+	if (ss->all)
+		return true;
+	if (!ss->n)
+		return false;
+	mdb_cursor_count(c, &cnt);
+	if (ss->n < cnt) {
+		/* Few selected series: probe each. */
+		MDB_val key;
+		uint8_t kb[8], sb[4];
+
+		if (mdb_cursor_get(c, &key, &d, MDB_GET_CURRENT))
+			return false;
+		memcpy(kb, key.mv_data, 8);
+		for (size_t i = 0; i < ss->n; i++) {
+			k = (MDB_val){ 8, kb };
+			be32_put(sb, ss->ids[i]);
+			d = (MDB_val){ 4, sb };
+			if (!mdb_cursor_get(c, &k, &d, MDB_GET_BOTH))
+				return true;
+		}
+		return false;
+	}
+	for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST_DUP); !rc;
+	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT_DUP))
+		if (d.mv_size == 4 && series_set__has(ss, be32_get(d.mv_data)))
+			return true;
+	return false;
 }

@@ -20,15 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/util/hmap.h"
 #include "store/util/util.h"
-
-/* One hash index: slots hold (entry index + 1), 0 = empty. */
-struct hidx {
-	uint32_t *slots;
-	uint64_t *hashes; /* parallel: hash of the entry in the slot */
-	uint32_t cap;     /* power of two */
-	uint32_t n;
-};
 
 /* Bump allocator for sample arrays: chunks never move or shrink. */
 struct arena_chunk {
@@ -86,100 +79,6 @@ static void arena_free(struct prof_index *x)
 	x->arena_total = 0;
 }
 
-static int hidx_grow(struct hidx *h)
-{
-	uint32_t ncap = h->cap ? h->cap * 2 : 64;
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
-	uint64_t *nh = calloc(ncap, sizeof(*nh));
-
-	if (!ns || !nh) {
-		free(ns);
-		free(nh);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < h->cap; i++) {
-		uint32_t j;
-
-		if (!h->slots[i])
-			continue;
-		for (j = h->hashes[i] & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = h->slots[i];
-		nh[j] = h->hashes[i];
-	}
-	free(h->slots);
-	free(h->hashes);
-	h->slots = ns;
-	h->hashes = nh;
-	h->cap = ncap;
-	return 0;
-}
-
-static void hidx_free(struct hidx *h)
-{
-	free(h->slots);
-	free(h->hashes);
-}
-
-typedef bool (*eq_fn)(const struct profile *p, uint32_t idx, const void *key);
-
-/* Finds the entry equal to key; returns its index or UINT32_MAX. *slot
- * receives the free slot where it would go. */
-static uint32_t hidx_find(const struct profile *p, const struct hidx *h,
-			  uint64_t hash, eq_fn eq, const void *key,
-			  uint32_t *slot)
-{
-	uint32_t j;
-
-	if (!h->cap) {
-		*slot = UINT32_MAX;
-		return UINT32_MAX;
-	}
-	for (j = hash & (h->cap - 1); h->slots[j]; j = (j + 1) & (h->cap - 1)) {
-		if (h->hashes[j] == hash && eq(p, h->slots[j] - 1, key))
-			return h->slots[j] - 1;
-	}
-	*slot = j;
-	return UINT32_MAX;
-}
-
-/* Inserts idx; grows first when needed, so the slot is recomputed. */
-static int hidx_insert(struct hidx *h, uint64_t hash, uint32_t idx)
-{
-	uint32_t j;
-
-	if ((h->n + 1) * 4 >= h->cap * 3) {
-		int err = hidx_grow(h);
-
-		if (err)
-			return err;
-	}
-	for (j = hash & (h->cap - 1); h->slots[j]; j = (j + 1) & (h->cap - 1))
-		;
-	h->slots[j] = idx + 1;
-	h->hashes[j] = hash;
-	h->n++;
-	return 0;
-}
-
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t ncap;
-	void *na;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	na = realloc(*arr, (size_t)ncap * elem);
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	*cap = ncap;
-	return 0;
-}
-
 struct profile *profile__new(void)
 {
 	struct profile *p = calloc(1, sizeof(*p));
@@ -214,11 +113,11 @@ void profile__free(struct profile *p)
 	free(p->samples); /* their arrays are in the arena */
 	if (p->idx) {
 		arena_free(p->idx);
-		hidx_free(&p->idx->strs);
-		hidx_free(&p->idx->maps);
-		hidx_free(&p->idx->funcs);
-		hidx_free(&p->idx->locs);
-		hidx_free(&p->idx->samples);
+		hidx__free(&p->idx->strs);
+		hidx__free(&p->idx->maps);
+		hidx__free(&p->idx->funcs);
+		hidx__free(&p->idx->locs);
+		hidx__free(&p->idx->samples);
 		free(p->idx);
 	}
 	free(p);
@@ -231,8 +130,9 @@ struct strkey {
 	size_t len;
 };
 
-static bool str_eq(const struct profile *p, uint32_t i, const void *key)
+static bool str_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct strkey *k = key;
 
 	return p->str_lens[i] == k->len && !memcmp(p->strs[i], k->s, k->len);
@@ -242,25 +142,21 @@ uint32_t profile__intern(struct profile *p, const char *s, size_t len)
 {
 	struct strkey k = { s, len };
 	uint64_t h = hash64(s, len, 1);
-	uint32_t slot, i;
+	uint32_t i, cap;
 	char *c;
 
-	i = hidx_find(p, &p->idx->strs, h, str_eq, &k, &slot);
+	i = hidx__find(&p->idx->strs, h, str_eq, p, &k);
 	if (i != UINT32_MAX)
 		return i;
-	if (len > UINT32_MAX - 1)
+	if (len > UINT32_MAX - 1) {
+		errno = EOVERFLOW;
 		return UINT32_MAX;
-	if (grow((void **)&p->strs, &p->cap_strs, p->nstrs + 1, sizeof(*p->strs)))
-		return UINT32_MAX;
-	/* str_lens grows in step with strs; cap_strs was just updated, so
-	 * size it to the same capacity. */
-	{
-		uint32_t *nl = realloc(p->str_lens, (size_t)p->cap_strs * sizeof(*nl));
-
-		if (!nl)
-			return UINT32_MAX;
-		p->str_lens = nl;
 	}
+	/* str_lens grows in step with strs: from the same capacity, to the
+	 * same capacity. */
+	cap = p->cap_strs;
+	if (GROW(p->str_lens, &cap, p->nstrs + 1) || GROW(p->strs, &p->cap_strs, p->nstrs + 1))
+		return UINT32_MAX;
 	c = malloc(len + 1);
 	if (!c)
 		return UINT32_MAX;
@@ -268,7 +164,7 @@ uint32_t profile__intern(struct profile *p, const char *s, size_t len)
 		memcpy(c, s, len);
 	c[len] = 0;
 	i = p->nstrs;
-	if (hidx_insert(&p->idx->strs, h, i)) {
+	if (hidx__insert(&p->idx->strs, h, i)) {
 		free(c);
 		return UINT32_MAX;
 	}
@@ -281,14 +177,6 @@ uint32_t profile__intern(struct profile *p, const char *s, size_t len)
 uint32_t profile__intern_str(struct profile *p, const char *s)
 {
 	return profile__intern(p, s ? s : "", s ? strlen(s) : 0);
-}
-
-uint32_t profile__find_str(const struct profile *p, const char *s)
-{
-	struct strkey k = { s, strlen(s) };
-	uint32_t slot;
-
-	return hidx_find(p, &p->idx->strs, hash64(s, k.len, 1), str_eq, &k, &slot);
 }
 
 /* ---- value types ---- */
@@ -311,8 +199,8 @@ int profile__set_value_types(struct profile *p, uint32_t n,
 	return 0;
 }
 
-int profile__value_index(const struct profile *p, const char *type,
-			 const char *unit)
+/* Index (0-based) of the value type named type/unit, or -1: absent. */
+static int value_index(const struct profile *p, const char *type, const char *unit)
 {
 	for (uint32_t i = 0; i < p->nvalues; i++)
 		if (!strcmp(p->strs[p->sample_types[i].type], type) &&
@@ -331,8 +219,9 @@ static uint64_t mapping_hash(const struct prof_mapping *m)
 	return hash64(w, sizeof(w), 2);
 }
 
-static bool mapping_eq(const struct profile *p, uint32_t i, const void *key)
+static bool mapping_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct prof_mapping *a = &p->mappings[i], *b = key;
 
 	return a->start == b->start && a->limit == b->limit &&
@@ -343,16 +232,15 @@ static bool mapping_eq(const struct profile *p, uint32_t i, const void *key)
 uint64_t profile__add_mapping(struct profile *p, const struct prof_mapping *m)
 {
 	uint64_t h = mapping_hash(m);
-	uint32_t slot, i;
+	uint32_t i;
 
-	i = hidx_find(p, &p->idx->maps, h, mapping_eq, m, &slot);
+	i = hidx__find(&p->idx->maps, h, mapping_eq, p, m);
 	if (i != UINT32_MAX)
 		return (uint64_t)i + 1;
-	if (grow((void **)&p->mappings, &p->cap_mappings, p->nmappings + 1,
-		 sizeof(*m)))
+	if (GROW(p->mappings, &p->cap_mappings, p->nmappings + 1))
 		return 0;
 	i = p->nmappings;
-	if (hidx_insert(&p->idx->maps, h, i))
+	if (hidx__insert(&p->idx->maps, h, i))
 		return 0;
 	p->mappings[i] = *m;
 	p->nmappings++;
@@ -367,8 +255,9 @@ static uint64_t function_hash(const struct prof_function *f)
 	return hash64(w, sizeof(w), 3);
 }
 
-static bool function_eq(const struct profile *p, uint32_t i, const void *key)
+static bool function_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct prof_function *a = &p->functions[i], *b = key;
 
 	return a->name == b->name && a->system_name == b->system_name &&
@@ -378,16 +267,15 @@ static bool function_eq(const struct profile *p, uint32_t i, const void *key)
 uint64_t profile__add_function(struct profile *p, const struct prof_function *f)
 {
 	uint64_t h = function_hash(f);
-	uint32_t slot, i;
+	uint32_t i;
 
-	i = hidx_find(p, &p->idx->funcs, h, function_eq, f, &slot);
+	i = hidx__find(&p->idx->funcs, h, function_eq, p, f);
 	if (i != UINT32_MAX)
 		return (uint64_t)i + 1;
-	if (grow((void **)&p->functions, &p->cap_functions, p->nfunctions + 1,
-		 sizeof(*f)))
+	if (GROW(p->functions, &p->cap_functions, p->nfunctions + 1))
 		return 0;
 	i = p->nfunctions;
-	if (hidx_insert(&p->idx->funcs, h, i))
+	if (hidx__insert(&p->idx->funcs, h, i))
 		return 0;
 	p->functions[i] = *f;
 	p->nfunctions++;
@@ -402,8 +290,9 @@ static uint64_t location_hash(const struct prof_location *l)
 	return hash64(l->lines, (size_t)l->nlines * sizeof(*l->lines), h);
 }
 
-static bool location_eq(const struct profile *p, uint32_t i, const void *key)
+static bool location_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct prof_location *a = &p->locations[i], *b = key;
 
 	return a->mapping_id == b->mapping_id && a->address == b->address &&
@@ -417,17 +306,16 @@ uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
 	struct prof_location copy = *l;
 	struct prof_line tmp[1];
 	uint64_t h;
-	uint32_t slot, i;
+	uint32_t i;
 
 	/* Lines are hashed and compared as raw bytes: zero any padding. */
 	if (!l->nlines)
 		copy.lines = tmp;
 	h = location_hash(&copy);
-	i = hidx_find(p, &p->idx->locs, h, location_eq, &copy, &slot);
+	i = hidx__find(&p->idx->locs, h, location_eq, p, &copy);
 	if (i != UINT32_MAX)
 		return (uint64_t)i + 1;
-	if (grow((void **)&p->locations, &p->cap_locations, p->nlocations + 1,
-		 sizeof(*l)))
+	if (GROW(p->locations, &p->cap_locations, p->nlocations + 1))
 		return 0;
 	copy.lines = NULL;
 	if (l->nlines) {
@@ -437,7 +325,7 @@ uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
 		memcpy(copy.lines, l->lines, (size_t)l->nlines * sizeof(*l->lines));
 	}
 	i = p->nlocations;
-	if (hidx_insert(&p->idx->locs, h, i)) {
+	if (hidx__insert(&p->idx->locs, h, i)) {
 		free(copy.lines);
 		return 0;
 	}
@@ -477,8 +365,9 @@ static uint64_t sample_hash(const struct samplekey *k)
 	return hash64(k->labels, (size_t)k->nlabels * sizeof(*k->labels), h);
 }
 
-static bool sample_eq(const struct profile *p, uint32_t i, const void *key)
+static bool sample_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct profile *p = ctx;
 	const struct prof_sample *s = &p->samples[i];
 	const struct samplekey *k = key;
 
@@ -496,7 +385,7 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	struct prof_label stackbuf[8], *sorted = stackbuf;
 	struct samplekey k = { locs, nlocs, NULL, nlabels };
 	struct prof_sample s = { 0 };
-	uint32_t slot, i;
+	uint32_t i;
 	uint64_t h;
 	int err = -ENOMEM;
 
@@ -517,15 +406,14 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 		qsort(sorted, nlabels, sizeof(*sorted), label_cmp);
 	k.labels = sorted;
 	h = sample_hash(&k);
-	i = hidx_find(p, &p->idx->samples, h, sample_eq, &k, &slot);
+	i = hidx__find(&p->idx->samples, h, sample_eq, p, &k);
 	if (i != UINT32_MAX) {
 		for (uint32_t v = 0; v < p->nvalues; v++)
 			p->samples[i].values[v] += values[v];
 		err = 0;
 		goto out;
 	}
-	if (grow((void **)&p->samples, &p->cap_samples, p->nsamples + 1,
-		 sizeof(s)))
+	if (GROW(p->samples, &p->cap_samples, p->nsamples + 1))
 		goto out;
 	s.nlocs = nlocs;
 	s.nlabels = nlabels;
@@ -550,7 +438,7 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	if (p->nvalues)
 		memcpy(s.values, values, (size_t)p->nvalues * sizeof(*values));
 	/* On failure the arrays stay in the arena until profile__free. */
-	if (hidx_insert(&p->idx->samples, h, p->nsamples))
+	if (hidx__insert(&p->idx->samples, h, p->nsamples))
 		goto out;
 	p->samples[p->nsamples++] = s;
 	err = 0;
@@ -591,7 +479,7 @@ int profile__merge(struct profile *dst, const struct profile *src, int64_t scale
 		dst->default_sample_type = smap[src->default_sample_type];
 	}
 	for (uint32_t i = 0; i < src->nvalues; i++) {
-		int j = profile__value_index(dst, src->strs[src->sample_types[i].type],
+		int j = value_index(dst, src->strs[src->sample_types[i].type],
 					     src->strs[src->sample_types[i].unit]);
 
 		if (j < 0) {

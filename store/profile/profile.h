@@ -17,6 +17,10 @@
  * Every char* handed out points into the profile and is valid until
  * profile__free(). Nothing here is thread-safe; one profile belongs to one
  * thread at a time.
+ *
+ * Failures: int functions return 0 or -errno; functions that return a
+ * pointer return NULL, and those that return a string index or an id
+ * return the value that cannot be one (UINT32_MAX, 0), all with errno set.
  */
 #ifndef PROFFS_PROFILE_H
 #define PROFFS_PROFILE_H
@@ -107,11 +111,9 @@ void profile__free(struct profile *p);
 
 /* Interns a byte string (need not be NUL-terminated) and returns its
  * index; the stored copy is NUL-terminated. Returns 0 for the empty
- * string. On allocation failure returns UINT32_MAX. */
+ * string, UINT32_MAX with errno set (ENOMEM, EOVERFLOW) on failure. */
 uint32_t profile__intern(struct profile *p, const char *s, size_t len);
 uint32_t profile__intern_str(struct profile *p, const char *s);
-/* Index of an already interned string, or UINT32_MAX if absent. */
-uint32_t profile__find_str(const struct profile *p, const char *s);
 
 /* Sets the value types. types/units are C strings copied into the table.
  * Must be called before the first sample; returns 0 or -EINVAL (n == 0 or
@@ -119,12 +121,9 @@ uint32_t profile__find_str(const struct profile *p, const char *s);
 int profile__set_value_types(struct profile *p, uint32_t n,
 			     const char *const *types,
 			     const char *const *units);
-/* Index (0-based) of the value type named type/unit, or -1. */
-int profile__value_index(const struct profile *p, const char *type,
-			 const char *unit);
 
 /* Adds (or finds an equal) mapping/function/location and returns its id
- * (>= 1), or 0 on allocation failure. String indexes and ids inside the
+ * (>= 1), or 0 with errno ENOMEM. String indexes and ids inside the
  * argument must already belong to p. The argument is copied. */
 uint64_t profile__add_mapping(struct profile *p, const struct prof_mapping *m);
 uint64_t profile__add_function(struct profile *p, const struct prof_function *f);

@@ -1,14 +1,26 @@
 /*
- * hmap.h - a small open-addressing hash map from a non-zero 64-bit key to a
- * pointer, for the sampler's caches (pid -> process, inode -> dso, ...).
- * Header-only; not thread-safe. Key 0 is reserved (empty slot).
+ * hmap.h - the hash maps: open addressing with linear probing, a power of
+ * two slots, header-only (the hot lookups inline), not thread-safe.
+ * Three shapes of one table, by what the caller keys and keeps:
+ *
+ *   struct hmap    non-zero u64 key -> pointer (the sampler's caches:
+ *                  pid -> process, inode -> dso, ...). Key 0 is reserved.
+ *   struct u64map  any u64 key -> u64 value, keys and values side by side
+ *                  (one cache line per probe: the store's content -> id
+ *                  caches and the merge's sums, millions of lookups).
+ *   struct hidx    content -> dense index, for tables whose rows live in
+ *                  the caller's arrays (interned strings, locations, ...):
+ *                  it keeps only the full hash and the index, and asks the
+ *                  caller whether the row at an index equals the key.
  */
 #ifndef PROFFS_HMAP_H
 #define PROFFS_HMAP_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/util/util.h"
 
@@ -123,5 +135,195 @@ static inline void hmap__fini(struct hmap *h)
 }
 
 /* Iteration: for (size_t i = 0; i < h.cap; i++) if (h.keys[i]) ... */
+
+/* ---- u64map: u64 -> u64 ---- */
+
+struct u64map_ent {
+	uint64_t k, v;
+};
+struct u64map {
+	/* One array of pairs (one cache line per probe); the key
+	 * UINT64_MAX marks an empty slot and is kept aside. Zeroed = empty. */
+	struct u64map_ent *e;
+	size_t cap, n;
+	bool has_max;
+	uint64_t max_v;
+};
+#define U64MAP_EMPTY UINT64_MAX
+
+static inline size_t u64map__slot(uint64_t k, size_t cap)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k & (cap - 1);
+}
+
+static inline int u64map__grow(struct u64map *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64;
+	struct u64map_ent *ne = malloc(ncap * sizeof(*ne));
+
+	if (!ne)
+		return -ENOMEM;
+	memset(ne, 0xff, ncap * sizeof(*ne));
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+
+		if (m->e[i].k == U64MAP_EMPTY)
+			continue;
+		j = u64map__slot(m->e[i].k, ncap);
+		while (ne[j].k != U64MAP_EMPTY)
+			j = (j + 1) & (ncap - 1);
+		ne[j] = m->e[i];
+	}
+	free(m->e);
+	m->e = ne;
+	m->cap = ncap;
+	return 0;
+}
+
+/* Inserts or replaces. Returns 0 or -ENOMEM (m unchanged). */
+static inline int u64map__put(struct u64map *m, uint64_t k, uint64_t v)
+{
+	size_t j;
+
+	if (k == U64MAP_EMPTY) {
+		m->n += !m->has_max;
+		m->has_max = true;
+		m->max_v = v;
+		return 0;
+	}
+	if ((m->n + 1) * 2 > m->cap && u64map__grow(m))
+		return -ENOMEM;
+	j = u64map__slot(k, m->cap);
+	while (m->e[j].k != U64MAP_EMPTY) {
+		if (m->e[j].k == k) {
+			m->e[j].v = v;
+			return 0;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	m->e[j].k = k;
+	m->e[j].v = v;
+	m->n++;
+	return 0;
+}
+
+/* Hints the CPU to load k's first slot (a batch of lookups to come). */
+static inline void u64map__prefetch(const struct u64map *m, uint64_t k)
+{
+	if (m->cap && k != U64MAP_EMPTY)
+		__builtin_prefetch(&m->e[u64map__slot(k, m->cap)]);
+}
+
+/* true and *v = k's value, or false. */
+static inline bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v)
+{
+	size_t j;
+
+	if (k == U64MAP_EMPTY) {
+		if (m->has_max)
+			*v = m->max_v;
+		return m->has_max;
+	}
+	if (!m->cap)
+		return false;
+	j = u64map__slot(k, m->cap);
+	while (m->e[j].k != U64MAP_EMPTY) {
+		if (m->e[j].k == k) {
+			*v = m->e[j].v;
+			return true;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	return false;
+}
+
+static inline void u64map__free(struct u64map *m)
+{
+	free(m->e);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Iteration: if (m.has_max) ...U64MAP_EMPTY, m.max_v...;
+ * for (size_t i = 0; i < m.cap; i++) if (m.e[i].k != U64MAP_EMPTY) ... */
+
+/* ---- hidx: content -> index of the caller's row ---- */
+
+struct hidx {
+	uint32_t *slots;  /* row index + 1; 0 = empty */
+	uint64_t *hashes; /* full hash of each slot's row */
+	uint32_t cap, n;  /* zeroed = empty */
+};
+
+/* Is the caller's row idx equal to key? ctx is the caller's table. */
+typedef bool (*hidx_eq_fn)(const void *ctx, uint32_t idx, const void *key);
+
+static inline int hidx__grow(struct hidx *h)
+{
+	uint32_t ncap = h->cap ? h->cap * 2 : 64;
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
+	uint64_t *nh = calloc(ncap, sizeof(*nh));
+
+	if (!ns || !nh) {
+		free(ns);
+		free(nh);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < h->cap; i++) {
+		uint32_t j;
+
+		if (!h->slots[i])
+			continue;
+		for (j = h->hashes[i] & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = h->slots[i];
+		nh[j] = h->hashes[i];
+	}
+	free(h->slots);
+	free(h->hashes);
+	h->slots = ns;
+	h->hashes = nh;
+	h->cap = ncap;
+	return 0;
+}
+
+/* The index of the row equal to key (whose hash is hash), or UINT32_MAX.
+ * The hash must spread over the low bits (hash64 does). */
+static inline uint32_t hidx__find(const struct hidx *h, uint64_t hash, hidx_eq_fn eq,
+				  const void *ctx, const void *key)
+{
+	if (!h->cap)
+		return UINT32_MAX;
+	for (uint32_t j = hash & (h->cap - 1); h->slots[j]; j = (j + 1) & (h->cap - 1))
+		if (h->hashes[j] == hash && eq(ctx, h->slots[j] - 1, key))
+			return h->slots[j] - 1;
+	return UINT32_MAX;
+}
+
+/* Adds row idx (not already there) under hash. 0 or -ENOMEM. */
+static inline int hidx__insert(struct hidx *h, uint64_t hash, uint32_t idx)
+{
+	uint32_t j;
+
+	if ((h->n + 1) * 4 >= h->cap * 3 && hidx__grow(h))
+		return -ENOMEM;
+	for (j = hash & (h->cap - 1); h->slots[j]; j = (j + 1) & (h->cap - 1))
+		;
+	h->slots[j] = idx + 1;
+	h->hashes[j] = hash;
+	h->n++;
+	return 0;
+}
+
+static inline void hidx__free(struct hidx *h)
+{
+	free(h->slots);
+	free(h->hashes);
+	h->slots = NULL;
+	h->hashes = NULL;
+	h->cap = h->n = 0;
+}
 
 #endif

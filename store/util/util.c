@@ -249,3 +249,42 @@ void fmt_minute(int64_t t, char buf[17])
 	if (!strftime(buf, 17, "%Y-%m-%dT%H:%M", &tm))
 		buf[0] = 0;
 }
+
+int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 16;
+	while (ncap < need && ncap <= SIZE_MAX / 2)
+		ncap *= 2;
+	if (ncap < need || (elem && ncap > SIZE_MAX / elem)) {
+		errno = ENOMEM;
+		return -ENOMEM;
+	}
+	np = realloc(*p, ncap * elem);
+	if (!np) {
+		errno = ENOMEM;
+		return -ENOMEM;
+	}
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+int grow_u32(void **p, uint32_t *cap, size_t need, size_t elem)
+{
+	size_t c = *cap;
+	int rc;
+
+	if (need > UINT32_MAX) {
+		errno = ENOMEM;
+		return -ENOMEM;
+	}
+	if ((rc = grow(p, &c, need, elem)))
+		return rc;
+	*cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+	return 0;
+}

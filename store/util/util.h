@@ -59,6 +59,20 @@ int parse_label(const char *s, char **dup, const char **k, const char **v);
  * a directory); nothing is returned on failure. */
 int read_file_all(const char *path, size_t max, uint8_t **data, size_t *len);
 
+/* Growable arrays. Makes room for need elements of elem bytes in *p,
+ * whose capacity is *cap elements, doubling it (from 16); *p is realloc'd
+ * (the caller owns and frees it). Returns 0, or -ENOMEM (errno ENOMEM
+ * too, for callers that return an id) with *p and *cap unchanged, also
+ * when the size would overflow. grow_u32 is for a
+ * uint32_t capacity; GROW(arr, &cap, need) picks the one that fits cap
+ * and the element size of arr (it evaluates need and cap twice). */
+int grow(void **p, size_t *cap, size_t need, size_t elem);
+int grow_u32(void **p, uint32_t *cap, size_t need, size_t elem);
+#define GROW(arr, capp, need)                                                  \
+	((size_t)(need) <= *(capp) ? 0 /* the usual case, inline */               \
+	 : _Generic((capp), size_t *: grow, uint32_t *: grow_u32)(                \
+		   (void **)&(arr), (capp), (need), sizeof(*(arr))))
+
 /* Current time, Unix seconds and nanoseconds (CLOCK_REALTIME). */
 int64_t now_s(void);
 int64_t now_ns(void);

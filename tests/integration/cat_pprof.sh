@@ -41,31 +41,31 @@ pp_top_n() {
 # Compares two row sets; says how many rows matched.
 same() { # what, file_a, file_b
 	if [[ -s $2 ]] && cmp -s "$2" "$3"; then ok "$1 ($(wc -l <"$2") functions)"
-	else bad "$1"; diff "$2" "$3" | head -n 10; fi
+	else fail "$1"; diff "$2" "$3" | head -n 10; fi
 }
 
 # 1. protoc and pprof read every kind of profile.pb.
 for p in /cpu/2023-10-11T11:11 /cpu/comm=api/pid=1/2023-10-11T11:12 /merged/cpu/2023-10-11T11 \
 	/merged/cpu/comm=~a.*/2023-10-11T11:10..2023-10-11T11:13 /merged/cpu/2020-01-01 \
 	/diff/cpu/2023-10-11T11:11/vs/2023-10-11T11:12 /diff/cpu/comm=api/2023-10-11T11/vs/comm=db/2023-10-11T11; do
-	cat_ "$p/profile.pb" >"$T/x.pb" || { bad "cat $p/profile.pb"; continue; }
+	cat_ "$p/profile.pb" >"$T/x.pb" || { fail "cat $p/profile.pb"; continue; }
 	if pb_decode <"$T/x.pb" >"$T/x.txt" 2>"$T/x.err" &&
 		grep -q '^string_table: ""' "$T/x.txt"; then ok "protoc decodes $p/profile.pb"
-	else bad "protoc on $p/profile.pb: $(head -c 300 "$T/x.err")"; fi
+	else fail "protoc on $p/profile.pb: $(head -c 300 "$T/x.err")"; fi
 	go tool pprof -top "$T/x.pb" >"$T/x.top" 2>&1 && ok "go tool pprof -top reads $p/profile.pb" ||
-		{ bad "pprof on $p/profile.pb"; head -5 "$T/x.top"; }
+		{ fail "pprof on $p/profile.pb"; head -5 "$T/x.top"; }
 done
 
 # 2. Window and labels of a minute.
 cat_ /cpu/2023-10-11T11:11/profile.pb >"$T/m.pb"
 pb_decode <"$T/m.pb" >"$T/m.txt"
-grep -q "^time_nanos: ${T0}000000000\$" "$T/m.txt" && ok "minute time_nanos is the minute's start" || bad "time_nanos: $(grep time_nanos "$T/m.txt")"
-grep -q '^duration_nanos: 60000000000$' "$T/m.txt" && ok "minute duration_nanos is 60 s" || bad "duration_nanos: $(grep duration_nanos "$T/m.txt")"
+grep -q "^time_nanos: ${T0}000000000\$" "$T/m.txt" && ok "minute time_nanos is the minute's start" || fail "time_nanos: $(grep time_nanos "$T/m.txt")"
+grep -q '^duration_nanos: 60000000000$' "$T/m.txt" && ok "minute duration_nanos is 60 s" || fail "duration_nanos: $(grep duration_nanos "$T/m.txt")"
 tags=$(go tool pprof -tags "$T/m.pb" 2>/dev/null)
-[[ $tags == *comm:* && $tags == *api* && $tags == *db* && $tags == *pid:* ]] && ok "sample labels comm and pid" || bad "labels: $tags"
+[[ $tags == *comm:* && $tags == *api* && $tags == *db* && $tags == *pid:* ]] && ok "sample labels comm and pid" || fail "labels: $tags"
 
 # 3. merged/ equals pprof's own merge of the imported files.
-go tool pprof -proto "$T/p1.pb" "$T/p2.pb" "$T/p3.pb" >"$T/want.pb" 2>/dev/null || bad "pprof -proto merge"
+go tool pprof -proto "$T/p1.pb" "$T/p2.pb" "$T/p3.pb" >"$T/want.pb" 2>/dev/null || fail "pprof -proto merge"
 cat_ /merged/cpu/2023-10-11T11/profile.pb >"$T/hour.pb"
 pp_top "$T/want.pb" cpu >"$T/a"; pp_top "$T/hour.pb" cpu >"$T/b"
 same "merged hour: cpu flat/cum per function equal pprof's merge" "$T/a" "$T/b"
@@ -87,7 +87,7 @@ diff_check() { # what, diff dir, side A path, side B path
 	go tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=1000000 -unit=ns "$T/d.pb" 2>/dev/null |
 		sed -n '/^ *flat  *flat%/,$p' | sort >"$T/b"
 	if [[ $(wc -l <"$T/a") -gt 1 ]] && cmp -s "$T/a" "$T/b"; then ok "$1: pprof -top equals -diff_base ($(($(wc -l <"$T/a") - 1)) rows)"
-	else bad "$1"; diff "$T/a" "$T/b" | head; fi
+	else fail "$1"; diff "$T/a" "$T/b" | head; fi
 }
 diff_check "time diff" /diff/cpu/comm=api/2023-10-11T11:11/vs/2023-10-11T11:13 \
 	/cpu/comm=api/2023-10-11T11:11/profile.pb /cpu/comm=api/2023-10-11T11:13/profile.pb
@@ -102,10 +102,10 @@ our_top "$T/top.txt" >"$T/b"
 pp_top "$T/hour.pb" cpu >"$T/a"
 same "top.txt equals pprof -top of profile.pb" "$T/a" "$T/b"
 cat_ /merged/cpu/2023-10-11T11/flamegraph.svg >"$T/f.svg"
-xmllint --noout "$T/f.svg" 2>/dev/null && ok "flamegraph.svg is well-formed" || bad "svg not well-formed"
+xmllint --noout "$T/f.svg" 2>/dev/null && ok "flamegraph.svg is well-formed" || fail "svg not well-formed"
 heavy=$(sort -t$'\t' -k2,2nr "$T/a" | head -1 | cut -f1)
-grep -q "$heavy" "$T/f.svg" && ok "svg names the heaviest function $heavy" || bad "svg lacks $heavy"
+grep -q "$heavy" "$T/f.svg" && ok "svg names the heaviest function $heavy" || fail "svg lacks $heavy"
 cat_ /diff/cpu/2023-10-11T11:11/vs/2023-10-11T11:12/flamegraph.svg >"$T/d.svg"
-xmllint --noout "$T/d.svg" 2>/dev/null && ok "diff flamegraph.svg is well-formed" || bad "diff svg not well-formed"
+xmllint --noout "$T/d.svg" 2>/dev/null && ok "diff flamegraph.svg is well-formed" || fail "diff svg not well-formed"
 
-exit $fail
+finish

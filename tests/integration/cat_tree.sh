@@ -9,7 +9,7 @@
 # expect DESCRIPTION EXPECTED ACTUAL
 expect() {
 	if [[ "$2" == "$3" ]]; then ok "$1"; else
-		bad "$1"; echo "  want: $(printf '%s' "$2" | tr '\n' '|')"; echo "  got:  $(printf '%s' "$3" | tr '\n' '|')"
+		fail "$1"; echo "  want: $(printf '%s' "$2" | tr '\n' '|')"; echo "  got:  $(printf '%s' "$3" | tr '\n' '|')"
 	fi
 }
 
@@ -65,41 +65,41 @@ for p in /heap /cpu/2023-02-30T00:00 /cpu/2023-13-01T00:00 /cpu/2023-10-11T24:00
 	/cpu/comm=nobody/latest /cpu/2023-10-11T11 /merged/cpu/2023-10-11T11:11/top.txt/x /nope; do
 	out=$(cat_ "$p" 2>&1 >/dev/null); rc=$?
 	if ((rc == 1)) && [[ $out == *"No such file"* && $out == *"$p"* ]]; then ok "ENOENT: $p"
-	else bad "ENOENT: $p (rc $rc: $out)"; fi
+	else fail "ENOENT: $p (rc $rc: $out)"; fi
 done
 
 # Usage errors: one line, exit 2; --help exit 0.
 out=$("$PROFFS" cat --bogus 2>&1); rc=$?
-((rc == 2)) && [[ $(printf '%s\n' "$out" | wc -l) == 1 ]] && ok "bad flag: one line, exit 2" || bad "bad flag (rc $rc: $out)"
-"$PROFFS" cat / >/dev/null 2>&1; rc=$?; ((rc == 2)) && ok "missing --store: exit 2" || bad "missing --store: rc $rc"
-"$PROFFS" cat --store "$S" >/dev/null 2>&1; rc=$?; ((rc == 2)) && ok "missing PATH: exit 2" || bad "missing PATH: rc $rc"
-"$PROFFS" cat --store "$S" / /cpu >/dev/null 2>&1; rc=$?; ((rc == 2)) && ok "two PATHs: exit 2" || bad "two PATHs: rc $rc"
+((rc == 2)) && [[ $(printf '%s\n' "$out" | wc -l) == 1 ]] && ok "bad flag: one line, exit 2" || fail "bad flag (rc $rc: $out)"
+"$PROFFS" cat / >/dev/null 2>&1; rc=$?; ((rc == 2)) && ok "missing --store: exit 2" || fail "missing --store: rc $rc"
+"$PROFFS" cat --store "$S" >/dev/null 2>&1; rc=$?; ((rc == 2)) && ok "missing PATH: exit 2" || fail "missing PATH: rc $rc"
+"$PROFFS" cat --store "$S" / /cpu >/dev/null 2>&1; rc=$?; ((rc == 2)) && ok "two PATHs: exit 2" || fail "two PATHs: rc $rc"
 out=$("$PROFFS" cat --help); rc=$?
-((rc == 0)) && [[ $out == *"usage: proffs cat"* ]] && ok "--help" || bad "--help (rc $rc)"
-"$PROFFS" cat --store "$T/none" / >/dev/null 2>&1; rc=$?; ((rc == 1)) && ok "no store: exit 1" || bad "no store: rc $rc"
+((rc == 0)) && [[ $out == *"usage: proffs cat"* ]] && ok "--help" || fail "--help (rc $rc)"
+"$PROFFS" cat --store "$T/none" / >/dev/null 2>&1; rc=$?; ((rc == 1)) && ok "no store: exit 1" || fail "no store: rc $rc"
 
 # Files: same bytes twice, sizes non-zero where data exists, empty valid
 # files where none does.
 for f in profile.pb folded.txt flamegraph.svg top.txt; do
 	for d in /cpu/2023-10-11T11:11 /merged/cpu/comm=api/2023-10-11 /diff/cpu/2023-10-11T11:11/vs/2023-10-11T11:12; do
-		cat_ "$d/$f" >"$T/a" && cat_ "$d/$f" >"$T/b" || { bad "read $d/$f"; continue; }
-		if [[ -s $T/a ]] && cmp -s "$T/a" "$T/b"; then ok "$d/$f: same bytes twice"; else bad "$d/$f: differs or empty"; fi
+		cat_ "$d/$f" >"$T/a" && cat_ "$d/$f" >"$T/b" || { fail "read $d/$f"; continue; }
+		if [[ -s $T/a ]] && cmp -s "$T/a" "$T/b"; then ok "$d/$f: same bytes twice"; else fail "$d/$f: differs or empty"; fi
 	done
 done
 cat_ /merged/cpu/2020-01-01/folded.txt >"$T/e"; rc=$?
-((rc == 0)) && [[ ! -s $T/e ]] && ok "no data: empty folded.txt" || bad "no data folded (rc $rc)"
+((rc == 0)) && [[ ! -s $T/e ]] && ok "no data: empty folded.txt" || fail "no data folded (rc $rc)"
 cat_ /merged/cpu/2020-01-01/profile.pb >"$T/e"; rc=$?
-((rc == 0)) && [[ -s $T/e ]] && ok "no data: a (non-empty) profile.pb" || bad "no data profile.pb (rc $rc)"
+((rc == 0)) && [[ -s $T/e ]] && ok "no data: a (non-empty) profile.pb" || fail "no data profile.pb (rc $rc)"
 expect "folded.txt lines: stack count" "" "$(cat_ /cpu/2023-10-11T11:11/folded.txt | grep -Ev '^(.*) ([0-9]+)$')"
 expect "diff folded.txt lines: stack countA countB" "" \
 	"$(cat_ /diff/cpu/comm=api/2023-10-11T11:11/vs/2023-10-11T11:12/folded.txt | grep -Ev '^(.*) ([0-9]+) ([0-9]+)$')"
 n=$(cat_ /diff/cpu/comm=api/2023-10-11T11:11/vs/2023-10-11T11:12/folded.txt | wc -l)
-((n > 0)) && ok "diff folded has $n lines" || bad "diff folded is empty"
+((n > 0)) && ok "diff folded has $n lines" || fail "diff folded is empty"
 
 # README and metrics.
 out=$(cat_ /README)
-[[ $out == *"last-15m"* && $out == *"vs"* && $out == *"%2F"* ]] && ok "README documents the grammar" || bad "README"
+[[ $out == *"last-15m"* && $out == *"vs"* && $out == *"%2F"* ]] && ok "README documents the grammar" || fail "README"
 out=$(cat_ /metrics)
-[[ $out == *"proffs_store_series 3"* && $out == *"# TYPE proffs_renders_total counter"* ]] && ok "metrics" || bad "metrics: $out"
+[[ $out == *"proffs_store_series 3"* && $out == *"# TYPE proffs_renders_total counter"* ]] && ok "metrics" || fail "metrics: $out"
 
-exit $fail
+finish

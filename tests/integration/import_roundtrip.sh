@@ -39,11 +39,11 @@ total_of() { # FILE TYPE
 kinds="cpu heap allocs goroutine mutex block"
 out=$("$PROFFS" import --store "$S" $(for k in $kinds; do echo "$T/$k.pb.gz"; done) 2>&1); rc=$?
 [[ $rc == 0 ]] && ok "imported Go's cpu, heap, allocs, goroutine, mutex and block profiles" \
-	|| { bad "import: rc $rc: $out"; exit 1; }
+	|| { fail "import: rc $rc: $out"; exit 1; }
 # The default type names (SPEC: the first sample type, mapped to a short name).
 for k in $kinds; do
 	want=$k; [[ $k == allocs ]] && want=alloc
-	[[ $out == *"$T/$k.pb.gz: $want,"* ]] && ok "$k.pb.gz filed as type $want" || bad "$k.pb.gz not filed as $want: $out"
+	[[ $out == *"$T/$k.pb.gz: $want,"* ]] && ok "$k.pb.gz filed as type $want" || fail "$k.pb.gz not filed as $want: $out"
 done
 
 for kind in $kinds; do
@@ -51,41 +51,41 @@ for kind in $kinds; do
 	case $kind in heap) unit=B ;; allocs) unit=B type=alloc ;; goroutine) unit=count ;; esac
 	p=merged/$type/$range
 	if ! "$PROFFS" cat --store "$S" "$p/profile.pb" >"$T/$kind.pb" 2>"$T/err"; then
-		bad "$kind: proffs cat $p/profile.pb: $(cat "$T/err")"
+		fail "$kind: proffs cat $p/profile.pb: $(cat "$T/err")"
 		continue
 	fi
 	go tool pprof -top "$T/$kind.pb" >/dev/null 2>&1 && go tool pprof -raw "$T/$kind.pb" >/dev/null 2>&1 \
-		&& ok "$kind: go tool pprof -top and -raw read $p/profile.pb" || bad "$kind: pprof cannot read it"
+		&& ok "$kind: go tool pprof -top and -raw read $p/profile.pb" || fail "$kind: pprof cannot read it"
 	pb_decode <"$T/$kind.pb" >/dev/null 2>&1 \
-		&& ok "$kind: protoc --decode" || bad "$kind: protoc --decode"
+		&& ok "$kind: protoc --decode" || fail "$kind: protoc --decode"
 	want=$(raw_totals "$T/$kind.pb.gz"); got=$(raw_totals "$T/$kind.pb")
-	[[ -n $want && $want == "$got" ]] && ok "$kind: totals equal the input's ($want)" || bad "$kind: totals '$got' != '$want'"
+	[[ -n $want && $want == "$got" ]] && ok "$kind: totals equal the input's ($want)" || fail "$kind: totals '$got' != '$want'"
 	dt=$(disp_type "$T/$kind.pb.gz"); dm=$(disp_type "$T/$kind.pb")
 	[[ -n $dt && $dt == "$dm" ]] && ok "$kind: pprof shows $dt by default, as for the input" \
-		|| bad "$kind: pprof shows '$dm' by default, the input '$dt' (default_sample_type lost?)"
+		|| fail "$kind: pprof shows '$dm' by default, the input '$dt' (default_sample_type lost?)"
 	cmp -s <(go_top "$T/$kind.pb.gz" $unit "$dt") <(go_top "$T/$kind.pb" $unit "$dt") \
 		&& ok "$kind: flat and cum per function of $dt equal the input's" \
-		|| { bad "$kind: pprof -top differs"; diff <(go_top "$T/$kind.pb.gz" $unit "$dt") <(go_top "$T/$kind.pb" $unit "$dt") | head; }
+		|| { fail "$kind: pprof -top differs"; diff <(go_top "$T/$kind.pb.gz" $unit "$dt") <(go_top "$T/$kind.pb" $unit "$dt") | head; }
 	# The text files show what the served profile.pb shows by default.
 	total=$(total_of "$T/$kind.pb" "$dm")
 	"$PROFFS" cat --store "$S" "$p/folded.txt" >"$T/$kind.folded" 2>/dev/null
 	sum=$(awk '{s += $NF} END {printf "%.0f\n", s}' "$T/$kind.folded")
 	[[ -s $T/$kind.folded && $sum == "$total" ]] && ! grep -qvE '^(.*) ([0-9]+)$' "$T/$kind.folded" \
-		&& ok "$kind: folded.txt well-formed, sums to $total" || bad "$kind: folded.txt sum $sum != $total"
+		&& ok "$kind: folded.txt well-formed, sums to $total" || fail "$kind: folded.txt sum $sum != $total"
 	"$PROFFS" cat --store "$S" "$p/top.txt" >"$T/$kind.top" 2>/dev/null
-	grep -q "Total: $total" "$T/$kind.top" && ok "$kind: top.txt total $total" || bad "$kind: top.txt: $(head -1 "$T/$kind.top")"
+	grep -q "Total: $total" "$T/$kind.top" && ok "$kind: top.txt total $total" || fail "$kind: top.txt: $(head -1 "$T/$kind.top")"
 	"$PROFFS" cat --store "$S" "$p/flamegraph.svg" >"$T/$kind.svg" 2>/dev/null
-	xmllint --noout "$T/$kind.svg" 2>/dev/null && ok "$kind: flamegraph.svg well-formed" || bad "$kind: svg"
+	xmllint --noout "$T/$kind.svg" 2>/dev/null && ok "$kind: flamegraph.svg well-formed" || fail "$kind: svg"
 done
 
 # --type and --label
 out=$("$PROFFS" import --store "$S" --type custom --label node=web-3 "$T/cpu.pb.gz" 2>&1); rc=$?
-[[ $rc == 0 && $out == *": custom,"* ]] && ok "--type custom accepted" || bad "import --type: rc $rc: $out"
+[[ $rc == 0 && $out == *": custom,"* ]] && ok "--type custom accepted" || fail "import --type: rc $rc: $out"
 ls_types=$("$PROFFS" cat --store "$S" / 2>/dev/null)
 ls_custom=$("$PROFFS" cat --store "$S" custom 2>/dev/null)
 [[ $ls_types == *custom* && $ls_types == *cpu* && $ls_types == *heap* && $ls_types == *goroutine* ]] \
 	&& ok "root lists cpu, heap, goroutine, custom" \
-	|| bad "root listing: $ls_types"
-[[ $ls_custom == *"node=web-3"* ]] && ok "custom/ lists node=web-3" || bad "custom listing: $ls_custom"
+	|| fail "root listing: $ls_types"
+[[ $ls_custom == *"node=web-3"* ]] && ok "custom/ lists node=web-3" || fail "custom listing: $ls_custom"
 
 finish

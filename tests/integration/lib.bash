@@ -1,16 +1,17 @@
 # lib.bash - shared prologue of the integration scripts that need no mount
 # (cat_*.sh, pprof_*.sh, import_roundtrip.sh). Sourced, not run:
 #   . "$(dirname "$0")/lib.bash"
-# Sets ROOT, PROFFS, TESTS_BIN (env wins) and the check counter `fail`;
-# gives ok/bad, need_tools, need_bins, tmp_dir, go_env, cat_ and the
+# Sets ROOT, PROFFS, TESTS_BIN (env wins) and the check counter FAILS;
+# gives ok/fail (the same words as mount_lib.bash and sampler_lib.bash),
+# need_tools, need_bins, tmp_dir, go_env, cat_ and the
 # `go tool pprof` readers several scripts compare against.
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PROFFS=${PROFFS:-$ROOT/build/proffs}
 TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
-fail=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fail=1; }
+FAILS=0
+ok() { printf 'ok: %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*"; FAILS=$((FAILS + 1)); }
 
 # need_tools CMD...: skips the test (exit 77) unless every CMD is on PATH.
 need_tools() {
@@ -52,8 +53,9 @@ pb_decode() { protoc --decode perftools.profiles.Profile --proto_path="$ROOT/sto
 
 # finish: says whether every check passed and exits with the verdict.
 finish() {
-	((fail == 0)) && echo "all passed" || echo "some checks FAILED"
-	exit $fail
+	((FAILS == 0)) && echo "all passed" || echo "$FAILS checks FAILED"
+	((FAILS == 0))
+	exit
 }
 
 # cat_ ARGS...: `proffs cat` of the test's store $S.

@@ -14,21 +14,21 @@ mkdir -p "$T/bad"
 
 # Flags.
 out=$("$PROFFS" import --help 2>&1); rc=$?
-[[ $rc == 0 && $out == *"usage: proffs import"* ]] && ok "--help exits 0 with usage" || bad "--help: rc $rc"
+[[ $rc == 0 && $out == *"usage: proffs import"* ]] && ok "--help exits 0 with usage" || fail "--help: rc $rc"
 out=$("$PROFFS" import --bogus 2>&1); rc=$?
-[[ $rc == 2 && $(echo "$out" | wc -l) == 1 ]] && ok "bad flag: one line, exit 2 ($out)" || bad "bad flag: rc $rc '$out'"
+[[ $rc == 2 && $(echo "$out" | wc -l) == 1 ]] && ok "bad flag: one line, exit 2 ($out)" || fail "bad flag: rc $rc '$out'"
 out=$("$PROFFS" import "$T/bad/good.pb" 2>&1); rc=$?
-[[ $rc == 2 && $out == *"--store"* ]] && ok "missing --store: exit 2 ($out)" || bad "missing --store: rc $rc '$out'"
+[[ $rc == 2 && $out == *"--store"* ]] && ok "missing --store: exit 2 ($out)" || fail "missing --store: rc $rc '$out'"
 out=$("$PROFFS" import --store "$S" 2>&1); rc=$?
-[[ $rc == 2 ]] && ok "no files: exit 2 ($out)" || bad "no files: rc $rc"
+[[ $rc == 2 ]] && ok "no files: exit 2 ($out)" || fail "no files: rc $rc"
 out=$("$PROFFS" import --store "$S" --type 'a/b' "$T/bad/good.pb" 2>&1); rc=$?
-[[ $rc == 2 && ! -e $S ]] && ok "bad --type refused before touching the store ($out)" || bad "bad --type: rc $rc"
+[[ $rc == 2 && ! -e $S ]] && ok "fail --type refused before touching the store ($out)" || fail "fail --type: rc $rc"
 out=$("$PROFFS" import --store "$S" --label novalue "$T/bad/good.pb" 2>&1); rc=$?
-[[ $rc == 2 ]] && ok "bad --label refused ($out)" || bad "bad --label: rc $rc"
+[[ $rc == 2 ]] && ok "fail --label refused ($out)" || fail "fail --label: rc $rc"
 
 # A store with one good import.
 out=$("$PROFFS" import --store "$S" "$T/bad/good.pb" 2>&1); rc=$?
-[[ $rc == 0 && $out == *"cpu"* ]] && ok "good file imported as cpu ($out)" || { bad "good import: rc $rc '$out'"; exit 1; }
+[[ $rc == 0 && $out == *"cpu"* ]] && ok "good file imported as cpu ($out)" || { fail "good import: rc $rc '$out'"; exit 1; }
 snap() { (cd "$S" && find . -type f | sort | xargs sha256sum); }
 before=$(snap)
 
@@ -41,18 +41,18 @@ while IFS=$'\t' read -r name expect; do
 	if [[ $rc != 0 && $line == "$f: "*"$expect"* && $(echo "$line" | wc -l) == 1 ]]; then
 		ok "$name: exit $rc, '${line#"$T"/bad/}'"
 	else
-		bad "$name: rc $rc, output '$out' (want '$f: ...$expect...')"
+		fail "$name: rc $rc, output '$out' (want '$f: ...$expect...')"
 	fi
-	[[ $(snap) == "$before" ]] || bad "$name: the store changed although the import was refused"
+	[[ $(snap) == "$before" ]] || fail "$name: the store changed although the import was refused"
 done <"$T/bad.list"
-((n >= 20)) && ok "$n crafted bad files, store byte-identical after each" || bad "only $n bad files"
+((n >= 20)) && ok "$n crafted fail files, store byte-identical after each" || fail "only $n fail files"
 
 # A file that does not exist is named too.
 out=$("$PROFFS" import --store "$S" "$T/nope.pb" 2>&1); rc=$?
-[[ $rc != 0 && $out == *"$T/nope.pb: "* ]] && ok "missing file named: ${out%%$'\n'*}" || bad "missing file: rc $rc '$out'"
-[[ $(snap) == "$before" ]] || bad "store changed after a missing file"
+[[ $rc != 0 && $out == *"$T/nope.pb: "* ]] && ok "missing file named: ${out%%$'\n'*}" || fail "missing file: rc $rc '$out'"
+[[ $(snap) == "$before" ]] || fail "store changed after a missing file"
 
 out=$("$PROFFS" check --store "$S" 2>&1); rc=$?
-[[ $rc == 0 ]] && ok "proffs check passes afterwards" || bad "proffs check: rc $rc: $out"
+[[ $rc == 0 ]] && ok "proffs check passes afterwards" || fail "proffs check: rc $rc: $out"
 
 finish

@@ -147,6 +147,15 @@ else
 fi
 grep -Eq '^proffs_stacks_truncated_total\{stack="user"\} [1-9]' "$MP/metrics" && ok "metrics count truncated user stacks" ||
 	fail "metrics: no truncated user stacks counted"
+# /metrics under run carries what `proffs mount` exports too (issue 9 item 6):
+# the render cache and FUSE families, counting the reads above.
+for m in proffs_render_cache_hits_total proffs_render_cache_misses_total proffs_render_cache_bytes \
+	proffs_render_cache_max_bytes proffs_fuse_negative_lookups_total proffs_fuse_read_bytes_total; do
+	grep -q "^$m " "$MP/metrics" || fail "metrics under run: $m missing"
+done
+grep -Eq '^proffs_render_cache_misses_total [1-9]' "$MP/metrics" &&
+	grep -Eq '^proffs_fuse_requests_total\{op="read"\} [1-9]' "$MP/metrics" &&
+	ok "metrics under run: render cache and FUSE counters" || fail "metrics under run: no render cache or FUSE counts"
 
 # --- kernel frames under user frames ---
 F=$WORK/zeroread.folded

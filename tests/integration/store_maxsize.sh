@@ -27,17 +27,17 @@ get() { sed -n "s/^$1=//p" "$dir/stat"; }
 size=$(stat -c %s "$store/data.mdb")
 last=$((start + (batches - 1) * interval))
 last_min=$((last / 60 * 60))
-fail=0
-((size <= 64 * 1024 * 1024)) || { echo "FAIL data.mdb is $size bytes, over 64 MiB"; fail=1; }
-[[ $(get last_minute) == "$last_min" ]] || { echo "FAIL newest minute $(get last_minute), want $last_min"; fail=1; }
-(($(get first_minute) > start)) || { echo "FAIL oldest minute $(get first_minute) still there"; fail=1; }
+FAILS=0
+((size <= 64 * 1024 * 1024)) || { echo "FAIL data.mdb is $size bytes, over 64 MiB"; FAILS=$((FAILS + 1)); }
+[[ $(get last_minute) == "$last_min" ]] || { echo "FAIL newest minute $(get last_minute), want $last_min"; FAILS=$((FAILS + 1)); }
+(($(get first_minute) > start)) || { echo "FAIL oldest minute $(get first_minute) still there"; FAILS=$((FAILS + 1)); }
 kept=$(get nblocks) dropped=$(get dropped)
-((dropped >= 2 * kept)) || { echo "FAIL only $dropped blocks dropped for $kept kept: not filled far past the bound"; fail=1; }
-((kept >= 20)) || { echo "FAIL only $kept blocks kept: the bound deleted far too much"; fail=1; }
+((dropped >= 2 * kept)) || { echo "FAIL only $dropped blocks dropped for $kept kept: not filled far past the bound"; FAILS=$((FAILS + 1)); }
+((kept >= 20)) || { echo "FAIL only $kept blocks kept: the bound deleted far too much"; FAILS=$((FAILS + 1)); }
 # The newest batch is whole: its sample values sum to what was written.
 echo "committed $last 0" > "$dir/last.log"
 n=$("$synth" --store "$store" --verify "$dir/last.log" | sed -n 's/.*found \(-\?[0-9]*\)$/\1/p')
-((n > 0)) || { echo "FAIL newest batch has no samples ($n)"; fail=1; }
-"$PROFFS" check --store "$store" || { echo "FAIL proffs check"; fail=1; }
+((n > 0)) || { echo "FAIL newest batch has no samples ($n)"; FAILS=$((FAILS + 1)); }
+"$PROFFS" check --store "$store" || { echo "FAIL proffs check"; FAILS=$((FAILS + 1)); }
 echo "data.mdb $size bytes, $kept blocks kept, $dropped dropped"
-exit $fail
+exit $((FAILS > 0))

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fs/path/path.h"
+#include "store/db/store.h"
 #include "tests/test.h"
 
 /* 2023-10-11T11:11 UTC */
@@ -307,6 +308,18 @@ int main(void)
 	longp[PATH_MAX_LEN + 5] = 0;
 	bad(longp);
 	bad(NULL);
+	/* A type name is what the store accepts: up to STORE_TYPE_MAX bytes
+	 * (not import's old 64). */
+	{
+		char t[STORE_TYPE_MAX + 3] = "/";
+
+		memset(t + 1, 't', STORE_TYPE_MAX);
+		t[STORE_TYPE_MAX + 1] = 0;
+		ok(t, PN_SEL, t);
+		t[STORE_TYPE_MAX + 1] = 't';
+		t[STORE_TYPE_MAX + 2] = 0;
+		bad(t);
+	}
 
 	return test_done();
 }

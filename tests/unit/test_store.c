@@ -3,6 +3,8 @@
  * value-type mapping, rollup equivalence (a day via rollups == the same day
  * merged minute by minute from raw blocks), retention, diff of values,
  * persistence across reopen, and a check that finds planted corruption.
+ * Each scenario builds its own store in a temp directory of its own:
+ * "test_store NAME" runs one alone, "test_store --list" names them.
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -230,26 +232,26 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-int main(void)
+static const int64_t T0 = 1697022660; /* 2023-10-11T11:11:00 */
+static const int64_t D0 = 1697068800; /* 2023-10-12T00:00 */
+static const struct store_label extra[] = { { "node", "web-3" } };
+
+/* The small store most scenarios read, opened in dir: batch 1 at T0,
+ * batch 2 at T0+10, batch 3 a minute later (all with the extra label
+ * node=web-3), and a batch of type "other" whose sample label comm clashes
+ * with an extra label. Returns the open store (the caller closes it) or
+ * NULL if it could not be opened. */
+static struct store *basic_store(const char *dir)
 {
-	char dir[] = "/tmp/test_store.XXXXXX", cmd[256];
-	struct store_opts o = { 0 };
+	struct store_opts o = { .dir = dir };
+	struct store_label ex2[] = { { "comm", "override" } };
 	struct store *s = NULL;
-	struct store_label extra[] = { { "node", "web-3" } };
-	const int64_t T0 = 1697022660; /* 2023-10-11T11:11:00 */
 	struct profile *p;
-	char **pairs, **types;
-	int64_t *mins, latest;
-	size_t np, nmin, nt;
-	FILE *devnull = fopen("/dev/null", "w");
 	int rc;
 
-	if (!mkdtemp(dir))
-		return 1;
-	o.dir = dir;
 	CHECK(store__open(&s, &o) == 0, "open a new store in %s", dir);
-
-	/* Batch 1 at T0, batch 2 at T0+10, batch 3 a minute later. */
+	if (!s)
+		return NULL;
 	p = mk();
 	add(p, "api", "100", "main;serve;parse", 5);
 	add(p, "api", "100", "main;serve;write", 3);
@@ -269,74 +271,149 @@ int main(void)
 	CHECK(store__append(s, "cpu", (T0 + 60) * 1000000000LL, 10000000000LL, p, extra, 1) == 0,
 	      "append batch 3 (next minute)");
 	profile__free(p);
+	p = mk();
+	add(p, "orig", "5", "main;x", 2);
+	CHECK(store__append(s, "other", T0 * 1000000000LL, 10000000000LL, p, ex2, 1) == 0,
+	      "append with a clashing extra label");
+	profile__free(p);
+	return s;
+}
 
-	/* A sample label named like an extra label: the extra one wins. */
-	{
-		struct store_label ex2[] = { { "comm", "override" } };
-		struct store_matcher m = { "comm", "override", STORE_EQ };
+/* Appends at minute t a batch of one unlabelled sample of 500 under the
+ * single value type type/unit. Returns store__append's result. */
+static int append_one_type(struct store *s, const char *type, const char *unit, int64_t t)
+{
+	const char *t1[] = { type }, *u1[] = { unit };
+	struct profile *r = profile__new();
+	uint64_t loc;
+	struct prof_function f = { .name = profile__intern_str(r, "only") };
+	struct prof_line ln = { 0, 1 };
+	struct prof_location L = { 0, 0x10, 1, &ln };
+	int64_t v = 500;
+	int rc;
 
-		p = mk();
-		add(p, "orig", "5", "main;x", 2);
-		CHECK(store__append(s, "other", T0 * 1000000000LL, 10000000000LL, p, ex2, 1) == 0,
-		      "append with a clashing extra label");
-		profile__free(p);
-		store_matcher__init(&m);
-		p = merge(s, "other", &m, 1, T0, T0 + 60);
-		CHECK(total0(p) == 2 && p->nsamples == 1 &&
-		      !strcmp(profile__sample_label(p, &p->samples[0], "comm"), "override"),
-		      "extra labels win a name clash");
-		profile__free(p);
-	}
+	profile__set_value_types(r, 1, t1, u1);
+	ln.function_id = profile__add_function(r, &f);
+	loc = profile__add_location(r, &L);
+	profile__add_sample(r, &loc, 1, NULL, 0, &v);
+	rc = store__append(s, "cpu", t * 1000000000LL, 10000000000LL, r, NULL, 0);
+	profile__free(r);
+	return rc;
+}
 
+/* A sample label named like an extra label: the extra one wins. */
+static void t_extra_label_clash(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct store_matcher m = { "comm", "override", STORE_EQ };
+	struct profile *p;
+
+	if (!s)
+		return;
+	store_matcher__init(&m);
+	p = merge(s, "other", &m, 1, T0, T0 + 60);
+	CHECK(total0(p) == 2 && p->nsamples == 1 &&
+	      !strcmp(profile__sample_label(p, &p->samples[0], "comm"), "override"),
+	      "extra labels win a name clash");
+	profile__free(p);
+	store_matcher__fini(&m);
+	store__close(s);
+}
+
+static void t_types(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	char **types;
+	size_t nt;
+
+	if (!s)
+		return;
 	CHECK(store__types(s, &types, &nt) == 0 && nt == 2 && !strcmp(types[0], "cpu") &&
 	      !strcmp(types[1], "other"),
 	      "types: cpu and other, sorted");
 	store__free_strv(types, nt);
+	store__close(s);
+}
 
-	{
-		struct store_sel sel = { "cpu", NULL, 0 };
-		const char *want[] = { "comm=api", "comm=apix", "comm=db", "node=web-3",
-				       "pid=100", "pid=101", "pid=200", "pid=300" };
-		bool same;
+static void t_list(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct store_sel sel = { "cpu", NULL, 0 };
+	const char *want[] = { "comm=api", "comm=apix", "comm=db", "node=web-3",
+			       "pid=100", "pid=101", "pid=200", "pid=300" };
+	char **pairs;
+	int64_t *mins, latest;
+	size_t np, nmin;
+	bool same;
+	int rc;
 
-		rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
-		CHECK(rc == 0, "list cpu");
-		same = np == 8;
-		for (size_t i = 0; same && i < np; i++)
-			same = !strcmp(pairs[i], want[i]);
-		CHECK(same, "list pairs are every pair, sorted (%zu)", np);
-		for (size_t i = 0; i < np; i++)
-			printf("     pair %s\n", pairs[i]);
-		CHECK(nmin == 2 && mins[0] == T0 && mins[1] == T0 + 60, "list minutes (%zu)", nmin);
-		store__free_strv(pairs, np);
-		free(mins);
-		CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0 + 60,
-		      "latest minute");
-	}
-	{
-		struct store_matcher m = { "comm", "db", STORE_EQ };
-		struct store_sel sel = { "cpu", &m, 1 };
+	if (!s)
+		return;
+	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+	CHECK(rc == 0, "list cpu");
+	same = np == 8;
+	for (size_t i = 0; same && i < np; i++)
+		same = !strcmp(pairs[i], want[i]);
+	CHECK(same, "list pairs are every pair, sorted (%zu)", np);
+	for (size_t i = 0; i < np; i++)
+		printf("     pair %s\n", pairs[i]);
+	CHECK(nmin == 2 && mins[0] == T0 && mins[1] == T0 + 60, "list minutes (%zu)", nmin);
+	store__free_strv(pairs, np);
+	free(mins);
+	CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0 + 60, "latest minute");
+	store__close(s);
+}
 
-		store_matcher__init(&m);
-		rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
-		CHECK(rc == 0 && np == 3 && !strcmp(pairs[0], "comm=db") &&
-		      !strcmp(pairs[1], "node=web-3") && !strcmp(pairs[2], "pid=300"),
-		      "list under comm=db narrows pairs (%zu)", np);
-		CHECK(rc == 0 && nmin == 1 && mins[0] == T0, "list under comm=db: one minute");
-		store__free_strv(pairs, np);
-		free(mins);
-		CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0,
-		      "latest minute under comm=db");
-	}
-	{
-		struct store_sel sel = { "heap", NULL, 0 };
+static void t_list_selection(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct store_matcher m = { "comm", "db", STORE_EQ };
+	struct store_sel sel = { "cpu", &m, 1 };
+	char **pairs;
+	int64_t *mins, latest;
+	size_t np, nmin;
+	int rc;
 
-		CHECK(store__list(s, &sel, &pairs, &np, &mins, &nmin) == -ENOENT,
-		      "unknown type: -ENOENT");
-		CHECK(store__merge(s, &sel, T0, T0 + 60, &p) == -ENOENT, "merge unknown type: -ENOENT");
-	}
+	if (!s)
+		return;
+	store_matcher__init(&m);
+	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+	CHECK(rc == 0 && np == 3 && !strcmp(pairs[0], "comm=db") &&
+	      !strcmp(pairs[1], "node=web-3") && !strcmp(pairs[2], "pid=300"),
+	      "list under comm=db narrows pairs (%zu)", np);
+	CHECK(rc == 0 && nmin == 1 && mins[0] == T0, "list under comm=db: one minute");
+	store__free_strv(pairs, np);
+	free(mins);
+	CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0,
+	      "latest minute under comm=db");
+	store_matcher__fini(&m);
+	store__close(s);
+}
 
-	/* Merge of the first minute. */
+static void t_unknown_type(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct store_sel sel = { "heap", NULL, 0 };
+	struct profile *p = NULL;
+	char **pairs;
+	int64_t *mins;
+	size_t np, nmin;
+
+	if (!s)
+		return;
+	CHECK(store__list(s, &sel, &pairs, &np, &mins, &nmin) == -ENOENT, "unknown type: -ENOENT");
+	CHECK(store__merge(s, &sel, T0, T0 + 60, &p) == -ENOENT, "merge unknown type: -ENOENT");
+	store__close(s);
+}
+
+/* Merge of the first minute. */
+static void t_merge_minute(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct profile *p;
+
+	if (!s)
+		return;
 	p = merge(s, "cpu", NULL, 0, T0, T0 + 60);
 	CHECK(p && total0(p) == 5 + 3 + 7 + 11 + 2 + 1, "merge minute total %lld", (long long)total0(p));
 	CHECK(p && profile__total(p, 1) == 29 * 10000000LL, "second value type summed");
@@ -351,31 +428,38 @@ int main(void)
 	      "window = the minute");
 	if (p) {
 		char *c = canon_sorted(p);
+		int has = 0;
 
 		printf("%s", c);
 		CHECK(strstr(c, "api 100 main@/usr/bin/app:") && strstr(c, " 7 70000000\n"),
 		      "stacks, mapping files and labels survive");
 		CHECK(!strstr(c, "node"), "only comm and pid become sample labels");
-		{
-			int has = 0;
-			for (uint32_t i = 0; i < p->nsamples; i++) {
-				const char *cm = profile__sample_label(p, &p->samples[i], "comm");
-				const struct prof_sample *sm = &p->samples[i];
-				if (cm && !strcmp(cm, "api") && sm->values[0] == 7 && sm->nlocs == 3) {
-					const struct prof_location *L = &p->locations[sm->locs[0] - 1];
-					has = !strcmp(p->strs[p->functions[L->lines[0].function_id - 1].name],
-						      "parse") &&
-					      L->lines[0].line == 12 &&
-					      !strcmp(p->strs[p->mappings[L->mapping_id - 1].build_id], "abcdef");
-				}
+		for (uint32_t i = 0; i < p->nsamples; i++) {
+			const char *cm = profile__sample_label(p, &p->samples[i], "comm");
+			const struct prof_sample *sm = &p->samples[i];
+			if (cm && !strcmp(cm, "api") && sm->values[0] == 7 && sm->nlocs == 3) {
+				const struct prof_location *L = &p->locations[sm->locs[0] - 1];
+				has = !strcmp(p->strs[p->functions[L->lines[0].function_id - 1].name],
+					      "parse") &&
+				      L->lines[0].line == 12 &&
+				      !strcmp(p->strs[p->mappings[L->mapping_id - 1].build_id], "abcdef");
 			}
-			CHECK(has, "api parse stack aggregated over two batches (5+2), leaf first, line and build id kept");
 		}
+		CHECK(has, "api parse stack aggregated over two batches (5+2), leaf first, line and build id kept");
 		free(c);
 	}
 	profile__free(p);
+	store__close(s);
+}
 
-	/* Selections. */
+static void t_selections(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct store_matcher m[2] = { { "comm", "api", STORE_EQ }, { "pid", "100", STORE_EQ } };
+	struct profile *p;
+
+	if (!s)
+		return;
 	CHECK(sel_total(s, "comm", "api", STORE_EQ, T0, T0 + 120) == 5 + 3 + 2 + 4, "comm=api");
 	CHECK(sel_total(s, "comm", "api", STORE_NEQ, T0, T0 + 120) == 7 + 11 + 1, "comm!=api");
 	CHECK(sel_total(s, "comm", "ap", STORE_RE, T0, T0 + 120) == 0, "comm=~ap is anchored");
@@ -385,422 +469,568 @@ int main(void)
 	CHECK(sel_total(s, "nolabel", "x", STORE_NEQ, T0, T0 + 120) == 0,
 	      "a label a series lacks never matches, not even !=");
 	CHECK(sel_total(s, "comm", "nosuch", STORE_EQ, T0, T0 + 120) == 0, "unknown value: empty");
-	{
-		struct store_matcher m[2] = { { "comm", "api", STORE_EQ }, { "pid", "100", STORE_EQ } };
-		p = merge(s, "cpu", m, 2, T0, T0 + 120);
-		CHECK(total0(p) == 10, "two matchers AND together");
-		profile__free(p);
-	}
+	p = merge(s, "cpu", m, 2, T0, T0 + 120);
+	CHECK(total0(p) == 10, "two matchers AND together");
+	profile__free(p);
 	p = merge(s, "cpu", NULL, 0, T0 + 120, T0 + 180);
 	CHECK(p && p->nsamples == 0 && p->nvalues == 2, "empty range: empty valid profile");
 	profile__free(p);
+	store__close(s);
+}
 
-	/* Value types: a subset maps by name, an unknown type is refused. */
-	{
-		const char *t1[] = { "cpu" }, *u1[] = { "nanoseconds" };
-		const char *t2[] = { "alloc_space" }, *u2[] = { "bytes" };
-		struct profile *r = profile__new();
-		uint64_t loc;
-		struct prof_function f = { .name = profile__intern_str(r, "only") };
-		struct prof_line ln = { 0, 1 };
-		struct prof_location L = { 0, 0x10, 1, &ln };
-		int64_t v = 500;
+/* Value types: a subset maps by name, an unknown type is refused. */
+static void t_value_types(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct profile *p;
 
-		profile__set_value_types(r, 1, t1, u1);
-		ln.function_id = profile__add_function(r, &f);
-		loc = profile__add_location(r, &L);
-		profile__add_sample(r, &loc, 1, NULL, 0, &v);
-		CHECK(store__append(s, "cpu", (T0 + 180) * 1000000000LL, 10000000000LL, r, NULL, 0) == 0,
-		      "a batch with a subset of the value types is accepted");
-		profile__free(r);
-		p = merge(s, "cpu", NULL, 0, T0 + 180, T0 + 240);
-		CHECK(p && profile__total(p, 0) == 0 && profile__total(p, 1) == 500,
-		      "subset values land in their own column");
-		CHECK(p && p->nsamples == 1 && p->samples[0].nlabels == 0, "no labels: none invented");
-		profile__free(p);
-		r = profile__new();
-		profile__set_value_types(r, 1, t2, u2);
-		f.name = profile__intern_str(r, "only");
-		ln.function_id = profile__add_function(r, &f);
-		loc = profile__add_location(r, &L);
-		profile__add_sample(r, &loc, 1, NULL, 0, &v);
-		CHECK(store__append(s, "cpu", (T0 + 240) * 1000000000LL, 10000000000LL, r, NULL, 0) ==
-			      -EINVAL,
-		      "a batch with an unknown value type is refused");
-		profile__free(r);
-	}
+	if (!s)
+		return;
+	CHECK(append_one_type(s, "cpu", "nanoseconds", T0 + 180) == 0,
+	      "a batch with a subset of the value types is accepted");
+	p = merge(s, "cpu", NULL, 0, T0 + 180, T0 + 240);
+	CHECK(p && profile__total(p, 0) == 0 && profile__total(p, 1) == 500,
+	      "subset values land in their own column");
+	CHECK(p && p->nsamples == 1 && p->samples[0].nlabels == 0, "no labels: none invented");
+	profile__free(p);
+	CHECK(append_one_type(s, "alloc_space", "bytes", T0 + 240) == -EINVAL,
+	      "a batch with an unknown value type is refused");
+	store__close(s);
+}
 
-	/* Diff of two minutes. */
-	{
-		struct profile *a = merge(s, "cpu", NULL, 0, T0, T0 + 60);
-		struct profile *b = merge(s, "cpu", NULL, 0, T0 + 60, T0 + 120);
-		struct profile *d = a && b ? profile__diff(a, b) : NULL;
+/* Diff of two minutes. */
+static void t_diff(const char *dir)
+{
+	struct store *s = basic_store(dir);
+	struct profile *a, *b, *d;
 
-		CHECK(d && profile__total(d, 0) == 4 - 29, "diff total = B - A (%lld)",
-		      (long long)total0(d));
-		profile__free(a);
-		profile__free(b);
-		profile__free(d);
-	}
+	if (!s)
+		return;
+	a = merge(s, "cpu", NULL, 0, T0, T0 + 60);
+	b = merge(s, "cpu", NULL, 0, T0 + 60, T0 + 120);
+	d = a && b ? profile__diff(a, b) : NULL;
+	CHECK(d && profile__total(d, 0) == 4 - 29, "diff total = B - A (%lld)", (long long)total0(d));
+	profile__free(a);
+	profile__free(b);
+	profile__free(d);
+	store__close(s);
+}
 
+/* check on the small store with the subset-of-value-types batch in it. */
+static void t_check_sound(const char *dir)
+{
+	struct store *s = basic_store(dir);
+
+	if (!s)
+		return;
+	CHECK(append_one_type(s, "cpu", "nanoseconds", T0 + 180) == 0,
+	      "a batch with a subset of the value types is accepted");
 	CHECK(store__check(s, stdout) == 0, "check: sound");
+	store__close(s);
+}
 
-	/* Persistence. */
+/* Persistence. */
+static void t_reopen_readonly(const char *dir)
+{
+	struct store_opts o = { .dir = dir, .readonly = true };
+	struct store *s = basic_store(dir);
+	struct profile *p;
+
+	if (!s)
+		return;
 	store__close(s);
 	s = NULL;
-	o.readonly = true;
 	CHECK(store__open(&s, &o) == 0, "reopen read-only");
+	if (!s)
+		return;
 	CHECK(sel_total(s, "comm", "api", STORE_EQ, T0, T0 + 120) == 14, "data survives reopen");
 	p = mk();
 	CHECK(store__append(s, "cpu", T0 * 1000000000LL, 1, p, NULL, 0) == -EROFS,
 	      "read-only store refuses appends");
 	profile__free(p);
 	store__close(s);
-	o.readonly = false;
+}
 
-	/* Rollups: 26 hours of random batches every 5 minutes. */
-	snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
-	system(cmd);
+/* Opens a new store in dir and appends 26 hours of random batches every
+ * 5 minutes around day D0 (the same ones each call: the generator is
+ * reseeded). Stores the day's total of value 0 in *sum. Returns the open
+ * store (the caller closes it) or NULL if it could not be opened.
+ * Five scenarios build this store; opened without an fsync per commit
+ * (PROFFS_STORE_NOSYNC, read by store__open only) it costs a tenth. No
+ * check here is about durability: store_crash.sh is. */
+static struct store *day_store(const char *dir, int64_t *sum)
+{
+	const char *comms[] = { "a", "b", "c" }, *fr[] = { "x", "y", "z", "w" };
+	struct store_opts o = { .dir = dir };
+	struct store *s = NULL;
+	struct profile *p;
+	bool ok = true;
+	char *was = getenv("PROFFS_STORE_NOSYNC");
+
+	*sum = 0;
+	rnd = 88172645463325252ULL;
+	was = was ? strdup(was) : NULL;
+	setenv("PROFFS_STORE_NOSYNC", "1", 1);
 	CHECK(store__open(&s, &o) == 0, "fresh store for rollups");
-	{
-		const int64_t D0 = 1697068800; /* 2023-10-12T00:00 */
-		const char *comms[] = { "a", "b", "c" }, *fr[] = { "x", "y", "z", "w" };
-		int64_t sum = 0;
-		struct profile *day, *acc;
-		char *c1, *c2;
-		bool ok = true;
+	if (was)
+		setenv("PROFFS_STORE_NOSYNC", was, 1);
+	else
+		unsetenv("PROFFS_STORE_NOSYNC");
+	free(was);
+	if (!s)
+		return NULL;
+	for (int64_t t = D0 - 1800; t < D0 + 86400 + 3600; t += 300) {
+		p = mk();
+		for (int i = 0; i < 12; i++) {
+			char st[128] = "main";
+			int d = 1 + xr() % 4;
+			int64_t n = 1 + xr() % 9;
 
-		for (int64_t t = D0 - 1800; t < D0 + 86400 + 3600; t += 300) {
-			p = mk();
-			for (int i = 0; i < 12; i++) {
-				char st[128] = "main";
-				int d = 1 + xr() % 4;
-				int64_t n = 1 + xr() % 9;
-
-				for (int j = 0; j < d; j++) {
-					strcat(st, ";");
-					strcat(st, fr[xr() % 4]);
-				}
-				add(p, comms[xr() % 3], "1", st, n);
-				if (t >= D0 && t < D0 + 86400)
-					sum += n;
+			for (int j = 0; j < d; j++) {
+				strcat(st, ";");
+				strcat(st, fr[xr() % 4]);
 			}
-			ok &= store__append(s, "cpu", t * 1000000000LL, 300000000000LL, p, NULL, 0) == 0;
-			profile__free(p);
+			add(p, comms[xr() % 3], "1", st, n);
+			if (t >= D0 && t < D0 + 86400)
+				*sum += n;
 		}
-		CHECK(ok, "appended 26 hours of batches");
-		CHECK(raw_count(s, DB_ROLLUP) >= 25, "rollups built for closed hours (%d)",
-		      raw_count(s, DB_ROLLUP));
-		CHECK(raw_count(s, DB_DIRTY) == 1, "only the open hour is dirty (%d)",
-		      raw_count(s, DB_DIRTY));
-		day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
-		acc = mk();
-		for (int64_t t = D0; t < D0 + 86400; t += 60) {
-			/* Minute merges never use rollups. */
-			p = merge(s, "cpu", NULL, 0, t, t + 60);
-			if (!p || profile__merge(acc, p, 1, NULL, 0))
-				ok = false;
-			profile__free(p);
-		}
-		CHECK(ok, "merged the day minute by minute");
-		CHECK(total0(day) == sum && total0(acc) == sum, "day totals: rollups %lld, raw %lld, expected %lld",
-		      (long long)total0(day), (long long)total0(acc), (long long)sum);
-		c1 = canon_sorted(day);
-		c2 = canon_sorted(acc);
-		CHECK(!strcmp(c1, c2), "day via rollups == day via raw blocks, sample for sample (%zu bytes)",
-		      strlen(c1));
-		free(c1);
-		free(c2);
-		profile__free(day);
-		profile__free(acc);
-		/* A half-hour-aligned range mixes rollups and raw blocks. */
-		day = merge(s, "cpu", NULL, 0, D0 + 1800, D0 + 3 * 3600 + 1800);
-		acc = mk();
-		for (int64_t t = D0 + 1800; t < D0 + 3 * 3600 + 1800; t += 60) {
-			p = merge(s, "cpu", NULL, 0, t, t + 60);
-			profile__merge(acc, p, 1, NULL, 0);
-			profile__free(p);
-		}
-		c1 = canon_sorted(day);
-		c2 = canon_sorted(acc);
-		CHECK(!strcmp(c1, c2) && total0(day) > 0, "partial hours + whole hours == raw");
-		free(c1);
-		free(c2);
-		profile__free(day);
-		profile__free(acc);
-
-		/* An old batch into a closed hour re-dirties it; the rollup
-		 * is rebuilt in the same transaction. */
-		p = mk();
-		add(p, "a", "1", "main;late", 1000);
-		CHECK(store__append(s, "cpu", (D0 + 7200 + 5) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
-		      "late batch into a closed hour");
+		ok &= store__append(s, "cpu", t * 1000000000LL, 300000000000LL, p, NULL, 0) == 0;
 		profile__free(p);
-		day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
-		CHECK(total0(day) == sum + 1000, "rollup rebuilt after a late batch (%lld)",
-		      (long long)total0(day));
-		profile__free(day);
-		CHECK(store__check(s, stdout) == 0, "check after rollups: sound");
+	}
+	CHECK(ok, "appended 26 hours of batches");
+	return s;
+}
 
-		/* A series seen only in data that will expire. */
-		p = mk();
-		add(p, "gone", "77", "main;old", 5);
-		CHECK(store__append(s, "cpu", (D0 + 60) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
-		      "batch of a short-lived process");
+/* An old batch into a closed hour (it re-dirties the hour). */
+static void append_late(struct store *s)
+{
+	struct profile *p = mk();
+
+	add(p, "a", "1", "main;late", 1000);
+	CHECK(store__append(s, "cpu", (D0 + 7200 + 5) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
+	      "late batch into a closed hour");
+	profile__free(p);
+}
+
+/* The day store plus a late batch and a series seen only in data that
+ * will expire, reopened with a retention of 2 hours and expired at "now" =
+ * its end. Returns the open store (the caller closes it) or NULL. */
+static struct store *expired_store(const char *dir, int64_t *sum)
+{
+	struct store_opts o = { .dir = dir, .retention_s = 2 * 3600 };
+	struct store *s = day_store(dir, sum);
+	struct profile *p;
+
+	if (!s)
+		return NULL;
+	append_late(s);
+	p = mk();
+	add(p, "gone", "77", "main;old", 5);
+	CHECK(store__append(s, "cpu", (D0 + 60) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
+	      "batch of a short-lived process");
+	profile__free(p);
+	store__close(s);
+	s = NULL;
+	CHECK(store__open(&s, &o) == 0, "reopen with retention 2h");
+	if (!s)
+		return NULL;
+	CHECK(store__expire(s, D0 + 86400 + 3600) == 0, "expire");
+	return s;
+}
+
+/* Rollups: a day via rollups == the same day merged minute by minute. */
+static void t_rollups(const char *dir)
+{
+	int64_t sum;
+	struct store *s = day_store(dir, &sum);
+	struct profile *day, *acc, *p;
+	char *c1, *c2;
+	bool ok = true;
+
+	if (!s)
+		return;
+	CHECK(raw_count(s, DB_ROLLUP) >= 25, "rollups built for closed hours (%d)",
+	      raw_count(s, DB_ROLLUP));
+	CHECK(raw_count(s, DB_DIRTY) == 1, "only the open hour is dirty (%d)",
+	      raw_count(s, DB_DIRTY));
+	day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
+	acc = mk();
+	for (int64_t t = D0; t < D0 + 86400; t += 60) {
+		/* Minute merges never use rollups. */
+		p = merge(s, "cpu", NULL, 0, t, t + 60);
+		if (!p || profile__merge(acc, p, 1, NULL, 0))
+			ok = false;
 		profile__free(p);
-
-		/* Retention: keep the last 2 hours relative to "now" = end. */
-		store__close(s);
-		o.retention_s = 2 * 3600;
-		CHECK(store__open(&s, &o) == 0, "reopen with retention 2h");
-		CHECK(store__expire(s, D0 + 86400 + 3600) == 0, "expire");
-		{
-			struct store_sel sel = { "cpu", NULL, 0 };
-			struct store_stats st;
-
-			rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
-			CHECK(rc == 0 && nmin > 0 && mins[0] == D0 + 86400 - 3600,
-			      "retention: oldest minute is now-2h (%lld)", nmin ? (long long)mins[0] : 0LL);
-			store__free_strv(pairs, np);
-			free(mins);
-			store__stats(s, &st);
-			CHECK(st.dropped_blocks > 250, "dropped blocks counted (%llu)",
-			      (unsigned long long)st.dropped_blocks);
-			CHECK(st.nblocks == 24, "24 blocks left (%llu)", (unsigned long long)st.nblocks);
-		}
-		day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
-		CHECK(day && total0(day) > 0 && total0(day) < sum / 10, "expired data is gone from merges");
-		profile__free(day);
-		CHECK(store__check(s, stdout) == 0, "check after retention: sound");
 	}
-
-	/* Series GC: a series seen only in expired data disappears. */
-	{
-		struct store_sel sel = { "cpu", NULL, 0 };
-		bool hasb = false;
-
-		rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
-		for (size_t i = 0; i < np; i++)
-			hasb |= !strcmp(pairs[i], "comm=b");
-		CHECK(rc == 0 && hasb, "recent series still listed");
-		for (size_t i = 0; i < np; i++)
-			hasb &= strcmp(pairs[i], "comm=gone") && strcmp(pairs[i], "pid=77");
-		CHECK(hasb, "a series whose data all expired is no longer listed");
-		store__free_strv(pairs, np);
-		free(mins);
+	CHECK(ok, "merged the day minute by minute");
+	CHECK(total0(day) == sum && total0(acc) == sum, "day totals: rollups %lld, raw %lld, expected %lld",
+	      (long long)total0(day), (long long)total0(acc), (long long)sum);
+	c1 = canon_sorted(day);
+	c2 = canon_sorted(acc);
+	CHECK(!strcmp(c1, c2), "day via rollups == day via raw blocks, sample for sample (%zu bytes)",
+	      strlen(c1));
+	free(c1);
+	free(c2);
+	profile__free(day);
+	profile__free(acc);
+	/* A half-hour-aligned range mixes rollups and raw blocks. */
+	day = merge(s, "cpu", NULL, 0, D0 + 1800, D0 + 3 * 3600 + 1800);
+	acc = mk();
+	for (int64_t t = D0 + 1800; t < D0 + 3 * 3600 + 1800; t += 60) {
+		p = merge(s, "cpu", NULL, 0, t, t + 60);
+		profile__merge(acc, p, 1, NULL, 0);
+		profile__free(p);
 	}
+	c1 = canon_sorted(day);
+	c2 = canon_sorted(acc);
+	CHECK(!strcmp(c1, c2) && total0(day) > 0, "partial hours + whole hours == raw");
+	free(c1);
+	free(c2);
+	profile__free(day);
+	profile__free(acc);
+	store__close(s);
+}
 
-	/* check must find corruption: drop the first group (ids from 1) of
-	 * strings and of stacks. */
+/* An old batch into a closed hour re-dirties it; the rollup is rebuilt in
+ * the same transaction. */
+static void t_late_batch(const char *dir)
+{
+	int64_t sum;
+	struct store *s = day_store(dir, &sum);
+	struct profile *day;
+
+	if (!s)
+		return;
+	append_late(s);
+	day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
+	CHECK(total0(day) == sum + 1000, "rollup rebuilt after a late batch (%lld)",
+	      (long long)total0(day));
+	profile__free(day);
+	CHECK(store__check(s, stdout) == 0, "check after rollups: sound");
+	store__close(s);
+}
+
+/* Retention: keep the last 2 hours relative to "now" = end. */
+static void t_retention(const char *dir)
+{
+	int64_t sum;
+	struct store *s = expired_store(dir, &sum);
+	struct store_sel sel = { "cpu", NULL, 0 };
+	struct store_stats st;
+	struct profile *day;
+	char **pairs;
+	int64_t *mins;
+	size_t np, nmin;
+	int rc;
+
+	if (!s)
+		return;
+	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+	CHECK(rc == 0 && nmin > 0 && mins[0] == D0 + 86400 - 3600,
+	      "retention: oldest minute is now-2h (%lld)", nmin ? (long long)mins[0] : 0LL);
+	store__free_strv(pairs, np);
+	free(mins);
+	store__stats(s, &st);
+	CHECK(st.dropped_blocks > 250, "dropped blocks counted (%llu)",
+	      (unsigned long long)st.dropped_blocks);
+	CHECK(st.nblocks == 24, "24 blocks left (%llu)", (unsigned long long)st.nblocks);
+	day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
+	CHECK(day && total0(day) > 0 && total0(day) < sum / 10, "expired data is gone from merges");
+	profile__free(day);
+	CHECK(store__check(s, stdout) == 0, "check after retention: sound");
+	store__close(s);
+}
+
+/* Series GC: a series seen only in expired data disappears. */
+static void t_series_gc(const char *dir)
+{
+	int64_t sum;
+	struct store *s = expired_store(dir, &sum);
+	struct store_sel sel = { "cpu", NULL, 0 };
+	bool hasb = false;
+	char **pairs;
+	int64_t *mins;
+	size_t np, nmin;
+	int rc;
+
+	if (!s)
+		return;
+	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
+	for (size_t i = 0; i < np; i++)
+		hasb |= !strcmp(pairs[i], "comm=b");
+	CHECK(rc == 0 && hasb, "recent series still listed");
+	for (size_t i = 0; i < np; i++)
+		hasb &= strcmp(pairs[i], "comm=gone") && strcmp(pairs[i], "pid=77");
+	CHECK(hasb, "a series whose data all expired is no longer listed");
+	store__free_strv(pairs, np);
+	free(mins);
+	store__close(s);
+}
+
+/* check must find corruption: drop the first group (ids from 1) of
+ * strings and of stacks; then store a raw block's bytes as a rollup. */
+static void t_check_finds_corruption(const char *dir)
+{
+	int64_t sum;
+	struct store *s = expired_store(dir, &sum);
+	FILE *devnull = fopen("/dev/null", "w");
+	MDB_txn *txn;
+	uint8_t kb[4];
+	MDB_val k = { 4, kb };
+	int rc;
+
+	if (!s || !devnull) {
+		CHECK(devnull, "open /dev/null");
+		goto out;
+	}
+	store__txn_begin(s, false, &txn);
+	be32_put(kb, 1);
+	CHECK(mdb_del(txn, s->dbi[DB_STR], &k, NULL) == 0, "planted: string group 1 deleted");
+	CHECK(mdb_del(txn, s->dbi[DB_STACK], &k, NULL) == 0, "planted: stack group 1 deleted");
+	store__txn_commit(s, txn);
+	rc = store__check(s, devnull);
+	CHECK(rc >= 2, "check finds a deleted string and stack node (%d problems)", rc);
+	/* A rollup that is not the sum of its hour: a raw block's bytes
+	 * stored as the rollup. */
 	{
-		MDB_txn *txn;
-		uint8_t kb[4];
-		MDB_val k = { 4, kb };
+		const int64_t H = (D0 + 86400 - 3600) / 3600;
+		uint8_t rk[8], bk[BLOCK_KEY_LEN];
+		MDB_val x = { 8, rk }, y, bx = { BLOCK_KEY_LEN, bk }, by;
+		MDB_cursor *c;
+		char line[256];
+		FILE *tf = tmpfile();
+		bool found = false;
 
 		store__txn_begin(s, false, &txn);
-		be32_put(kb, 1);
-		CHECK(mdb_del(txn, s->dbi[DB_STR], &k, NULL) == 0, "planted: string group 1 deleted");
-		CHECK(mdb_del(txn, s->dbi[DB_STACK], &k, NULL) == 0, "planted: stack group 1 deleted");
+		key2(rk, 1, (uint32_t)H);
+		rc = mdb_get(txn, s->dbi[DB_ROLLUP], &x, &y);
+		CHECK(rc == 0, "the last full hour has a rollup");
+		mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
+		block_key(bk, 1, H * 3600, 0);
+		mdb_cursor_get(c, &bx, &by, MDB_SET_RANGE);
+		mdb_put(txn, s->dbi[DB_ROLLUP], &x, &by, 0);
+		mdb_cursor_close(c);
 		store__txn_commit(s, txn);
-		rc = store__check(s, devnull);
-		CHECK(rc >= 2, "check finds a deleted string and stack node (%d problems)", rc);
-		/* A rollup that is not the sum of its hour: a raw block's bytes
-		 * stored as the rollup. */
-		{
-			const int64_t H = (1697068800 + 86400 - 3600) / 3600;
-			uint8_t rk[8], bk[BLOCK_KEY_LEN];
-			MDB_val x = { 8, rk }, y, bx = { BLOCK_KEY_LEN, bk }, by;
-			MDB_cursor *c;
-			char line[256];
-			FILE *tf = tmpfile();
-			bool found = false;
-
-			store__txn_begin(s, false, &txn);
-			key2(rk, 1, (uint32_t)H);
-			rc = mdb_get(txn, s->dbi[DB_ROLLUP], &x, &y);
-			CHECK(rc == 0, "the last full hour has a rollup");
-			mdb_cursor_open(txn, s->dbi[DB_BLOCK], &c);
-			block_key(bk, 1, H * 3600, 0);
-			mdb_cursor_get(c, &bx, &by, MDB_SET_RANGE);
-			mdb_put(txn, s->dbi[DB_ROLLUP], &x, &by, 0);
-			mdb_cursor_close(c);
-			store__txn_commit(s, txn);
-			store__check(s, tf);
-			rewind(tf);
-			while (fgets(line, sizeof(line), tf))
-				found |= strstr(line, "differs from the sum") != NULL;
-			fclose(tf);
-			CHECK(found, "check finds a rollup that is not the sum of its hour");
-		}
-		store__check(s, stdout);
+		store__check(s, tf);
+		rewind(tf);
+		while (fgets(line, sizeof(line), tf))
+			found |= strstr(line, "differs from the sum") != NULL;
+		fclose(tf);
+		CHECK(found, "check finds a rollup that is not the sum of its hour");
 	}
+	store__check(s, stdout);
+out:
+	if (devnull)
+		fclose(devnull);
+	if (s)
+		store__close(s);
+}
+
+/* Readers in threads while one thread appends. */
+static void t_concurrent_readers(const char *dir)
+{
+	struct store_opts so = { .dir = dir };
+	struct store *s = NULL;
+	struct profile *p;
+	atomic_int stop = 0;
+	struct rd rds[4];
+	pthread_t th[4];
+	int64_t want = 0, errors = 0, merges = 0;
+	bool ok = true;
+
+	CHECK(store__open(&s, &so) == 0, "store for concurrent readers");
+	if (!s)
+		return;
+	for (int i = 0; i < 4; i++) {
+		rds[i] = (struct rd){ s, &stop, T0, 0, 0 };
+		pthread_create(&th[i], NULL, reader, &rds[i]);
+	}
+	for (int b = 0; b < 60; b++) {
+		p = mk();
+		add(p, "api", "1", "main;a;b", 3);
+		add(p, b % 2 ? "api" : "web", "2", "main;c", 2);
+		want += 5;
+		ok &= store__append(s, "cpu", (T0 + 60 * b) * 1000000000LL, 60000000000LL, p,
+				    NULL, 0) == 0;
+		profile__free(p);
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		errors += rds[i].errors;
+		merges += rds[i].merges;
+	}
+	CHECK(ok, "60 appends while 4 threads read");
+	CHECK(errors == 0 && merges >= 4, "readers: %lld rounds, %lld errors", (long long)merges,
+	      (long long)errors);
+	p = merge(s, "cpu", NULL, 0, T0, T0 + 7200);
+	CHECK(total0(p) == want, "all appended data visible (%lld)", (long long)total0(p));
+	profile__free(p);
 	store__close(s);
+}
 
-	/* Readers in threads while one thread appends. */
-	{
-		struct store_opts so = { .dir = dir };
-		atomic_int stop = 0;
-		struct rd rds[4];
-		pthread_t th[4];
-		int64_t want = 0, errors = 0, merges = 0;
-		bool ok = true;
+/* Another process grows the map (a bigger --max-size) while this one
+ * has the store open: the next transaction here must adopt the new
+ * size (MDB_MAP_RESIZED) instead of failing. */
+static void t_map_resize(const char *dir)
+{
+	struct store_opts so = { .dir = dir, .max_size = 1 << 20 };
+	struct store *s = NULL;
+	struct profile *p;
+	int64_t big = 0;
+	pid_t pid;
+	int st = 0;
 
-		snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
-		system(cmd);
-		CHECK(store__open(&s, &so) == 0, "store for concurrent readers");
-		for (int i = 0; i < 4; i++) {
-			rds[i] = (struct rd){ s, &stop, T0, 0, 0 };
-			pthread_create(&th[i], NULL, reader, &rds[i]);
-		}
-		for (int b = 0; b < 60; b++) {
+	CHECK(store__open(&s, &so) == 0, "small store (1 MiB map)");
+	if (!s)
+		return;
+	store__close(s);
+	s = NULL;
+	so.readonly = true;
+	CHECK(store__open(&s, &so) == 0, "reader holds it open");
+	if (!s)
+		return;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct store_opts co = { .dir = dir, .max_size = 64 << 20 };
+		struct store *w;
+		char st_[160];
+
+		if (store__open(&w, &co))
+			_exit(3);
+		for (int b = 0; b < 400; b++) {
 			p = mk();
-			add(p, "api", "1", "main;a;b", 3);
-			add(p, b % 2 ? "api" : "web", "2", "main;c", 2);
-			want += 5;
-			ok &= store__append(s, "cpu", (T0 + 60 * b) * 1000000000LL, 60000000000LL, p,
-					    NULL, 0) == 0;
+			for (int i = 0; i < 400; i++) {
+				/* Long names: symbols must outgrow the map
+				 * (their index is no longer stored). */
+				snprintf(st_, sizeof(st_),
+					 "main;f%d_some_namespace_Class_method;g%d_other_"
+					 "namespace_function;h%d",
+					 b, i, i * 7 + b);
+				add(p, "grow", "9", st_, 1);
+			}
+			if (store__append(w, "cpu", (T0 + 10 * b) * 1000000000LL, 10000000000LL, p,
+					  NULL, 0))
+				_exit(4);
 			profile__free(p);
 		}
-		atomic_store(&stop, 1);
-		for (int i = 0; i < 4; i++) {
-			pthread_join(th[i], NULL);
-			errors += rds[i].errors;
-			merges += rds[i].merges;
-		}
-		CHECK(ok, "60 appends while 4 threads read");
-		CHECK(errors == 0 && merges >= 4, "readers: %lld rounds, %lld errors", (long long)merges,
-		      (long long)errors);
-		p = merge(s, "cpu", NULL, 0, T0, T0 + 7200);
-		CHECK(total0(p) == want, "all appended data visible (%lld)", (long long)total0(p));
-		profile__free(p);
-		store__close(s);
+		store__close(w);
+		_exit(0);
 	}
-
-	/* Another process grows the map (a bigger --max-size) while this one
-	 * has the store open: the next transaction here must adopt the new
-	 * size (MDB_MAP_RESIZED) instead of failing. */
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process wrote past our map size (%d)",
+	      WEXITSTATUS(st));
 	{
-		struct store_opts so = { .dir = dir, .max_size = 1 << 20 };
-		int64_t big = 0;
-		pid_t pid;
-		int st = 0;
+		struct stat fs;
+		char path[300];
 
-		snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
-		system(cmd);
-		CHECK(store__open(&s, &so) == 0, "small store (1 MiB map)");
-		store__close(s);
-		so.readonly = true;
-		CHECK(store__open(&s, &so) == 0, "reader holds it open");
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0) {
-			struct store_opts co = { .dir = dir, .max_size = 64 << 20 };
-			struct store *w;
-			char st_[160];
-
-			if (store__open(&w, &co))
-				_exit(3);
-			for (int b = 0; b < 400; b++) {
-				p = mk();
-				for (int i = 0; i < 400; i++) {
-					/* Long names: symbols must outgrow the map
-					 * (their index is no longer stored). */
-					snprintf(st_, sizeof(st_),
-						 "main;f%d_some_namespace_Class_method;g%d_other_"
-						 "namespace_function;h%d",
-						 b, i, i * 7 + b);
-					add(p, "grow", "9", st_, 1);
-				}
-				if (store__append(w, "cpu", (T0 + 10 * b) * 1000000000LL, 10000000000LL, p,
-						  NULL, 0))
-					_exit(4);
-				profile__free(p);
-			}
-			store__close(w);
-			_exit(0);
-		}
-		waitpid(pid, &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process wrote past our map size (%d)",
-		      WEXITSTATUS(st));
-		{
-			struct stat fs;
-			char path[300];
-
-			snprintf(path, sizeof(path), "%s/data.mdb", dir);
-			CHECK(!stat(path, &fs) && fs.st_size > (2 << 20), "the file grew beyond 1 MiB (%lld)",
-			      (long long)fs.st_size);
-		}
-		p = merge(s, "cpu", NULL, 0, T0, T0 + 4000);
-		big = total0(p);
-		profile__free(p);
-		CHECK(big == 400 * 400, "the reader sees everything after the map grew (%lld)", (long long)big);
-		CHECK(store__check(s, stdout) == 0, "check through the grown map");
-		store__close(s);
+		snprintf(path, sizeof(path), "%s/data.mdb", dir);
+		CHECK(!stat(path, &fs) && fs.st_size > (2 << 20), "the file grew beyond 1 MiB (%lld)",
+		      (long long)fs.st_size);
 	}
-	/* Format 4 keeps no content index of symbols and stacks on disk: the
-	 * writer rebuilds it from the (grouped) tables. Appending known data
-	 * after a reopen, or after another process added symbols, must add
-	 * no duplicate records. */
-	{
-		struct store_opts so = { .dir = dir };
-		struct store_stats st0, st1;
-		pid_t pid;
-		int st = 0;
+	p = merge(s, "cpu", NULL, 0, T0, T0 + 4000);
+	big = total0(p);
+	profile__free(p);
+	CHECK(big == 400 * 400, "the reader sees everything after the map grew (%lld)", (long long)big);
+	CHECK(store__check(s, stdout) == 0, "check through the grown map");
+	store__close(s);
+}
 
-		snprintf(cmd, sizeof(cmd), "rm -rf %s/*", dir);
-		system(cmd);
-		CHECK(store__open(&s, &so) == 0, "dedupe: fresh store");
-		p = mk();
-		for (int i = 0; i < 100; i++) {
-			char st_[96];
+/* Format 4 keeps no content index of symbols and stacks on disk: the
+ * writer rebuilds it from the (grouped) tables. Appending known data
+ * after a reopen, or after another process added symbols, must add
+ * no duplicate records. */
+static void t_dedupe(const char *dir)
+{
+	struct store_opts so = { .dir = dir };
+	struct store_stats st0, st1;
+	struct store *s = NULL;
+	struct profile *p;
+	pid_t pid;
+	int st = 0;
 
-			snprintf(st_, sizeof(st_), "main;mod%d;fn%d;leaf%d", i % 7, i, i % 13);
-			add(p, "api", "100", st_, 1);
-		}
-		CHECK(store__append(s, "cpu", T0 * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
-		      "dedupe: batch 1");
-		CHECK(store__stats(s, &st0) == 0 && st0.nstacks == 100, "dedupe: 100 stacks (%llu)",
-		      (unsigned long long)st0.nstacks);
-		store__close(s);
-		CHECK(store__open(&s, &so) == 0, "dedupe: reopened");
-		CHECK(store__append(s, "cpu", (T0 + 10) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
-		      "dedupe: the same batch again after reopen");
-		CHECK(store__stats(s, &st1) == 0 && st1.nstacks == st0.nstacks &&
-			      st1.nlocations == st0.nlocations && st1.nstrings == st0.nstrings,
-		      "dedupe: no new stacks, locations or strings (%llu %llu %llu)",
-		      (unsigned long long)st1.nstacks, (unsigned long long)st1.nlocations,
-		      (unsigned long long)st1.nstrings);
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0) { /* another writer adds one new stack */
-			struct store *w;
-			struct profile *q = mk();
+	CHECK(store__open(&s, &so) == 0, "dedupe: fresh store");
+	if (!s)
+		return;
+	p = mk();
+	for (int i = 0; i < 100; i++) {
+		char st_[96];
 
-			add(q, "api", "100", "main;other;process", 1);
-			if (store__open(&w, &so) ||
-			    store__append(w, "cpu", (T0 + 20) * 1000000000LL, 10000000000LL, q, NULL, 0))
-				_exit(3);
-			profile__free(q);
-			store__close(w);
-			_exit(0);
-		}
-		waitpid(pid, &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dedupe: another process appended");
-		add(p, "api", "100", "main;other;process", 1);
-		CHECK(store__append(s, "cpu", (T0 + 30) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
-		      "dedupe: this process appends its stack too");
-		CHECK(store__stats(s, &st1) == 0 && st1.nstacks == st0.nstacks + 1,
-		      "dedupe: one stack more, not two (%llu)", (unsigned long long)st1.nstacks);
-		profile__free(p);
-		p = merge(s, "cpu", NULL, 0, T0, T0 + 60);
-		CHECK(p && total0(p) == 100 * 3 + 2, "dedupe: every sample reads back (%lld)",
-		      p ? (long long)total0(p) : -1LL);
-		profile__free(p);
-		CHECK(store__check(s, stdout) == 0, "dedupe: check sound");
-		store__close(s);
+		snprintf(st_, sizeof(st_), "main;mod%d;fn%d;leaf%d", i % 7, i, i % 13);
+		add(p, "api", "100", st_, 1);
 	}
-	fclose(devnull);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	system(cmd);
-	return test_done();
+	CHECK(store__append(s, "cpu", T0 * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
+	      "dedupe: batch 1");
+	CHECK(store__stats(s, &st0) == 0 && st0.nstacks == 100, "dedupe: 100 stacks (%llu)",
+	      (unsigned long long)st0.nstacks);
+	store__close(s);
+	s = NULL;
+	CHECK(store__open(&s, &so) == 0, "dedupe: reopened");
+	if (!s) {
+		profile__free(p);
+		return;
+	}
+	CHECK(store__append(s, "cpu", (T0 + 10) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
+	      "dedupe: the same batch again after reopen");
+	CHECK(store__stats(s, &st1) == 0 && st1.nstacks == st0.nstacks &&
+		      st1.nlocations == st0.nlocations && st1.nstrings == st0.nstrings,
+	      "dedupe: no new stacks, locations or strings (%llu %llu %llu)",
+	      (unsigned long long)st1.nstacks, (unsigned long long)st1.nlocations,
+	      (unsigned long long)st1.nstrings);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) { /* another writer adds one new stack */
+		struct store *w;
+		struct profile *q = mk();
+
+		add(q, "api", "100", "main;other;process", 1);
+		if (store__open(&w, &so) ||
+		    store__append(w, "cpu", (T0 + 20) * 1000000000LL, 10000000000LL, q, NULL, 0))
+			_exit(3);
+		profile__free(q);
+		store__close(w);
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dedupe: another process appended");
+	add(p, "api", "100", "main;other;process", 1);
+	CHECK(store__append(s, "cpu", (T0 + 30) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0,
+	      "dedupe: this process appends its stack too");
+	CHECK(store__stats(s, &st1) == 0 && st1.nstacks == st0.nstacks + 1,
+	      "dedupe: one stack more, not two (%llu)", (unsigned long long)st1.nstacks);
+	profile__free(p);
+	p = merge(s, "cpu", NULL, 0, T0, T0 + 60);
+	CHECK(p && total0(p) == 100 * 3 + 2, "dedupe: every sample reads back (%lld)",
+	      p ? (long long)total0(p) : -1LL);
+	profile__free(p);
+	CHECK(store__check(s, stdout) == 0, "dedupe: check sound");
+	store__close(s);
+}
+
+static const struct test_scenario scenarios[] = {
+	{ "extra_label_clash", t_extra_label_clash },
+	{ "types", t_types },
+	{ "list", t_list },
+	{ "list_selection", t_list_selection },
+	{ "unknown_type", t_unknown_type },
+	{ "merge_minute", t_merge_minute },
+	{ "selections", t_selections },
+	{ "value_types", t_value_types },
+	{ "diff", t_diff },
+	{ "check_sound", t_check_sound },
+	{ "reopen_readonly", t_reopen_readonly },
+	{ "rollups", t_rollups },
+	{ "late_batch", t_late_batch },
+	{ "retention", t_retention },
+	{ "series_gc", t_series_gc },
+	{ "check_finds_corruption", t_check_finds_corruption },
+	{ "concurrent_readers", t_concurrent_readers },
+	{ "map_resize", t_map_resize },
+	{ "dedupe", t_dedupe },
+};
+
+int main(int argc, char **argv)
+{
+	return test_scenarios_main(scenarios, sizeof(scenarios) / sizeof(scenarios[0]), argc, argv);
 }

@@ -83,6 +83,8 @@ int main(void)
 	/* A function of this PIE, inside (not at) its start. */
 	uint64_t a = (uintptr_t)test_marker_function + 2;
 	v = procs__vma(ps, p, a);
+	/* Files are read by the loader thread: wait for it. */
+	CHECK(!symbolizer__drain(sym, 5000), "the loader finishes in time");
 	CHECK(v && v->file && v->dso && v->dso->tab, "our text is mapped from a file with symbols");
 	name = v ? symbolizer__lookup(sym, v->dso, a - v->start + v->pgoff) : NULL;
 	CHECK(name && !strcmp(name, "test_marker_function"), "PIE: %#" PRIx64 " -> %s", a, name ? name : "none");
@@ -92,6 +94,7 @@ int main(void)
 	/* A libc function: a shared library at a random base. */
 	a = (uintptr_t)&getppid + 1;
 	v = procs__vma(ps, p, a);
+	symbolizer__drain(sym, 5000);
 	name = v ? symbolizer__lookup(sym, v->dso, a - v->start + v->pgoff) : NULL;
 	CHECK(name && strstr(name, "getppid"), "libc: getppid+1 -> %s (in %s)", name ? name : "none",
 	      v ? v->path : "no mapping");
@@ -160,6 +163,11 @@ int main(void)
 				struct dso *d2 = s2 ? symbolizer__dso(s2, getpid(), 1, 1, stripped, 0, 0) : NULL;
 				struct dso *d3 = s3 ? symbolizer__dso(s3, getpid(), 1, 1, stripped, 0, 0) : NULL;
 				uint64_t off = a - me->start + me->pgoff;
+
+				if (s2)
+					symbolizer__drain(s2, 5000);
+				if (s3)
+					symbolizer__drain(s3, 5000);
 				const char *n2 = d2 ? symbolizer__lookup(s2, d2, off) : NULL;
 				const char *n3 = d3 ? symbolizer__lookup(s3, d3, off) : NULL;
 

@@ -1,6 +1,11 @@
 /*
- * store_query.c - the read side: types, listings, the latest minute and
- * merges into a struct profile. Each call runs in its own read snapshot.
+ * store_merge.c - the read side's merge: the blocks of a time range and
+ * selection summed into one struct profile, in its own read snapshot.
+ *
+ * Entries of every block are first summed per (label set, stack) in a
+ * hash map (an hour of raw blocks repeats most pairs hundreds of times),
+ * then each distinct pair becomes one profile sample. Label sets are the
+ * (comm, pid) of the series.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,295 +14,6 @@
 #include <zstd.h>
 
 #include "store/db/store_int.h"
-
-void store__free_strv(char **v, size_t n)
-{
-	if (!v)
-		return;
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-static int has_blocks(struct store *s, MDB_txn *txn, uint32_t type)
-{
-	uint64_t t;
-	int rc = block__oldest(s, txn, type, &t);
-
-	return rc ? rc : t != UINT64_MAX;
-}
-
-static int strv_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int store__types(struct store *s, char ***names, size_t *n)
-{
-	struct type_ent *t = NULL;
-	size_t nt = 0, o = 0;
-	MDB_txn *txn;
-	char **v = NULL;
-	int rc;
-
-	*names = NULL;
-	*n = 0;
-	rc = store__txn_begin(s, true, &txn);
-	if (rc)
-		return rc;
-	rc = types__all(s, txn, &t, &nt);
-	if (rc)
-		goto out;
-	v = calloc(nt + 1, sizeof(*v));
-	if (!v) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < nt; i++) {
-		int hb = has_blocks(s, txn, t[i].t.id);
-
-		if (hb < 0) {
-			rc = hb;
-			goto out;
-		}
-		if (hb) {
-			v[o++] = t[i].name;
-			t[i].name = NULL;
-		}
-	}
-	if (o) /* qsort(NULL, 0) is undefined */
-		qsort(v, o, sizeof(*v), strv_cmp);
-	*names = v;
-	*n = o;
-	v = NULL;
-out:
-	store__free_strv(v, o);
-	types__free(t, nt);
-	store__txn_abort(s, txn);
-	return rc;
-}
-
-/* Does minute key (type, m) hold any series of ss? The cursor is
- * positioned on the key. */
-static bool minute_matches(MDB_cursor *c, const struct series_set *ss)
-{
-	MDB_val k, d;
-	size_t cnt = 0;
-	int rc;
-
-	if (ss->all)
-		return true;
-	if (!ss->n)
-		return false;
-	mdb_cursor_count(c, &cnt);
-	if (ss->n < cnt) {
-		/* Few selected series: probe each. */
-		MDB_val key;
-		uint8_t kb[8], sb[4];
-
-		if (mdb_cursor_get(c, &key, &d, MDB_GET_CURRENT))
-			return false;
-		memcpy(kb, key.mv_data, 8);
-		for (size_t i = 0; i < ss->n; i++) {
-			k = (MDB_val){ 8, kb };
-			be32_put(sb, ss->ids[i]);
-			d = (MDB_val){ 4, sb };
-			if (!mdb_cursor_get(c, &k, &d, MDB_GET_BOTH))
-				return true;
-		}
-		return false;
-	}
-	for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST_DUP); !rc;
-	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT_DUP))
-		if (d.mv_size == 4 && series_set__has(ss, be32_get(d.mv_data)))
-			return true;
-	return false;
-}
-
-static int pair_str(struct store *s, MDB_txn *txn, uint32_t ns, uint32_t vs, char **out)
-{
-	char *n = str__dup(s, txn, ns), *v = str__dup(s, txn, vs);
-	int rc = 0;
-
-	if (!n || !v || asprintf(out, "%s=%s", n, v) < 0)
-		rc = -ENOMEM;
-	free(n);
-	free(v);
-	return rc;
-}
-
-int store__list(struct store *s, const struct store_sel *sel, char ***pairs,
-		size_t *npairs, int64_t **minutes, size_t *nminutes)
-{
-	struct series_set ss = { 0 };
-	struct store_type t;
-	struct u64map seen = { 0 };
-	MDB_txn *txn;
-	MDB_cursor *c = NULL;
-	MDB_val k, d;
-	char **pv = NULL;
-	size_t np = 0, pcap = 0, nm = 0, mcap = 0;
-	int64_t *mv = NULL;
-	uint8_t kb[12];
-	int rc;
-
-	*pairs = NULL;
-	*minutes = NULL;
-	*npairs = *nminutes = 0;
-	rc = store__txn_begin(s, true, &txn);
-	if (rc)
-		return rc;
-	if ((rc = type__get(s, txn, sel->type, &t)) ||
-	    (rc = series__select(s, txn, t.id, sel, &ss)))
-		goto out;
-
-	/* Label pairs: every posting key of the type, or the pairs of the
-	 * selected series. */
-	rc = mdb_cursor_open(txn, s->dbi[DB_POST], &c);
-	if (rc) {
-		rc = store__errno(rc);
-		goto out;
-	}
-	be32_put(kb, t.id);
-	memset(kb + 4, 0, 8);
-	k = (MDB_val){ 12, kb };
-	for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); !rc;
-	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT_NODUP)) {
-		uint32_t ns, vs;
-		bool any = ss.all;
-
-		if (k.mv_size != 12 || be32_get(k.mv_data) != t.id)
-			break;
-		ns = be32_get((uint8_t *)k.mv_data + 4);
-		vs = be32_get((uint8_t *)k.mv_data + 8);
-		if (!any) {
-			int r2;
-			MDB_val k2, d2;
-
-			for (r2 = mdb_cursor_get(c, &k2, &d2, MDB_FIRST_DUP); !r2 && !any;
-			     r2 = mdb_cursor_get(c, &k2, &d2, MDB_NEXT_DUP))
-				any = d2.mv_size == 4 && series_set__has(&ss, be32_get(d2.mv_data));
-		}
-		if (!any)
-			continue;
-		if (np == pcap) {
-			size_t nc = pcap ? pcap * 2 : 32;
-			char **n2 = realloc(pv, nc * sizeof(*pv));
-
-			if (!n2) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			pv = n2;
-			pcap = nc;
-		}
-		if ((rc = pair_str(s, txn, ns, vs, &pv[np])))
-			goto out;
-		np++;
-	}
-	if (rc && rc != MDB_NOTFOUND) {
-		rc = store__errno(rc);
-		goto out;
-	}
-	mdb_cursor_close(c);
-	c = NULL;
-	if (np)
-		qsort(pv, np, sizeof(*pv), strv_cmp);
-
-	rc = mdb_cursor_open(txn, s->dbi[DB_MINUTE], &c);
-	if (rc) {
-		rc = store__errno(rc);
-		goto out;
-	}
-	key2(kb, t.id, 0);
-	k = (MDB_val){ 8, kb };
-	for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); !rc;
-	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT_NODUP)) {
-		if (k.mv_size != 8 || be32_get(k.mv_data) != t.id)
-			break;
-		if (!minute_matches(c, &ss))
-			continue;
-		if (nm == mcap) {
-			size_t nc = mcap ? mcap * 2 : 256;
-			int64_t *n2 = realloc(mv, nc * sizeof(*mv));
-
-			if (!n2) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			mv = n2;
-			mcap = nc;
-		}
-		mv[nm++] = (int64_t)be32_get((uint8_t *)k.mv_data + 4) * 60;
-	}
-	rc = rc == MDB_NOTFOUND ? 0 : store__errno(rc);
-out:
-	mdb_cursor_close(c);
-	store__txn_abort(s, txn);
-	series_set__free(&ss);
-	u64map__free(&seen);
-	if (rc) {
-		store__free_strv(pv, np);
-		free(mv);
-		return rc;
-	}
-	*pairs = pv;
-	*npairs = np;
-	*minutes = mv;
-	*nminutes = nm;
-	return 0;
-}
-
-int store__latest_minute(struct store *s, const struct store_sel *sel, int64_t *minute)
-{
-	struct series_set ss = { 0 };
-	struct store_type t;
-	MDB_txn *txn;
-	MDB_cursor *c = NULL;
-	MDB_val k, d;
-	uint8_t kb[8];
-	int rc;
-
-	rc = store__txn_begin(s, true, &txn);
-	if (rc)
-		return rc;
-	if ((rc = type__get(s, txn, sel->type, &t)) ||
-	    (rc = series__select(s, txn, t.id, sel, &ss)))
-		goto out;
-	rc = mdb_cursor_open(txn, s->dbi[DB_MINUTE], &c);
-	if (rc) {
-		rc = store__errno(rc);
-		goto out;
-	}
-	key2(kb, t.id + 1, 0);
-	k = (MDB_val){ 8, kb };
-	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
-	if (!rc)
-		rc = mdb_cursor_get(c, &k, &d, MDB_PREV_NODUP);
-	else if (rc == MDB_NOTFOUND)
-		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
-	for (; !rc; rc = mdb_cursor_get(c, &k, &d, MDB_PREV_NODUP)) {
-		if (k.mv_size != 8 || be32_get(k.mv_data) != t.id)
-			break;
-		if (minute_matches(c, &ss)) {
-			*minute = (int64_t)be32_get((uint8_t *)k.mv_data + 4) * 60;
-			rc = 0;
-			goto out;
-		}
-	}
-	rc = rc && rc != MDB_NOTFOUND ? store__errno(rc) : -ENOENT;
-out:
-	mdb_cursor_close(c);
-	store__txn_abort(s, txn);
-	series_set__free(&ss);
-	return rc;
-}
-
-/* ---- merge ----
- * Entries of every block are first summed per (label set, stack) in a
- * hash map (an hour of raw blocks repeats most pairs hundreds of times),
- * then each distinct pair becomes one profile sample. Label sets are the
- * (comm, pid) of the series. */
 
 /* Store id -> value for one merge: a dense array over the ids the
  * snapshot holds (ids are allocated sequentially; the pages of a large,
@@ -362,8 +78,6 @@ struct mctx {
 	struct idmap str, func, map, loc; /* store id -> profile id */
 	uint32_t *spath;                   /* one stack's store locations */
 	size_t spcap;
-	uint64_t *tmp; /* one stack's profile locations, leaf first */
-	size_t ntmp;
 	struct idmap stk; /* stack -> (offset in locpool << 16 | length) */
 	uint64_t *locpool;
 	size_t npool, cappool;
@@ -371,7 +85,7 @@ struct mctx {
 	struct u64map lsidx; /* (comm sid << 32 | pid sid) -> label set index */
 	struct prof_label (*lab)[2];
 	uint8_t *nlab;
-	size_t nls;
+	size_t nls, caplab;
 	struct u64map agg; /* (label set << 32 | stack) -> entry */
 	uint64_t *akey;
 	int64_t *aval;
@@ -512,14 +226,8 @@ static int m_path(struct mctx *m, uint32_t stack, uint32_t *n)
 	if ((rc = table__read(m->s, m->txn, DB_STACK, stack, &d)))
 		return rc == -ENOENT ? -EBADMSG : rc;
 	/* n is the first varint; at most the record's length. */
-	if (d.mv_size > m->spcap) {
-		uint32_t *np = realloc(m->spath, d.mv_size * sizeof(*np));
-
-		if (!np)
-			return -ENOMEM;
-		m->spath = np;
-		m->spcap = d.mv_size;
-	}
+	if (GROW(m->spath, &m->spcap, d.mv_size))
+		return -ENOMEM;
 	rc = stack__dec(d.mv_data, d.mv_size, m->spath, m->spcap);
 	if (rc < 0)
 		return rc;
@@ -542,18 +250,8 @@ static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
 	}
 	if ((rc = m_path(m, stack, n)))
 		return rc;
-	if (m->npool + *n > m->cappool) {
-		size_t nc = m->cappool ? m->cappool * 2 : 4096;
-		uint64_t *np;
-
-		while (nc < m->npool + *n)
-			nc *= 2;
-		np = realloc(m->locpool, nc * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		m->locpool = np;
-		m->cappool = nc;
-	}
+	if (GROW(m->locpool, &m->cappool, m->npool + *n))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < *n; i++)
 		if ((rc = m_location(m, m->spath[i], &m->locpool[m->npool + i])))
 			return rc;
@@ -597,17 +295,10 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 	if (!u64map__get(&m->lsidx, lk, &v)) {
 		uint8_t n = 0;
 
-		if (m->nls % 64 == 0) {
-			void *a = realloc(m->lab, (m->nls + 64) * sizeof(*m->lab));
+		size_t cap = m->caplab; /* lab and nlab grow in step */
 
-			if (!a)
-				return -ENOMEM;
-			m->lab = a;
-			a = realloc(m->nlab, m->nls + 64);
-			if (!a)
-				return -ENOMEM;
-			m->nlab = a;
-		}
+		if (GROW(m->lab, &cap, m->nls + 1) || GROW(m->nlab, &m->caplab, m->nls + 1))
+			return -ENOMEM;
 		/* An empty value cannot be a string label: left out. */
 		if (comm) {
 			m->lab[m->nls][n] = (struct prof_label){ 0 };
@@ -645,20 +336,11 @@ static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 		return rc;
 	k = (uint64_t)ls << 32 | stack;
 	if (!u64map__get(&m->agg, k, &i)) {
-		if (m->nagg == m->capagg) {
-			size_t nc = m->capagg ? m->capagg * 2 : 4096;
-			uint64_t *nk = realloc(m->akey, nc * sizeof(*nk));
-			int64_t *nvv;
+		size_t cap = m->capagg; /* akey and aval (nv a row) grow in step */
 
-			if (!nk)
-				return -ENOMEM;
-			m->akey = nk;
-			nvv = realloc(m->aval, nc * nv * sizeof(*nvv));
-			if (!nvv)
-				return -ENOMEM;
-			m->aval = nvv;
-			m->capagg = nc;
-		}
+		if (GROW(m->akey, &cap, m->nagg + 1) ||
+		    grow((void **)&m->aval, &m->capagg, m->nagg + 1, nv * sizeof(*m->aval)))
+			return -ENOMEM;
 		i = m->nagg++;
 		m->akey[i] = k;
 		memset(m->aval + i * nv, 0, nv * sizeof(int64_t));
@@ -716,6 +398,13 @@ static bool hour_rollup(struct mctx *m, uint32_t type, uint32_t h, MDB_val *d)
 	return !mdb_get(m->txn, m->s->dbi[DB_ROLLUP], &k, d);
 }
 
+/* Why str__dup failed: a string the type names is missing (a corrupt
+ * store) or memory ran out, which must not read as corruption. */
+static int dup_err(void)
+{
+	return errno == ENOMEM ? -ENOMEM : -EBADMSG;
+}
+
 int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int64_t to,
 		 struct profile **out)
 {
@@ -754,7 +443,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		tstr[i] = str__dup(s, m.txn, t.vtype[i]);
 		ustr[i] = str__dup(s, m.txn, t.vunit[i]);
 		if (!tstr[i] || !ustr[i]) {
-			rc = -EBADMSG;
+			rc = dup_err();
 			goto out;
 		}
 		types[i] = tstr[i];
@@ -765,14 +454,14 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	pt = str__dup(s, m.txn, t.period_type);
 	pu = str__dup(s, m.txn, t.period_unit);
 	if (!pt || !pu) {
-		rc = -EBADMSG;
+		rc = dup_err();
 		goto out;
 	}
 	if (t.default_type) {
 		char *dt = str__dup(s, m.txn, t.default_type);
 
 		if (!dt) {
-			rc = -EBADMSG;
+			rc = dup_err();
 			goto out;
 		}
 		m.p->default_sample_type = profile__intern_str(m.p, dt);
@@ -801,6 +490,10 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		goto out;
 
 	m.zd = ZSTD_createDCtx();
+	if (!m.zd) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	rc = mdb_cursor_open(m.txn, s->dbi[DB_BLOCK], &c);
 	if (!rc && !ss.all)
 		rc = mdb_cursor_open(m.txn, s->dbi[DB_MINUTE], &mc);
@@ -841,7 +534,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 
 			skip_checked = st / 60;
 			key2(mk, t.id, (uint32_t)(st / 60));
-			if (mdb_cursor_get(mc, &x, &y, MDB_SET_KEY) || !minute_matches(mc, &ss)) {
+			if (mdb_cursor_get(mc, &x, &y, MDB_SET_KEY) || !series_set__in_minute(mc, &ss)) {
 				block_key(kb, t.id, (st / 60 + 1) * 60, 0);
 				k = (MDB_val){ BLOCK_KEY_LEN, kb };
 				rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
@@ -883,7 +576,6 @@ out:
 	u64map__free(&m.lsidx);
 	u64map__free(&m.agg);
 	free(m.spath);
-	free(m.tmp);
 	idmap_free(&m.stk);
 	free(m.locpool);
 	free(m.lab);

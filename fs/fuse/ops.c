@@ -1,80 +1,28 @@
 /*
- * fuse_ops.c - the tree served over the libfuse 3 low-level API
- * (see mount.h). Every meaning of a path is the tree's business; this file
- * only maps kernel requests onto tree__resolve/list/readlink/render, keeps
- * inode numbers stable, and pins rendered bytes for open files.
- *
- * Inode numbers: hash64 of the canonical path for files and symlinks (so
- * the same query reached by two paths is one inode, like a hard link), and
- * hash64 of the path as looked up for directories (a directory must have
- * exactly one parent in the kernel's dentry cache; two paths naming one
- * query would otherwise be aliases of one directory inode). Both are
- * stable across restarts. The inode -> path table is never pruned on
- * FORGET: NFS file handles carry only the inode number and may come back
- * long after the kernel forgot it.
+ * ops.c - the tree served over the libfuse 3 low-level API (see mount.h):
+ * the request handlers. Every meaning of a path is the tree's business;
+ * this file only maps kernel requests onto tree__resolve/list/readlink/
+ * render, asks inode.c for stable inode numbers, and pins rendered bytes
+ * for open files.
  *
  * Sizes are exact: a file is rendered (or found in the render cache) at
  * lookup/getattr, and open pins that cache entry in fi->fh so that reads,
  * and getattr on the open file, see exactly the bytes that were measured.
  */
-#include <fuse_lowlevel.h>
-
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "fs/cache/cache.h"
-#include "fs/fuse/mount.h"
+#include "fs/fuse/fuse_int.h"
 #include "store/util/util.h"
 
 /* Seconds the kernel may keep entries and attributes. */
 #define TTL_IMMUTABLE 86400.0
 #define TTL_CURRENT 1.0
 #define TTL_NEGATIVE 1.0
-#define MAX_THREADS 16
-
-struct ino_ent {
-	uint64_t ino;
-	char *key;  /* what was hashed: canon (files) or path (dirs) */
-	char *path; /* a path that resolves to it */
-	uint64_t fp; /* of the bytes whose size the kernel was last told */
-	bool has_fp;
-	struct ino_ent *next;
-};
-
-struct inotab {
-	pthread_rwlock_t lock;
-	struct ino_ent **b;
-	size_t nb, n;
-};
-
-struct fsmount {
-	struct tree *t;
-	struct cache *cache;
-	struct fuse_session *se;
-	char *mountpoint;
-	dev_t dev; /* of the mounted filesystem, to abort its connection */
-	pthread_t loop;
-	bool loop_started, mounted;
-	atomic_bool stopping; /* fsmount__stop() began */
-	struct inotab inos;
-	uid_t uid;
-	gid_t gid;
-	atomic_uint_fast64_t n_lookup, n_negative, n_getattr, n_open, n_read,
-		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot;
-};
 
 /* An open directory: a snapshot of its listing, with inode numbers. */
 struct dirh {
@@ -84,170 +32,6 @@ struct dirh {
 	uint64_t *inos;
 	uint64_t self, parent;
 };
-
-/* ---- inode table ---- */
-
-static int inotab__init(struct inotab *t)
-{
-	t->nb = 4096;
-	t->b = calloc(t->nb, sizeof(*t->b));
-	if (!t->b)
-		return -ENOMEM;
-	pthread_rwlock_init(&t->lock, NULL);
-	return 0;
-}
-
-static void inotab__fini(struct inotab *t)
-{
-	for (size_t i = 0; i < t->nb; i++) {
-		struct ino_ent *e = t->b[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			free(e->key);
-			free(e->path);
-			free(e);
-		}
-	}
-	free(t->b);
-	pthread_rwlock_destroy(&t->lock);
-}
-
-static struct ino_ent *inotab__find(struct inotab *t, uint64_t ino)
-{
-	struct ino_ent *e = t->b[ino & (t->nb - 1)];
-
-	for (; e; e = e->next)
-		if (e->ino == ino)
-			return e;
-	return NULL;
-}
-
-static void inotab__grow(struct inotab *t)
-{
-	size_t nb = t->nb * 2;
-	struct ino_ent **b;
-
-	if (t->n < t->nb)
-		return;
-	b = calloc(nb, sizeof(*b));
-	if (!b)
-		return;
-	for (size_t i = 0; i < t->nb; i++) {
-		struct ino_ent *e = t->b[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			e->next = b[e->ino & (nb - 1)];
-			b[e->ino & (nb - 1)] = e;
-		}
-	}
-	free(t->b);
-	t->b = b;
-	t->nb = nb;
-}
-
-/* The inode number of key with the given seed; never 0 or FUSE_ROOT_ID. */
-static uint64_t ino_hash(const char *key, uint64_t seed)
-{
-	uint64_t h = hash64(key, strlen(key), seed);
-
-	return h <= FUSE_ROOT_ID ? h + 2 : h;
-}
-
-/* Inode number of key without registering it (readdir). */
-static uint64_t ino_peek(const char *key)
-{
-	return strcmp(key, "/") ? ino_hash(key, 0) : FUSE_ROOT_ID;
-}
-
-/*
- * Registers key (reachable at path) and returns its inode number. A 64-bit
- * collision with another key moves the newcomer to the next seed. Returns 0
- * on allocation failure.
- */
-static uint64_t inotab__assign(struct inotab *t, const char *key,
-			       const char *path)
-{
-	struct ino_ent *e;
-	uint64_t ino = 0;
-
-	if (!strcmp(key, "/"))
-		return FUSE_ROOT_ID;
-	pthread_rwlock_wrlock(&t->lock);
-	for (uint64_t seed = 0; seed < 64; seed++) {
-		ino = ino_hash(key, seed);
-		e = inotab__find(t, ino);
-		if (!e)
-			break;
-		if (!strcmp(e->key, key))
-			goto out;
-		pr_warn("inode collision between '%s' and '%s'", e->key, key);
-	}
-	e = calloc(1, sizeof(*e));
-	if (!e)
-		goto fail;
-	e->ino = ino;
-	e->key = strdup(key);
-	e->path = strdup(path);
-	if (!e->key || !e->path) {
-		free(e->key);
-		free(e->path);
-		free(e);
-		goto fail;
-	}
-	e->next = t->b[ino & (t->nb - 1)];
-	t->b[ino & (t->nb - 1)] = e;
-	t->n++;
-	inotab__grow(t);
-out:
-	pthread_rwlock_unlock(&t->lock);
-	return ino;
-fail:
-	pthread_rwlock_unlock(&t->lock);
-	return 0;
-}
-
-/* A malloc'd copy of the path of ino, or NULL (errno ESTALE or ENOMEM). */
-static char *inotab__path(struct inotab *t, uint64_t ino)
-{
-	struct ino_ent *e;
-	char *p = NULL;
-
-	if (ino == FUSE_ROOT_ID)
-		return strdup("/");
-	pthread_rwlock_rdlock(&t->lock);
-	e = inotab__find(t, ino);
-	if (e)
-		p = strdup(e->path);
-	else
-		errno = ESTALE;
-	pthread_rwlock_unlock(&t->lock);
-	return p;
-}
-
-/*
- * Records that the kernel now knows the bytes with fingerprint fp for ino
- * (their size, or pages of them). Returns true when it knew different
- * bytes before: a render of the same query that came out different (new
- * data, or a renderer whose output depends on the store's history), so
- * its cached size and pages must be dropped.
- */
-static bool inotab__swap_fp(struct inotab *t, uint64_t ino, uint64_t fp)
-{
-	struct ino_ent *e;
-	bool changed = false;
-
-	pthread_rwlock_wrlock(&t->lock);
-	e = inotab__find(t, ino);
-	if (e) {
-		changed = e->has_fp && e->fp != fp;
-		e->fp = fp;
-		e->has_fp = true;
-	}
-	pthread_rwlock_unlock(&t->lock);
-	return changed;
-}
 
 /* ---- paths ---- */
 
@@ -609,7 +393,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		goto out_node;
 	}
 	d->self = ino;
-	d->parent = ino_peek(ppath);
+	d->parent = inotab__peek(ppath);
 	/* d_ino must match what lookup will say (NFS reconnects directories
 	 * by scanning the parent for the child's inode number). */
 	for (size_t i = 0; i < d->n; i++) {
@@ -621,9 +405,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 			goto out_node;
 		}
 		if (d->kinds[i] == NODE_DIR || tree__resolve(m->t, cp, &c))
-			d->inos[i] = ino_peek(cp);
+			d->inos[i] = inotab__peek(cp);
 		else
-			d->inos[i] = ino_peek(c.canon);
+			d->inos[i] = inotab__peek(c.canon);
 		node__fini(&c);
 		free(cp);
 	}
@@ -881,7 +665,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	erofs(req);
 }
 
-static const struct fuse_lowlevel_ops ops = {
+const struct fuse_lowlevel_ops fsmount__ops = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.forget = op_forget,
@@ -911,310 +695,3 @@ static const struct fuse_lowlevel_ops ops = {
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
 };
-
-/* ---- mount lifetime ---- */
-
-static void *loop_main(void *arg)
-{
-	struct fsmount *m = arg;
-	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-	int err;
-
-	if (cfg) {
-		fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
-		fuse_loop_cfg_set_clone_fd(cfg, 0);
-	}
-	err = fuse_session_loop_mt(m->se, cfg);
-	if (err)
-		pr_debug("fuse loop ended: %d", err);
-	fuse_loop_cfg_destroy(cfg);
-	/* Unmounted from outside (fusermount3 -u, umount): nothing is served
-	 * any more, so ask the process to shut down the way SIGTERM does;
-	 * its signal-waiting thread takes it (the mask is inherited). */
-	if (!atomic_load(&m->stopping)) {
-		pr_warn("%s was unmounted from outside; shutting down", m->mountpoint);
-		kill(getpid(), SIGTERM);
-	}
-	return NULL;
-}
-
-/* A mountpoint whose FUSE daemon died answers ENOTCONN; detach it.
- * statfs, unlike stat, is never answered from the kernel's attribute
- * cache, so it sees a dead connection at once. */
-static void detach_stale(const char *mp)
-{
-	struct statvfs sv;
-
-	if (statvfs(mp, &sv) == 0 || errno != ENOTCONN)
-		return;
-	pr_warn("%s: stale mount (transport endpoint not connected), detaching",
-		mp);
-	if (umount2(mp, MNT_DETACH))
-		pr_warn("%s: umount2: %s", mp, strerror(errno));
-}
-
-static void fsmount__free(struct fsmount *m)
-{
-	if (m->se)
-		fuse_session_destroy(m->se);
-	cache__free(m->cache);
-	if (m->inos.b)
-		inotab__fini(&m->inos);
-	free(m->mountpoint);
-	free(m);
-}
-
-int fsmount__start(struct fsmount **out, struct tree *t,
-		   const struct mount_opts *o)
-{
-	char opts[256];
-	char *argv[] = { "proffs", "-o", opts, NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
-	struct fsmount *m;
-	struct stat st;
-	int err;
-
-	*out = NULL;
-	detach_stale(o->mountpoint);
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->t = t;
-	m->uid = getuid();
-	m->gid = getgid();
-	m->mountpoint = realpath(o->mountpoint, NULL);
-	if (!m->mountpoint) {
-		err = -errno;
-		pr_err("mountpoint %s: %s", o->mountpoint, strerror(errno));
-		goto err_free;
-	}
-	if (stat(m->mountpoint, &st) || !S_ISDIR(st.st_mode)) {
-		err = -ENOTDIR;
-		pr_err("mountpoint %s: not a directory", m->mountpoint);
-		goto err_free;
-	}
-	m->cache = cache__new(o->cache_bytes);
-	if (!m->cache || inotab__init(&m->inos)) {
-		err = -ENOMEM;
-		goto err_free;
-	}
-	snprintf(opts, sizeof(opts),
-		 "ro,default_permissions,fsname=proffs,subtype=proffs%s",
-		 o->allow_other ? ",allow_other" : "");
-	m->se = fuse_session_new(&args, &ops, sizeof(ops), m);
-	fuse_opt_free_args(&args);
-	if (!m->se) {
-		err = -EINVAL;
-		pr_err("fuse_session_new failed");
-		goto err_free;
-	}
-	if (fuse_session_mount(m->se, m->mountpoint)) {
-		err = -EIO;
-		pr_err("cannot mount FUSE at %s", m->mountpoint);
-		goto err_free;
-	}
-	m->mounted = true;
-	/* Published before the loop runs: /metrics may be read at once. */
-	*out = m;
-	err = pthread_create(&m->loop, NULL, loop_main, m);
-	if (err) {
-		*out = NULL;
-		err = -err;
-		goto err_unmount;
-	}
-	m->loop_started = true;
-	/* Remember which FUSE connection is ours (see fsmount__stop). */
-	if (stat(m->mountpoint, &st) == 0)
-		m->dev = st.st_dev;
-	pr_info("mounted at %s", m->mountpoint);
-	return 0;
-
-err_unmount:
-	fuse_session_unmount(m->se);
-err_free:
-	fsmount__free(m);
-	return err;
-}
-
-static void *poke_main(void *arg)
-{
-	struct stat st;
-
-	stat((const char *)arg, &st);
-	free(arg);
-	return NULL;
-}
-
-/* Sends one request through the mount so that a worker wakes up, sees
- * the session exited and ends the loop (libfuse only checks between
- * requests). The path is new each time so no negative entry hides it. */
-static void poke(struct fsmount *m)
-{
-	static atomic_uint seq;
-	pthread_attr_t attr;
-	pthread_t th;
-	char *p;
-
-	if (asprintf(&p, "%s/.proffs-stop-%d-%u", m->mountpoint, (int)getpid(),
-		     atomic_fetch_add(&seq, 1)) < 0)
-		return;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &attr, poke_main, p))
-		free(p);
-	pthread_attr_destroy(&attr);
-}
-
-/* Last resort: abort our connection through fusectl, which fails every
- * pending and future request and wakes every worker. */
-static void abort_conn(struct fsmount *m)
-{
-	char p[64];
-	FILE *f;
-
-	if (!m->dev)
-		return;
-	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%u/abort",
-		 minor(m->dev));
-	if (access(p, F_OK))
-		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
-	f = fopen(p, "w");
-	if (!f) {
-		pr_warn("cannot abort FUSE connection: %s: %s", p, strerror(errno));
-		return;
-	}
-	fputs("1", f);
-	fclose(f);
-}
-
-/* libfuse skips the unmount when it believes the connection is already
- * gone; make sure no mount of ours (now dead: the device fd is closed, so
- * this stat cannot hang) stays at the mountpoint. */
-static void ensure_unmounted(struct fsmount *m)
-{
-	struct stat st;
-
-	if (stat(m->mountpoint, &st) == 0 ? st.st_dev != m->dev || !m->dev
-					  : errno != ENOTCONN)
-		return;
-	pr_warn("%s: still mounted after unmount, detaching", m->mountpoint);
-	if (umount2(m->mountpoint, MNT_DETACH))
-		pr_warn("%s: umount2: %s", m->mountpoint, strerror(errno));
-}
-
-static int join_for(pthread_t th, int secs)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += secs;
-	return pthread_timedjoin_np(th, NULL, &ts);
-}
-
-void fsmount__stop(struct fsmount *m)
-{
-	bool joined = false;
-
-	if (!m)
-		return;
-	atomic_store(&m->stopping, true);
-	if (m->loop_started) {
-		fuse_session_exit(m->se);
-		for (int i = 0; i < 3 && !joined; i++) {
-			poke(m);
-			joined = join_for(m->loop, 1) == 0;
-		}
-		if (!joined) {
-			/* Unmounting ends the connection when no file is open. */
-			fuse_session_unmount(m->se);
-			m->mounted = false;
-			joined = join_for(m->loop, 2) == 0;
-		}
-		if (!joined) {
-			abort_conn(m);
-			pthread_join(m->loop, NULL);
-		}
-	}
-	/* Lazy: a reader still holding a file open keeps its (now dead) file
-	 * but the mountpoint is free at once. Closing the device fd in
-	 * fuse_session_destroy() then fails its further reads with ENOTCONN. */
-	if (m->mounted)
-		fuse_session_unmount(m->se);
-	fuse_session_destroy(m->se);
-	m->se = NULL;
-	ensure_unmounted(m);
-	pr_info("unmounted %s", m->mountpoint);
-	fsmount__free(m);
-}
-
-void fsmount__metrics(struct fsmount *m, struct buf *out)
-{
-	struct cache_stats cs;
-
-	if (!m)
-		return;
-	cache__stats(m->cache, &cs);
-	buf__printf(out,
-		    "# HELP proffs_render_cache_hits_total Renders served from the cache.\n"
-		    "# TYPE proffs_render_cache_hits_total counter\n"
-		    "proffs_render_cache_hits_total %llu\n"
-		    "# HELP proffs_render_cache_misses_total Renders started because the cache had no entry.\n"
-		    "# TYPE proffs_render_cache_misses_total counter\n"
-		    "proffs_render_cache_misses_total %llu\n"
-		    "# HELP proffs_render_cache_waits_total Requests that waited for a render already in progress.\n"
-		    "# TYPE proffs_render_cache_waits_total counter\n"
-		    "proffs_render_cache_waits_total %llu\n"
-		    "# HELP proffs_render_cache_evictions_total Entries dropped to stay within the bound.\n"
-		    "# TYPE proffs_render_cache_evictions_total counter\n"
-		    "proffs_render_cache_evictions_total %llu\n"
-		    "# HELP proffs_render_cache_failures_total Renders that failed.\n"
-		    "# TYPE proffs_render_cache_failures_total counter\n"
-		    "proffs_render_cache_failures_total %llu\n"
-		    "# HELP proffs_render_cache_bytes Bytes held by the render cache.\n"
-		    "# TYPE proffs_render_cache_bytes gauge\n"
-		    "proffs_render_cache_bytes %llu\n"
-		    "# HELP proffs_render_cache_entries Entries in the render cache.\n"
-		    "# TYPE proffs_render_cache_entries gauge\n"
-		    "proffs_render_cache_entries %llu\n"
-		    "# HELP proffs_render_cache_max_bytes Bound of the render cache.\n"
-		    "# TYPE proffs_render_cache_max_bytes gauge\n"
-		    "proffs_render_cache_max_bytes %llu\n",
-		    (unsigned long long)cs.hits, (unsigned long long)cs.misses,
-		    (unsigned long long)cs.waits,
-		    (unsigned long long)cs.evictions,
-		    (unsigned long long)cs.failures,
-		    (unsigned long long)cs.bytes,
-		    (unsigned long long)cs.entries,
-		    (unsigned long long)cs.max_bytes);
-	buf__printf(out,
-		    "# HELP proffs_fuse_requests_total FUSE requests by operation.\n"
-		    "# TYPE proffs_fuse_requests_total counter\n"
-		    "proffs_fuse_requests_total{op=\"lookup\"} %llu\n"
-		    "proffs_fuse_requests_total{op=\"getattr\"} %llu\n"
-		    "proffs_fuse_requests_total{op=\"opendir\"} %llu\n"
-		    "proffs_fuse_requests_total{op=\"open\"} %llu\n"
-		    "proffs_fuse_requests_total{op=\"read\"} %llu\n"
-		    "proffs_fuse_requests_total{op=\"mutation\"} %llu\n"
-		    "# HELP proffs_fuse_negative_lookups_total Lookups of paths that do not exist.\n"
-		    "# TYPE proffs_fuse_negative_lookups_total counter\n"
-		    "proffs_fuse_negative_lookups_total %llu\n"
-		    "# HELP proffs_fuse_handle_lookups_total Lookups of . and .. (file handles of NFS re-exports).\n"
-		    "# TYPE proffs_fuse_handle_lookups_total counter\n"
-		    "proffs_fuse_handle_lookups_total %llu\n"
-		    "# HELP proffs_fuse_read_bytes_total Bytes returned by reads.\n"
-		    "# TYPE proffs_fuse_read_bytes_total counter\n"
-		    "proffs_fuse_read_bytes_total %llu\n"
-		    "# HELP proffs_fuse_render_errors_total Renders that failed while serving a request.\n"
-		    "# TYPE proffs_fuse_render_errors_total counter\n"
-		    "proffs_fuse_render_errors_total %llu\n",
-		    (unsigned long long)m->n_lookup,
-		    (unsigned long long)m->n_getattr,
-		    (unsigned long long)m->n_readdir,
-		    (unsigned long long)m->n_open,
-		    (unsigned long long)m->n_read,
-		    (unsigned long long)m->n_erofs,
-		    (unsigned long long)m->n_negative,
-		    (unsigned long long)m->n_dot,
-		    (unsigned long long)m->n_read_bytes,
-		    (unsigned long long)m->n_render_errors);
-}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * offcpu.bpf.c - off-CPU time, charged to the stack at which a thread
+ * blocked. One program on tp_btf/sched_switch does two things per switch:
+ *
+ *  - for the thread leaving the CPU (prev, the current task), it notes in
+ *    that thread's task storage when and why it left (sleep, disk,
+ *    runqueue). Nothing else: the duration is not known yet, and most
+ *    blocks are too short to be worth an unwind.
+ *  - for the thread picked to run (next), it computes how long it was
+ *    off. Under min_ns the block is only counted. Otherwise next's kernel
+ *    stack, still frozen exactly where it called __schedule, is walked
+ *    (bpf_get_task_stack) and sent as an OFFCPU_EV_SAMPLE record, and a
+ *    task work is scheduled on next: on its return to user space it runs
+ *    in next's own context, where its user stack (still the one at which
+ *    it entered the kernel) can be walked; it sends OFFCPU_EV_USER and
+ *    user space joins the two (bpf/offcpu.h).
+ *
+ * So an unwind is paid only for blocks that will be stored. The start time
+ * lives per thread (task storage), never per CPU: a thread usually wakes
+ * on another CPU than the one it left (the per-CPU design's trap,
+ * OpenTelemetry ebpf-profiler #1348), and it dies with its thread.
+ * Neither kprobes nor fentry are needed (a kernel without CONFIG_KPROBES,
+ * or one that refuses trampolines, still works); bpf_task_work needs
+ * Linux 6.18.
+ * Idle (pid 0), the daemon's own threads and, unless asked, kernel
+ * threads are never recorded.
+ */
+#include "bpf/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "bpf/offcpu.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by user space before load (.rodata). */
+const volatile __u32 self_tgid = 0;     /* the daemon: never recorded */
+const volatile __u32 target_tgid = 0;   /* != 0: only this process (test tools) */
+const volatile __u64 min_ns = 1000000;  /* shorter blocks are counted, not streamed */
+const volatile __u32 state_mask = 7;    /* 1 << enum offcpu_state, per recorded state */
+const volatile bool with_kthreads = false;
+const volatile bool want_user = true;
+const volatile bool want_kernel = true;
+
+/* include/linux/sched.h; stable ABI in practice (exported to tracing). */
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_NOLOAD 0x400
+#define PF_KTHREAD 0x00200000
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym;
+
+struct start {
+	__u64 ts;    /* bpf_ktime_get_ns at switch-out; 0 = nothing pending */
+	__u32 state; /* enum offcpu_state */
+	__u32 cpu;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct start);
+} starts SEC(".maps");
+
+/* The task work that fetches a thread's user stack, per tid; an entry
+ * lives from the thread's first long block to its exit. */
+struct uwork {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16); /* threads with a long block so far */
+	__type(key, __u32);
+	__type(value, struct uwork);
+} uworks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 23); /* resized before load */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OFFCPU_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* A record is too big for the BPF stack: build it here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct prof_sample_ev);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
+/* Whose switches are recorded at all. */
+static __always_inline bool wanted(struct task_struct *t)
+{
+	__u32 tgid = t->tgid;
+
+	if (!t->pid) /* the idle task */
+		return false;
+	if (tgid == self_tgid)
+		return false;
+	if (target_tgid && tgid != target_tgid)
+		return false;
+	if (!with_kthreads && (t->flags & PF_KTHREAD))
+		return false;
+	return true;
+}
+
+static __always_inline void send(struct prof_sample_ev *ev, long nframes)
+{
+	__u64 size = __builtin_offsetof(struct prof_sample_ev, frames) + nframes * sizeof(__u64);
+
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	if (bpf_ringbuf_output(&events, ev, size, BPF_RB_NO_WAKEUP))
+		count(OFFCPU_CNT_RINGFULL, 1);
+}
+
+/*
+ * The user stack of the current task, innermost first, into buf (max
+ * PROF_MAX_FRAMES). The same seam as user_stack() in bpf/profile.bpf.c:
+ * here the current task has not returned to user space since it blocked,
+ * so its saved user registers (bpf_task_pt_regs) are where it blocked,
+ * and an unwinder that starts from them serves both programs. Returns the
+ * number of frames, or -errno.
+ */
+static __noinline int user_stack(struct task_struct *task, __u64 *buf)
+{
+	long n;
+
+	if (!buf || !task)
+		return -22;
+	n = bpf_get_task_stack(task, buf, PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+	if (n < 0)
+		return n;
+	return n / sizeof(__u64);
+}
+
+/* Runs in the thread's own context, on its way back to user space. */
+static int user_part(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct prof_sample_ev *ev;
+	__u32 zero = 0;
+	long n, nu = 0;
+
+	ev = bpf_map_lookup_elem(&scratch, &zero);
+	if (!ev)
+		return 0;
+	ev->type = OFFCPU_EV_USER;
+	ev->tgid = task->tgid;
+	ev->tid = task->pid;
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->cgroup_id = bpf_get_current_cgroup_id();
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->period = 0;
+	ev->flags = 0;
+	ev->nkern = 0;
+	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
+	if (want_user && task->mm) {
+		n = user_stack(task, ev->frames);
+		if (n < 0) {
+			count(OFFCPU_CNT_USTACK_ERR, 1);
+			ev->flags |= PROF_F_UERR;
+		} else {
+			nu = n;
+			if (nu >= PROF_MAX_FRAMES) {
+				nu = PROF_MAX_FRAMES;
+				ev->flags |= PROF_F_UTRUNC;
+			}
+		}
+	}
+	ev->nuser = nu;
+	send(ev, nu);
+	return 0;
+}
+
+/* next ran again after delta ns off CPU in `state`: its kernel part now,
+ * its user part on its return to user space. */
+static __always_inline void record(struct task_struct *next, __u64 now, __u64 delta,
+				   struct start *st)
+{
+	struct prof_sample_ev *ev;
+	struct uwork *uw;
+	__u32 zero = 0, tid = next->pid;
+	long n, nk = 0;
+	bool user = want_user && next->mm;
+
+	ev = bpf_map_lookup_elem(&scratch, &zero);
+	if (!ev)
+		return;
+	ev->type = OFFCPU_EV_SAMPLE;
+	ev->tgid = next->tgid;
+	ev->tid = tid;
+	ev->cpu = st->cpu;
+	ev->cgroup_id = 0; /* known from the user part, or 0 */
+	ev->time_ns = now;
+	ev->period = delta;
+	ev->flags = (st->state << OFFCPU_STATE_SHIFT) & OFFCPU_STATE_MASK;
+	ev->nuser = 0;
+	BPF_CORE_READ_STR_INTO(&ev->comm, next, group_leader, comm);
+	if (want_kernel) {
+		/* next is not running: its stack is as it left it. */
+		n = bpf_get_task_stack(next, ev->frames, PROF_MAX_FRAMES * sizeof(__u64), 0);
+		if (n < 0) {
+			count(OFFCPU_CNT_KSTACK_ERR, 1);
+			ev->flags |= PROF_F_KERR;
+		} else {
+			nk = n / sizeof(__u64);
+			if (nk >= PROF_MAX_FRAMES) {
+				nk = PROF_MAX_FRAMES;
+				ev->flags |= PROF_F_KTRUNC;
+			}
+		}
+	}
+	if (nk < 0 || nk > PROF_MAX_FRAMES) /* for the verifier */
+		nk = 0;
+	ev->nkern = nk;
+	if (user) {
+		uw = bpf_map_lookup_elem(&uworks, &tid);
+		if (!uw) {
+			static const struct uwork fresh;
+
+			bpf_map_update_elem(&uworks, &tid, &fresh, BPF_NOEXIST);
+			uw = bpf_map_lookup_elem(&uworks, &tid);
+		}
+		/* -EBUSY: a work is pending already (a second long block
+		 * before the thread got back to user space); it serves this
+		 * block too. */
+		if (uw) {
+			long err = bpf_task_work_schedule_resume_impl(next, &uw->tw, &uworks, user_part,
+								      NULL);
+
+			if (err && err != -16)
+				uw = NULL;
+		}
+		if (uw)
+			ev->flags |= OFFCPU_F_USER_NEXT;
+		else
+			count(OFFCPU_CNT_TW_ERR, 1);
+	}
+	send(ev, nk);
+	count(OFFCPU_CNT_RECORDED, 1);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct start *st;
+	__u64 now = bpf_ktime_get_ns(), delta;
+	__u32 state;
+
+	if (wanted(prev)) {
+		/* Preempted (or yielding) threads stay runnable: they wait
+		 * for a CPU, whatever state they were about to enter. */
+		if (preempt || !prev_state)
+			state = OFFCPU_RUNQUEUE;
+		else if (prev_state & TASK_NOLOAD) /* TASK_IDLE: waiting for work */
+			goto next;
+		else if (prev_state & TASK_UNINTERRUPTIBLE)
+			state = OFFCPU_DISK;
+		else if (prev_state & TASK_INTERRUPTIBLE)
+			state = OFFCPU_SLEEP;
+		else /* stopped, traced, dead */
+			goto next;
+		if (!(state_mask & (1u << state)))
+			goto next;
+		count(OFFCPU_CNT_SWITCHES, 1);
+		st = bpf_task_storage_get(&starts, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st) {
+			count(OFFCPU_CNT_MAPFULL, 1);
+			goto next;
+		}
+		st->ts = now;
+		st->state = state;
+		st->cpu = bpf_get_smp_processor_id();
+	}
+next:
+	if (!next->pid)
+		return 0;
+	st = bpf_task_storage_get(&starts, next, 0, 0);
+	if (!st || !st->ts)
+		return 0;
+	delta = now - st->ts;
+	st->ts = 0;
+	if (delta < min_ns) {
+		count(OFFCPU_CNT_SHORT, 1);
+		count(OFFCPU_CNT_SHORT_NS, delta);
+		return 0;
+	}
+	record(next, now, delta, st);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tid = p->pid;
+
+	/* The entry would outlive its thread. Deleting it cancels a work
+	 * still pending (a thread killed while blocked: its mm is gone by
+	 * now anyway); user space stores that block with kernel frames only. */
+	bpf_map_delete_elem(&uworks, &tid);
+	return 0;
+}

@@ -1,0 +1,41 @@
+/*
+ * fuse_int.h - what ops.c (the request handlers) and mount.c (the mount's
+ * lifetime) share; private to fs/fuse/.
+ */
+#ifndef PROFFS_FUSE_INT_H
+#define PROFFS_FUSE_INT_H
+
+#include <fuse_lowlevel.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "fs/cache/cache.h"
+#include "fs/fuse/inode.h"
+#include "fs/fuse/mount.h"
+
+struct fsmount {
+	struct tree *t;
+	struct cache *cache;
+	struct fuse_session *se;
+	char *mountpoint;
+	dev_t dev; /* of the mounted filesystem, to abort its connection */
+	pthread_t loop;
+	bool loop_started, mounted;
+	atomic_bool stopping; /* fsmount__stop() began */
+	struct inotab inos;
+	uid_t uid;
+	gid_t gid;
+	void (*on_serve)(void *ctx); /* mount_opts.on_serve */
+	void *on_serve_ctx;
+	/* request counters of /metrics, bumped by the handlers */
+	atomic_uint_fast64_t n_lookup, n_negative, n_getattr, n_open, n_read,
+		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot;
+};
+
+/* The request handlers; each request's userdata is its struct fsmount. */
+extern const struct fuse_lowlevel_ops fsmount__ops;
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * offcpu.c - the user-space half of bpf/offcpu.bpf.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "gen/offcpu.skel.h"
+#include "sampler/offcpu/offcpu.h"
+#include "store/util/util.h"
+
+struct offcpu {
+	struct offcpu_bpf *skel;
+	struct ring_buffer *rb;
+	int ncpus_possible;
+	struct offcpu_opts o;
+	struct prof_sample_ev *join; /* scratch: a kernel part with its user part */
+	struct pend **pend;          /* kernel parts waiting for their user part, by age */
+	size_t npend, cappend;
+	uint64_t newest_ns;          /* the newest record's time */
+	uint64_t expired, lost_nomem;
+	unsigned budget;             /* records left in this poll */
+};
+
+/* Records handled per poll at most: producers that outpace us must not
+ * keep the sampler thread (and a SIGTERM) inside one poll forever; what
+ * is left waits for the next poll, or is dropped by the BPF side (and
+ * counted) when the ring fills. About a ring's worth. */
+#define POLL_BUDGET 32768
+#define OUT_OF_BUDGET (-EAGAIN)
+
+static const char *const state_names[OFFCPU_NSTATES] = {
+	[OFFCPU_SLEEP] = "sleep",
+	[OFFCPU_DISK] = "disk",
+	[OFFCPU_RUNQUEUE] = "runqueue",
+};
+
+const char *offcpu__state_name(uint32_t flags)
+{
+	uint32_t s = (flags & OFFCPU_STATE_MASK) >> OFFCPU_STATE_SHIFT;
+
+	return s < OFFCPU_NSTATES ? state_names[s] : NULL;
+}
+
+int offcpu__parse_states(const char *s, unsigned *mask)
+{
+	unsigned m = 0;
+
+	if (!strcmp(s, "all")) {
+		*mask = OFFCPU_DEFAULT_STATES;
+		return 0;
+	}
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		int i;
+
+		for (i = 0; i < OFFCPU_NSTATES; i++)
+			if (strlen(state_names[i]) == n && !strncmp(s, state_names[i], n))
+				break;
+		if (i == OFFCPU_NSTATES)
+			return -EINVAL;
+		m |= 1u << i;
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
+}
+
+/* A kernel part waiting for its thread's user part. */
+struct pend {
+	size_t size;
+	struct prof_sample_ev ev; /* the first `size` bytes are valid */
+};
+
+/* The user part of a block has not come for this long (ring time): the
+ * thread died before it returned to user space. Stored with kernel frames
+ * only. */
+#define PEND_TIMEOUT_NS 2000000000ULL
+
+static void emit(struct offcpu *oc, const struct prof_sample_ev *ev)
+{
+	if (oc->o.on_sample)
+		oc->o.on_sample(oc->o.ctx, ev);
+}
+
+/* Joins kernel part k with user part u (NULL: none) and hands it on. */
+static void join(struct offcpu *oc, const struct prof_sample_ev *k, const struct prof_sample_ev *u)
+{
+	struct prof_sample_ev *j = oc->join;
+	size_t hdr = offsetof(struct prof_sample_ev, frames);
+
+	memcpy(j, k, hdr + k->nkern * sizeof(__u64));
+	j->flags &= ~OFFCPU_F_USER_NEXT;
+	j->nuser = 0;
+	if (u) {
+		memcpy(&j->frames[k->nkern], u->frames, u->nuser * sizeof(__u64));
+		j->nuser = u->nuser;
+		j->flags |= u->flags & (PROF_F_UTRUNC | PROF_F_UERR);
+		j->cgroup_id = u->cgroup_id;
+		memcpy(j->comm, u->comm, sizeof(j->comm));
+	}
+	emit(oc, j);
+}
+
+static void handle_one(struct offcpu *oc, void *data, size_t size)
+{
+	const struct prof_sample_ev *ev = data;
+	size_t w = 0;
+
+	if (size < offsetof(struct prof_sample_ev, frames))
+		return;
+	/* Never trust lengths beyond what arrived. */
+	if (ev->nkern > PROF_MAX_FRAMES || ev->nuser > PROF_MAX_FRAMES ||
+	    offsetof(struct prof_sample_ev, frames) + ((size_t)ev->nkern + ev->nuser) * sizeof(__u64) > size)
+		return;
+	if (ev->time_ns > oc->newest_ns)
+		oc->newest_ns = ev->time_ns;
+	if (ev->type == OFFCPU_EV_SAMPLE) {
+		struct pend *p;
+
+		if (!(ev->flags & OFFCPU_F_USER_NEXT) || ev->nuser) {
+			emit(oc, ev);
+			return;
+		}
+		if (oc->npend == oc->cappend) {
+			size_t nc = oc->cappend ? 2 * oc->cappend : 64;
+			struct pend **nv = realloc(oc->pend, nc * sizeof(*nv));
+
+			if (!nv)
+				goto nomem;
+			oc->pend = nv;
+			oc->cappend = nc;
+		}
+		p = malloc(offsetof(struct pend, ev) + size);
+		if (!p)
+			goto nomem;
+		p->size = size;
+		memcpy(&p->ev, ev, size);
+		oc->pend[oc->npend++] = p;
+		return;
+	}
+	if (ev->type != OFFCPU_EV_USER)
+		return;
+	/* Every block of this thread since it last left user space. */
+	for (size_t r = 0; r < oc->npend; r++) {
+		struct pend *p = oc->pend[r];
+
+		if (p->ev.tid == ev->tid && p->ev.time_ns <= ev->time_ns) {
+			join(oc, &p->ev, ev);
+			free(p);
+		} else {
+			oc->pend[w++] = p;
+		}
+	}
+	oc->npend = w;
+	return;
+nomem:
+	oc->lost_nomem++;
+	return;
+}
+
+/* libbpf's ring callback. An error ends the consume, after this record
+ * (libbpf has already moved past it): so it is handled first. */
+static int handle(void *ctx, void *data, size_t size)
+{
+	struct offcpu *oc = ctx;
+
+	handle_one(oc, data, size);
+	if (oc->budget)
+		oc->budget--;
+	return oc->budget ? 0 : OUT_OF_BUDGET;
+}
+
+/* Kernel parts whose user part will not come (see PEND_TIMEOUT_NS). */
+static void expire(struct offcpu *oc)
+{
+	size_t w = 0;
+
+	for (size_t r = 0; r < oc->npend; r++) {
+		struct pend *p = oc->pend[r];
+
+		if (p->ev.time_ns + PEND_TIMEOUT_NS < oc->newest_ns) {
+			join(oc, &p->ev, NULL);
+			free(p);
+			oc->expired++;
+		} else {
+			oc->pend[w++] = p;
+		}
+	}
+	oc->npend = w;
+}
+
+int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
+{
+	struct offcpu *oc;
+	size_t ring, pow;
+	int err;
+
+	oc = calloc(1, sizeof(*oc));
+	if (!oc)
+		return -ENOMEM;
+	oc->o = *o;
+	if (!oc->o.min_ns)
+		oc->o.min_ns = OFFCPU_DEFAULT_MIN_NS;
+	if (!oc->o.states)
+		oc->o.states = OFFCPU_DEFAULT_STATES;
+	if (!oc->o.self_tgid)
+		oc->o.self_tgid = getpid();
+	oc->ncpus_possible = libbpf_num_possible_cpus();
+	if (oc->ncpus_possible <= 0) {
+		err = oc->ncpus_possible ? oc->ncpus_possible : -EINVAL;
+		goto err;
+	}
+	oc->join = malloc(sizeof(*oc->join));
+	if (!oc->join) {
+		err = -ENOMEM;
+		goto err;
+	}
+	oc->skel = offcpu_bpf__open();
+	if (!oc->skel) {
+		err = -errno;
+		pr_err("offcpu: cannot open BPF object: %s", strerror(errno));
+		goto err;
+	}
+	oc->skel->rodata->self_tgid = oc->o.self_tgid;
+	oc->skel->rodata->target_tgid = oc->o.target_tgid;
+	oc->skel->rodata->min_ns = oc->o.min_ns;
+	oc->skel->rodata->state_mask = oc->o.states;
+	oc->skel->rodata->with_kthreads = oc->o.kthreads;
+	/* Records are drained every poll (~250 ms) without a wakeup each:
+	 * 8 MiB holds ~20k typical records (~400 B), i.e. ~80k blocks/s of
+	 * at least the minimum, far beyond a host's usual rate. */
+	ring = o->ring_bytes ? o->ring_bytes : 8u << 20;
+	for (pow = 1 << 20; pow < ring && pow < (1u << 28); pow <<= 1)
+		;
+	err = bpf_map__set_max_entries(oc->skel->maps.events, pow);
+	if (err)
+		goto err;
+	err = offcpu_bpf__load(oc->skel);
+	if (err) {
+		pr_err("offcpu: cannot load BPF program (needs Linux 6.18 for bpf_task_work): %s",
+		       strerror(-err));
+		goto err;
+	}
+	err = offcpu_bpf__attach(oc->skel);
+	if (err) {
+		pr_err("offcpu: cannot attach to sched_switch: %s", strerror(-err));
+		goto err;
+	}
+	oc->rb = ring_buffer__new(bpf_map__fd(oc->skel->maps.events), handle, oc, NULL);
+	if (!oc->rb) {
+		err = -errno;
+		goto err;
+	}
+	pr_info("offcpu: blocks of >= %.3f ms (%s%s%s), ring %zu KiB", oc->o.min_ns / 1e6,
+		oc->o.states & 1 ? "sleep " : "", oc->o.states & 2 ? "disk " : "",
+		oc->o.states & 4 ? "runqueue" : "", pow >> 10);
+	*out = oc;
+	return 0;
+err:
+	offcpu__close(oc);
+	return err < 0 ? err : -EINVAL;
+}
+
+int offcpu__poll(struct offcpu *oc, int timeout_ms)
+{
+	int n, m;
+
+	oc->budget = POLL_BUDGET;
+	n = ring_buffer__poll(oc->rb, timeout_ms);
+	if (n == -EINTR || n == OUT_OF_BUDGET)
+		n = 0;
+	if (n < 0)
+		return n;
+	/* Records wake no one (a wakeup per block would cost more than the
+	 * block's record): poll only waits, consume reads. */
+	m = ring_buffer__consume(oc->rb);
+	if (m == OUT_OF_BUDGET)
+		m = 0;
+	expire(oc);
+	return m < 0 ? m : n + (int)(POLL_BUDGET - oc->budget);
+}
+
+int offcpu__counters(struct offcpu *oc, uint64_t out[OFFCPU_CNT_MAX])
+{
+	int np = oc->ncpus_possible;
+	__u64 *vals = calloc(np, sizeof(*vals));
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < OFFCPU_CNT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map__lookup_elem(oc->skel->maps.counters, &k, sizeof(k), vals,
+					 np * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < np; c++)
+			out[k] += vals[c];
+	}
+	/* Counted in user space, same effect as their BPF twins. */
+	out[OFFCPU_CNT_USTACK_ERR] += oc->expired;
+	out[OFFCPU_CNT_RINGFULL] += oc->lost_nomem;
+	free(vals);
+	return 0;
+}
+
+void offcpu__close(struct offcpu *oc)
+{
+	if (!oc)
+		return;
+	ring_buffer__free(oc->rb);
+	offcpu_bpf__destroy(oc->skel);
+	for (size_t i = 0; i < oc->npend; i++)
+		free(oc->pend[i]);
+	free(oc->pend);
+	free(oc->join);
+	free(oc);
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# offcpu: `proffs run --offcpu` on the whole host, with ground-truth
+# programs (tests/helpers/offcpu_truth.c) side by side, read through the
+# mounted tree and real clients. About 75 s.
+#  - sleeper: a program sleeping 900 ms in waitLong and 100 ms in
+#    waitShort per cycle for 60 s: waitLong gets 90.0% of the program's
+#    off-CPU time (the issue's window: 90.9 +- 3 pp), in folded.txt and in
+#    go tool pprof; its stack is whole (user frames, then the kernel's
+#    down to the last frame outside the scheduler) and state=sleep; the
+#    program's total is its 60 s (+- 5%).
+#  - waits: another program's waits on a contended pthread mutex and a
+#    pipe read are state=sleep with futex / pipe_read kernel frames; a
+#    vfork parent is state=disk.
+#  - spin: two spinners pinned to one CPU wait for it: state=runqueue.
+#  - sleep: a thread that only sleeps (100 ms naps) for 60 s accounts for
+#    60 s +- 5% (no double counting across CPUs).
+#  - the daemon's own threads are not recorded; metrics count blocks.
+#  - the tree, merged/, diff/, top.txt, flamegraph.svg, profile.pb
+#    (protoc, go tool pprof) and flamegraph.pl (when installed) on offcpu.
+source "$(dirname "$0")/sampler_lib.bash"
+
+STORE=$WORK/store
+MP=$WORK/mp
+mkdir -p "$MP"
+command -v go >/dev/null || die "go is needed for go tool pprof"
+command -v taskset >/dev/null || skip "taskset (util-linux) is needed to pin the spinners"
+T=$TESTS_BIN/offcpu_truth
+[[ -x $T ]] || die "$T not built"
+
+run_start "$STORE" "$MP" --offcpu --batch-interval 2s
+grep -q "offcpu: blocks of" "$RUN_LOG" || die "no offcpu line in the daemon log"
+log "daemon up (pid $RUN_PID)"
+
+"$T" sleep 60 >"$WORK/sleep.out" & SP=$!; PIDS+=("$SP")
+"$T" waits 60 & WP=$!; PIDS+=("$WP")
+"$T" sleeper 60 >"$WORK/sleeper.out" & LP=$!; PIDS+=("$LP")
+taskset -c 0 "$T" spin 20 & PP=$!; PIDS+=("$PP")
+wait "$PP" || fail "spin failed"
+wait "$WP" || fail "waits failed"
+wait "$LP" || fail "sleeper failed"
+wait "$SP" || fail "sleep failed"
+sleep 5 # two batch intervals: every block is stored
+kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+
+R=last-15m
+ms() { awk -v v="$1" 'BEGIN { printf "%.0f\n", v / 1000 }'; } # folded counts are µs
+
+# --- the tree ---
+L=$(ls "$MP/offcpu") || die "no /offcpu directory"
+for want in state=sleep state=disk state=runqueue "pid=$LP" "pid=$WP" "pid=$SP" "pid=$PP" comm=offcpu_truth; do
+	grep -qx "$want" <<<"$L" && ok "offcpu lists $want" || fail "offcpu does not list $want"
+done
+grep -qx "pid=$RUN_PID" <<<"$L" && fail "the daemon's own threads were recorded" || ok "the daemon (pid $RUN_PID) is not recorded"
+grep -q "^offcpu/nanoseconds\|offcpu" "$MP/README" >/dev/null 2>&1 || true
+
+# --- sleeper: shares, stacks, states, total ---
+F=$WORK/sleeper.folded
+cp "$MP/merged/offcpu/pid=$LP/$R/folded.txt" "$F" || die "read sleeper folded.txt"
+long=$(fsum "$F" ';main;waitLong;'); short=$(fsum "$F" ';main;waitShort;'); all=$(fsum "$F")
+share=$(pct "$long" "$all")
+log "sleeper: $(ms "$all") ms off CPU: waitLong $(ms "$long") ms, waitShort $(ms "$short") ms; waitLong $share%; slept $(cat "$WORK/sleeper.out") s by its own clock"
+within "$share" 87.9 93.9 && ok "folded.txt: waitLong $share% of the program's off-CPU time (90.0 expected; 90.9 +- 3)" ||
+	fail "folded.txt: waitLong $share%, want 90.9 +- 3"
+within "$(pct "$all" 60000000)" 95 105 && ok "the sleeper's blocks add up to $(ms "$all") ms of its 60 s" ||
+	fail "the sleeper's blocks add up to $(ms "$all") ms, want 60000 +- 5%"
+# Whole: the user frames from main, libc's nanosleep, then the kernel's
+# from the system call entry down to the nanosleep path (the kernel's
+# walker of a blocked thread skips the scheduler's own frames:
+# do_nanosleep, schedule, __schedule).
+whole=$(fsum "$F" '^offcpu_truth;(__libc_start_call_main;)?main;waitLong;[^;]*nanosleep[^;]*;entry_SYSCALL_64[^;]*_\[k\];do_syscall_64_\[k\];.*hrtimer_nanosleep_\[k\]$')
+within "$(pct "$whole" "$long")" 90 100 && ok "waitLong's stack is whole in $(pct "$whole" "$long")% of its time" ||
+	{ fail "waitLong's stack whole in only $(pct "$whole" "$long")%"; grep waitLong "$F" | head -3; }
+# The nanosleep itself is state=sleep; a woken thread preempted before it
+# is back in user space adds a runqueue block under the same user frames
+# (real on a loaded host), never a disk one.
+ls_=$(fsum "$MP/merged/offcpu/pid=$LP/state=sleep/$R/folded.txt" ';waitLong;.*hrtimer_nanosleep_\[k\]$')
+ld=$(fsum "$MP/merged/offcpu/pid=$LP/state=disk/$R/folded.txt" 2>/dev/null)
+within "$(pct "$ls_" "$long")" 95 100 && ((${ld:-0} == 0)) && ok "waitLong's nanosleep is state=sleep ($(pct "$ls_" "$long")%; the rest runqueue), none disk" ||
+	{ fail "waitLong: $(pct "$ls_" "$long")% state=sleep, $(ms "${ld:-0}") ms disk"; grep -h waitLong "$MP/merged/offcpu/pid=$LP/state=runqueue/$R/folded.txt" 2>/dev/null | head -3; }
+
+# --- waits: mutex, pipe, vfork; states ---
+F=$WORK/waits.folded
+cp "$MP/merged/offcpu/pid=$WP/$R/folded.txt" "$F" || die "read waits folded.txt"
+cp "$MP/merged/offcpu/pid=$WP/state=sleep/$R/folded.txt" "$WORK/w.sleep" || die "read state=sleep"
+cp "$MP/merged/offcpu/pid=$WP/state=disk/$R/folded.txt" "$WORK/w.disk" || die "read state=disk"
+mtx=$(fsum "$WORK/w.sleep" ';waiterMain;waitMutex;[^;]*lock[^;]*;.*futex[^;]*_\[k\]$')
+pip=$(fsum "$WORK/w.sleep" ';waiterMain;waitPipe;[^;]*read[^;]*;.*pipe_read_\[k\]$')
+vfk=$(fsum "$WORK/w.disk" ';waiterMain;waitVfork;[^;]*vfork[^;]*;.*_\[k\]$')
+log "waiter: mutex $(ms "$mtx") ms, pipe $(ms "$pip") ms (state=sleep); vfork $(ms "$vfk") ms (state=disk)"
+((mtx >= 3000000)) && ok "contended mutex: $(ms "$mtx") ms, state=sleep, futex kernel frames" || { fail "mutex waits: $(ms "$mtx") ms"; grep waitMutex "$F" | head -3; }
+((pip >= 3000000)) && ok "pipe read: $(ms "$pip") ms, state=sleep, pipe_read kernel frames" || { fail "pipe waits: $(ms "$pip") ms"; grep waitPipe "$F" | head -3; }
+((vfk >= 1500000)) && ok "vfork parent: $(ms "$vfk") ms, state=disk (uninterruptible)" || { fail "vfork waits: $(ms "$vfk") ms under state=disk"; grep waitVfork "$F" | head -3; }
+# The futex and pipe waits proper are interruptible; the pipe's own mutex
+# (taken uninterruptibly inside pipe_read) may show as disk, rightly.
+if grep -E 'waitMutex;.*futex_do_wait_\[k\] |waitPipe;.*pipe_read_\[k\] ' "$WORK/w.disk"; then
+	fail "futex/pipe waits under state=disk"
+else
+	ok "no futex or pipe wait under state=disk"
+fi
+# (waitpid after the vfork may rightly sleep a moment: not the vfork.)
+if grep -E 'waitVfork;[^;]*vfork[^;]*;' "$WORK/w.sleep"; then fail "vfork waits under state=sleep"; else ok "no vfork wait under state=sleep"; fi
+
+# --- runqueue ---
+F=$WORK/spin.folded
+cp "$MP/merged/offcpu/pid=$PP/state=runqueue/$R/folded.txt" "$F" || die "read spin runqueue"
+a=$(fsum "$F" ';spinA;'); b=$(fsum "$F" ';spinB;')
+log "spinners (20 s, one CPU): runqueue spinA $(ms "$a") ms, spinB $(ms "$b") ms"
+# Each runs about half of the time; others on that CPU only add waiting.
+((a >= 5000000 && b >= 5000000 && a + b <= 42000000)) && ok "two spinners on one CPU wait for it: state=runqueue" ||
+	{ fail "runqueue: spinA $(ms "$a") ms, spinB $(ms "$b") ms"; head -3 "$F"; }
+grep -Eq ';spin[AB];[^;]*_\[k\]' "$F" && ok "runqueue stacks: the spin loop, then the kernel's preemption path" ||
+	{ fail "runqueue stacks lack kernel frames under spinA/spinB"; head -2 "$F"; }
+
+# --- totals: a thread that only sleeps ---
+slept=$(cat "$WORK/sleep.out")
+pb=$WORK/sleep.pb
+cp "$MP/merged/offcpu/pid=$SP/$R/profile.pb" "$pb" || die "read sleep profile.pb"
+tot=$(HOME=$WORK go tool pprof -raw "$pb" 2>/dev/null | awk '/^Samples:/ { s = 1; getline; next } /^Locations/ { s = 0 } s && /^ *[0-9]+ +[0-9]+:/ { t += $2 } END { printf "%.0f\n", t }')
+secs=$(awk -v t="$tot" 'BEGIN { printf "%.2f\n", t / 1e9 }')
+log "sleep: slept ${slept} s by its own clock; offcpu says ${secs} s"
+within "$secs" 57 63 && within "$(pct "$tot" "$(awk -v s="$slept" 'BEGIN { printf "%.0f", s * 1e9 }')")" 95 101 &&
+	ok "a thread that only slept 60 s: ${secs} s off CPU (60 +- 5%, not more)" || fail "a thread that slept ${slept} s: ${secs} s off CPU"
+fol=$(fsum "$MP/merged/offcpu/pid=$SP/$R/folded.txt")
+within "$(pct "$fol" "$((tot / 1000))")" 99.5 100.5 && ok "folded.txt counts microseconds ($fol µs)" || fail "folded.txt sums to $fol, profile to $tot ns"
+
+# --- clients: protoc, go tool pprof, top, svg, minutes, diff, flamegraph.pl ---
+pbw=$WORK/sleeper.pb
+cp "$MP/merged/offcpu/pid=$LP/$R/profile.pb" "$pbw" || die "read sleeper profile.pb"
+protoc --decode perftools.profiles.Profile --proto_path="$ROOT/store/profile" "$ROOT/store/profile/profile.proto" <"$pbw" >"$WORK/sleeper.txt" ||
+	fail "protoc --decode"
+# Sample types: string_table indexes 1-4 are events, count, offcpu, nanoseconds.
+types=$(awk '/^sample_type/ { getline a; getline b; print a, b }' "$WORK/sleeper.txt" | tr -s ' ' | tr '\n' ';')
+strs=$(grep '^string_table' "$WORK/sleeper.txt" | sed -n '2,5p' | tr '\n' ' ')
+[[ $types == " type: 1 unit: 2; type: 3 unit: 4;" && $strs == 'string_table: "events" string_table: "count" string_table: "offcpu" string_table: "nanoseconds" ' ]] &&
+	ok "profile.pb: sample types events/count, offcpu/nanoseconds" || fail "profile.pb: sample types '$types' '$strs'"
+HOME=$WORK PPROF_BINARY_PATH=/nonexistent go tool pprof -top -nodefraction=0 -sample_index=offcpu "$pbw" >"$WORK/sleeper.top" 2>"$WORK/pprof.err" ||
+	{ cat "$WORK/pprof.err"; fail "go tool pprof -top failed"; }
+pl=$(awk '$6 == "waitLong" { print $4 }' "$WORK/sleeper.top"); psh=$(awk '$6 == "waitShort" { print $4 }' "$WORK/sleeper.top")
+tos() { awk -v v="$1" 'BEGIN { m = 1; if (v ~ /ms$/) m = 0.001; else if (v ~ /us$/) m = 1e-6; else if (v ~ /min$/) m = 60; else if (v ~ /h$/) m = 3600; sub(/[a-z]+$/, "", v); printf "%.6f\n", v * m }'; }
+if [[ -n $pl && -n $psh ]]; then
+	ps=$(awk -v a="$(tos "$pl")" -v b="$(tos "$psh")" 'BEGIN { printf "%.1f\n", 100 * a / (a + b) }')
+	within "$ps" 87.9 93.9 && ok "go tool pprof -top: waitLong $pl of $pl + $psh ($ps%)" || fail "go tool pprof: waitLong $ps%"
+else
+	fail "go tool pprof -top lists no waitLong/waitShort"; head -15 "$WORK/sleeper.top"
+fi
+HOME=$WORK go tool pprof -top -sample_index=events "$pbw" >/dev/null 2>&1 && ok "go tool pprof -sample_index=events" || fail "pprof -sample_index=events"
+grep -q 'waitLong' "$MP/merged/offcpu/pid=$LP/$R/top.txt" && ok "top.txt lists waitLong" || fail "top.txt"
+xmllint --noout "$MP/merged/offcpu/pid=$LP/$R/flamegraph.svg" 2>/dev/null && grep -q waitLong "$MP/merged/offcpu/pid=$LP/$R/flamegraph.svg" &&
+	ok "flamegraph.svg valid, shows waitLong" || fail "flamegraph.svg"
+m=$(ls "$MP/offcpu/pid=$LP" | grep -E '^[0-9]{4}-' | head -1)
+[[ -n $m ]] && [[ -s $MP/offcpu/pid=$LP/$m/folded.txt ]] && ok "minute directory $m holds folded.txt" || fail "no minute directory under offcpu/pid=$LP"
+D=$MP/diff/offcpu/pid=$LP/$R/vs/pid=$SP/$R/folded.txt
+if cp "$D" "$WORK/diff.folded" 2>/dev/null && awk 'NF < 3 { exit 1 }' "$WORK/diff.folded" && grep -q waitLong "$WORK/diff.folded"; then
+	ok "diff/offcpu: two-column folded, $(wc -l <"$WORK/diff.folded") stacks"
+else
+	fail "diff/offcpu folded.txt"
+fi
+if command -v flamegraph.pl >/dev/null; then
+	flamegraph.pl --countname=us <"$MP/merged/offcpu/pid=$LP/$R/folded.txt" >"$WORK/fg.svg" && grep -q waitLong "$WORK/fg.svg" &&
+		ok "flamegraph.pl draws offcpu folded.txt" || fail "flamegraph.pl"
+else
+	log "(flamegraph.pl not installed: not checked)"
+fi
+
+# --- metrics ---
+grep -Eq '^proffs_offcpu_samples_total [1-9]' "$MP/metrics" && ok "metrics: offcpu blocks counted" || fail "metrics: no offcpu blocks"
+grep -E '^proffs_offcpu_(lost|stack_errors)' "$MP/metrics" | sed 's/^/    /'
+run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, no mount left"
+"$PROFFS" check --store "$STORE" >"$WORK/check.out" 2>&1 && ok "proffs check: store sound" || { cat "$WORK/check.out"; fail "proffs check"; }
+finish
