@@ -188,6 +188,44 @@ static void metrics_cb(struct buf *out, void *ctx)
 			prom__u64_by(out, "proffs_files_refused_total", "reason",
 				     safefile__reason_name(i), rc[i]);
 	}
+	{
+		static const char *const ends[PROF_UE_MAX] = {
+			[PROF_UE_NONE] = "none", [PROF_UE_ROOT] = "root", [PROF_UE_FP_END] = "fp_end",
+			[PROF_UE_TRUNC] = "truncated", [PROF_UE_PENDING] = "pending",
+			[PROF_UE_NO_TABLE] = "no_table", [PROF_UE_NO_RULE] = "no_rule",
+			[PROF_UE_BAD_FRAME] = "bad_frame", [PROF_UE_BAD_PC] = "outside_mappings",
+			[PROF_UE_NO_VMA] = "mappings_busy", [PROF_UE_FP] = "frame_pointers",
+		};
+
+		prom__family(out, "proffs_user_stacks_total", PROM_COUNTER,
+			     "Stored user stacks by how their walk ended.");
+		for (int i = 0; i < PROF_UE_MAX; i++)
+			if (ends[i] && i != PROF_UE_PENDING)
+				prom__u64_by(out, "proffs_user_stacks_total", "end", ends[i], st.uends[i]);
+	}
+	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "table", st.unw.tables);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "frame_pointers", st.unw.fp_files);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "failed", st.unw.failed_files);
+	prom__gauge(out, "proffs_unwind_rows", "Unwind table rows loaded.", st.unw.rows);
+	prom__gauge(out, "proffs_unwind_rules", "Distinct unwind rules loaded (shared by all tables).",
+		    st.unw.rules);
+	prom__gauge(out, "proffs_unwind_table_bytes", "Bytes of unwind rows and rules in use.",
+		    st.unw.table_bytes);
+	prom__gauge(out, "proffs_unwind_map_bytes", "Bytes preallocated for the unwind BPF maps.",
+		    st.unw.map_bytes);
+	prom__family(out, "proffs_unwind_builds_total", PROM_COUNTER,
+		     "Unwind tables built, and freed (unused or for room).");
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "built", st.unw.built);
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "freed", st.unw.evicted);
+	prom__family(out, "proffs_unwind_build_seconds_total", PROM_COUNTER,
+		     "Time the worker spent building tables.");
+	prom__f64(out, "proffs_unwind_build_seconds_total", NULL, 0, st.unw.build_ns / 1e9);
+	prom__family(out, "proffs_unwind_pending_total", PROM_COUNTER,
+		     "Walks finished in user space from a stack copy, by outcome.");
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "finished", st.pend_finished);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "expired", st.pend_expired);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "no_room", st.pend_dropped);
 	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
 		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bpf/profile.h"
+#include "sampler/unwind/unwinder.h"
 #include "sampler/batch/minutes.h"
 #include "store/profile/profile.h"
 
@@ -31,6 +33,9 @@ struct profiler_stats {
 	uint64_t idle;
 	uint64_t lost_ring_full, lost_events, kstack_errors, ustack_errors;
 	uint64_t ktruncated, utruncated;
+	uint64_t uends[PROF_UE_MAX];   /* user stacks by how their walk ended */
+	struct unwinder_stats unw;     /* zero when unwinding with frame pointers */
+	uint64_t pend_finished, pend_expired, pend_dropped, pend_parked;
 	uint64_t lost_nomem;   /* dropped in user space: allocation failed */
 	uint64_t procs;
 	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
