@@ -43,7 +43,7 @@ PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs fuse3 libbpf))$(PKG_L
 DEFS    := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DPROFFS_VERSION='"$(VERSION)"'
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PROFFS_CFLAGS = -std=gnu11 $(WARN) $(DEFS) $(SANFLAGS) -I. -I$(BUILD) $(PKG_CFLAGS)
-LDLIBS  = $(PKG_LIBS) -lelf -lz -lzstd -llmdb -lprotobuf-c -lcurl -lpthread -lm
+LDLIBS  = $(PKG_LIBS) -ldw -lelf -lz -lzstd -llmdb -lprotobuf-c -lcurl -lpthread -lm
 LDFLAGS += $(SANFLAGS)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -120,6 +120,11 @@ $(BUILD)/tests/%: tests/tools/%.c $(BUILD)/lib.a | $(GENERATED)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) $(BUILD)/dep && $(CC) $(PROFFS_CFLAGS) $(CFLAGS) -MMD -MP -MF $(BUILD)/dep/$*.d -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
 
+# Workloads built like Debian's own binaries: no frame pointers.
+HELPER_CFLAGS_truth_nofp := -O2 -g -fomit-frame-pointer
+HELPER_CFLAGS_qsortcb := -O2 -g -fomit-frame-pointer
+HELPER_CFLAGS_forker_nofp := -O2 -g -fomit-frame-pointer
+
 # Ground-truth workloads: their own flags (frame pointers unless the
 # helper's HELPER_CFLAGS_name says otherwise), never sanitized.
 $(BUILD)/tests/%: tests/helpers/%.c
@@ -132,7 +137,8 @@ $(BUILD)/tests/%: tests/helpers/%.c
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
-	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c
+	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
+	sampler/unwind/table.c sampler/unwind/twin.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)

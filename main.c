@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 	if (dbg && *dbg && strcmp(dbg, "0"))
 		log_level = LOG_DEBUG;
 	if (argc < 2) {
-		usage(stderr);
+		fprintf(stderr, "proffs: no command given (run, mount, import, cat, check, version; try --help)\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

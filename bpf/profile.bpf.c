@@ -22,6 +22,9 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 target_tgid = 0;
 const volatile bool want_user = true;
 const volatile bool want_kernel = true;
+/* false: the kernel's frame-pointer walk (bpf_get_stack), as before the
+ * unwinder, for comparison. */
+const volatile bool unwind_tables = true;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -51,20 +54,25 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
+#include "bpf/unwind_walk.h"
+
 /*
- * The user stack, innermost first, into buf (max PROF_MAX_FRAMES). Kept in
- * its own function because the frame-pointer walk the kernel does for
- * BPF_F_USER_STACK is a stand-in: an unwinder for code without frame
- * pointers replaces this body, not its callers. Returns the number of
- * frames, or -errno.
+ * The user stack, innermost first, into ev->frames[nk...] (max
+ * PROF_MAX_FRAMES): with the files' unwind tables (bpf/unwind_walk.h), or
+ * the kernel's frame-pointer walk when tables are off. Returns the number
+ * of frames, or -errno.
  */
-static __noinline int user_stack(struct bpf_perf_event_data *ctx, __u64 *buf)
+static __noinline int user_stack(struct bpf_perf_event_data *ctx, struct prof_sample_ev *ev,
+				 int nk)
 {
 	long n;
 
-	if (!buf)
+	if (!ev || nk < 0 || nk > PROF_MAX_FRAMES)
 		return -22;
-	n = bpf_get_stack(ctx, buf, PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+	if (unwind_tables)
+		return unwind_user(ev, nk);
+	ev->uend = PROF_UE_FP;
+	n = bpf_get_stack(ctx, &ev->frames[nk], PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
 	if (n < 0)
 		return n;
 	return n / sizeof(__u64);
@@ -99,6 +107,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->period = ctx->sample_period;
 	ev->flags = 0;
+	ev->uend = PROF_UE_NONE;
+	ev->ustack_len = 0;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 
 	if (want_kernel) {
@@ -119,7 +129,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (want_user && BPF_CORE_READ(task, mm)) {
 		if (nk < 0 || nk > PROF_MAX_FRAMES) /* for the verifier */
 			nk = 0;
-		n = user_stack(ctx, &ev->frames[nk]);
+		n = user_stack(ctx, ev, nk);
 		if (n < 0) {
 			count(PROF_CNT_USTACK_ERR);
 			ev->flags |= PROF_F_UERR;
@@ -135,6 +145,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	ev->nkern = nk;
 	ev->nuser = nu;
 	size = __builtin_offsetof(struct prof_sample_ev, frames) + (nk + nu) * sizeof(__u64);
+	/* A walk to finish in user space carries the stack copy. */
+	if (ev->uend == PROF_UE_PENDING)
+		size = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x3fff);
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
 	if (bpf_ringbuf_output(&events, ev, size, BPF_RB_NO_WAKEUP))

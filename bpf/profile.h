@@ -11,6 +11,8 @@
 #include <linux/types.h>
 #endif
 
+#include "bpf/unwind.h"
+
 /* The kernel caps callchains at kernel.perf_event_max_stack (127 by
  * default); asking for more buys nothing. */
 #define PROF_MAX_FRAMES 127
@@ -28,6 +30,24 @@ enum prof_event_type {
 #define PROF_F_UTRUNC 2u  /* user stack hit the depth cap */
 #define PROF_F_KERR 4u    /* bpf_get_stack failed for the kernel stack */
 #define PROF_F_UERR 8u    /* ... for the user stack */
+#define PROF_F_UEXACT 16u /* PROF_UE_PENDING: uregs' pc is exact (leaf or signal) */
+
+/* How a user stack walk ended (bpf/profile.bpf.c, or the user-space twin
+ * that finishes PROF_UE_PENDING walks). */
+enum prof_uend {
+	PROF_UE_NONE = 0,   /* no user stack (kernel thread, or not asked) */
+	PROF_UE_ROOT,       /* the outermost frame (_start, clone, clone3) */
+	PROF_UE_FP_END,     /* a frame-pointer chain (or return address) ended in 0 */
+	PROF_UE_TRUNC,      /* hit PROF_MAX_FRAMES */
+	PROF_UE_PENDING,    /* a file's table is not loaded: uregs + ustack carry on */
+	PROF_UE_NO_TABLE,   /* ... and user space could not get one in time */
+	PROF_UE_NO_RULE,    /* the file's unwind info does not cover the address */
+	PROF_UE_BAD_FRAME,  /* a read failed, the stack went backwards, or a rule we lack */
+	PROF_UE_BAD_PC,     /* a return address outside every executable mapping */
+	PROF_UE_NO_VMA,     /* the mapping lookup failed (mmap lock busy) */
+	PROF_UE_FP,         /* the frame-pointer walk of bpf_get_stack (tables off) */
+	PROF_UE_MAX,
+};
 
 /* Every record starts with this. */
 struct prof_hdr {
@@ -48,7 +68,14 @@ struct prof_sample_ev {
 	char comm[PROF_COMM_LEN]; /* the thread group leader's name */
 	__u16 nkern, nuser;
 	__u32 flags;
+	__u8 uend;         /* enum prof_uend */
+	__u8 pad[5];
+	__u16 ustack_len;  /* bytes of ustack (PROF_UE_PENDING only) */
+	__u64 uregs[3];    /* PROF_UE_PENDING: pc, sp, bp of the last frame */
 	__u64 frames[2 * PROF_MAX_FRAMES];
+	/* PROF_UE_PENDING only (the record then holds all of frames[]):
+	 * the user stack from uregs[1] up, at most to its mapping's end. */
+	__u8 ustack[UNW_STACK_COPY];
 };
 
 /* exec, exit and fork. For fork, tgid is the child and ppid the parent. */

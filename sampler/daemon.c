@@ -65,8 +65,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
-		"                  [--max-size SIZE] [--label k=v]... [--allow-other] [--push URL]\n"
-		"                  [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
+		"                  [--max-size SIZE] [--label k=v]... [--cache-size SIZE]\n"
+		"                  [--allow-other] [--push URL] [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
 		"                  [--scrape [job=NAME@]URL]... [--scrape-interval DUR]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
@@ -79,6 +79,7 @@ static void usage(FILE *f)
 		"  --retention DUR    drop data older than DUR, e.g. 6h, 7d (default 7d)\n"
 		"  --max-size SIZE    bound on the store's size, e.g. 512M, 4G (default 4G)\n"
 		"  --label k=v        attach this label to every series (repeatable)\n"
+		"  --cache-size SIZE  bound of the render cache (default 32M)\n"
 		"  --allow-other      let users other than root read the mount\n"
 		"  --push URL         send every complete minute to the Grafana Pyroscope\n"
 		"                     server at URL (its push API), retrying across restarts\n"
@@ -191,6 +192,44 @@ static void metrics_cb(struct buf *out, void *ctx)
 			prom__u64_by(out, "proffs_files_refused_total", "reason",
 				     safefile__reason_name(i), rc[i]);
 	}
+	{
+		static const char *const ends[PROF_UE_MAX] = {
+			[PROF_UE_NONE] = "none", [PROF_UE_ROOT] = "root", [PROF_UE_FP_END] = "fp_end",
+			[PROF_UE_TRUNC] = "truncated", [PROF_UE_PENDING] = "pending",
+			[PROF_UE_NO_TABLE] = "no_table", [PROF_UE_NO_RULE] = "no_rule",
+			[PROF_UE_BAD_FRAME] = "bad_frame", [PROF_UE_BAD_PC] = "outside_mappings",
+			[PROF_UE_NO_VMA] = "mappings_busy", [PROF_UE_FP] = "frame_pointers",
+		};
+
+		prom__family(out, "proffs_user_stacks_total", PROM_COUNTER,
+			     "Stored user stacks by how their walk ended.");
+		for (int i = 0; i < PROF_UE_MAX; i++)
+			if (ends[i] && i != PROF_UE_PENDING)
+				prom__u64_by(out, "proffs_user_stacks_total", "end", ends[i], st.uends[i]);
+	}
+	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "table", st.unw.tables);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "frame_pointers", st.unw.fp_files);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "failed", st.unw.failed_files);
+	prom__gauge(out, "proffs_unwind_rows", "Unwind table rows loaded.", st.unw.rows);
+	prom__gauge(out, "proffs_unwind_rules", "Distinct unwind rules loaded (shared by all tables).",
+		    st.unw.rules);
+	prom__gauge(out, "proffs_unwind_table_bytes", "Bytes of unwind rows and rules in use.",
+		    st.unw.table_bytes);
+	prom__gauge(out, "proffs_unwind_map_bytes", "Bytes preallocated for the unwind BPF maps.",
+		    st.unw.map_bytes);
+	prom__family(out, "proffs_unwind_builds_total", PROM_COUNTER,
+		     "Unwind tables built, and freed (unused or for room).");
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "built", st.unw.built);
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "freed", st.unw.evicted);
+	prom__family(out, "proffs_unwind_build_seconds_total", PROM_COUNTER,
+		     "Time the worker spent building tables.");
+	prom__f64(out, "proffs_unwind_build_seconds_total", NULL, 0, st.unw.build_ns / 1e9);
+	prom__family(out, "proffs_unwind_pending_total", PROM_COUNTER,
+		     "Walks finished in user space from a stack copy, by outcome.");
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "finished", st.pend_finished);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "expired", st.pend_expired);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "no_room", st.pend_dropped);
 	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
 		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",
@@ -218,24 +257,18 @@ static void metrics_cb(struct buf *out, void *ctx)
 	scraper__metrics(r->scraper, out);
 }
 
-/* Hands the open batches to the store. A refused batch is dropped (and
- * counted): keeping it would grow without bound if the store stays sick. */
-static void flush_one(struct run *r, const char *type,
-		      int (*take)(struct profiler *, struct profile **, int64_t *, int64_t *))
+/* The offcpu batch to the store (not routed by minute yet). */
+static void flush_offcpu(struct run *r)
 {
 	struct profile *p = NULL;
 	int64_t t0, dur;
 	int err;
 
-	if (take(r->prof, &p, &t0, &dur))
+	if (profiler__take_offcpu(r->prof, &p, &t0, &dur) || !p)
 		return;
-	if (!p)
-		return;
-	if (take == profiler__take)
-		__atomic_store_n(&r->last_batch_samples, (uint64_t)profile__total(p, 0), __ATOMIC_RELAXED);
-	err = store__append(r->store, type, t0, dur, p, r->extra, r->nextra);
+	err = store__append(r->store, "offcpu", t0, dur, p, r->extra, r->nextra);
 	if (err) {
-		pr_err("run: storing a %s batch failed: %s", type, strerror(-err));
+		pr_err("run: storing an offcpu batch failed: %s", strerror(-err));
 		__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
 	} else {
 		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
@@ -256,34 +289,94 @@ static void drop_in_fuse_thread(void *ctx)
 		pr_warn("run: the FUSE thread cannot drop capabilities: %s", strerror(-err));
 }
 
-/* Unless wait, returns -EBUSY (batches untouched) while the scrape
- * thread is appending. */
-static int flush(struct run *r, bool wait)
+/* Hands the windows that end by cut_ns (all of them when `all`) to the
+ * store, then marks the store complete up to cut_ns. A refused batch is
+ * dropped (and counted): keeping it would grow without bound if the store
+ * stays sick. Unless wait, returns -EBUSY (batches untouched) while the
+ * scrape thread is appending; the caller tries again at its next poll. */
+static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 {
+	struct minute_batch mb[MINUTES_SLOTS];
+	uint64_t total = 0;
+	size_t n = 0;
+	int err;
+
 	if (wait)
 		pthread_mutex_lock(&r->store_mu);
 	else if (pthread_mutex_trylock(&r->store_mu))
 		return -EBUSY;
-	flush_one(r, "cpu", profiler__take);
-	flush_one(r, "offcpu", profiler__take_offcpu);
+	err = profiler__take(r->prof, cut_ns, all, mb, &n);
+	if (err)
+		pr_err("run: closing a batch failed: %s", strerror(-err));
+	for (size_t i = 0; i < n; i++) {
+		total += (uint64_t)profile__total(mb[i].p, 0);
+		err = store__append(r->store, "cpu", mb[i].start_ns, mb[i].duration_ns, mb[i].p,
+				    r->extra, r->nextra);
+		if (err) {
+			pr_err("run: storing a batch failed: %s", strerror(-err));
+			__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
+		}
+		profile__free(mb[i].p);
+	}
+	if (n)
+		__atomic_store_n(&r->last_batch_samples, total, __ATOMIC_RELAXED);
+	/* Every sample taken before the cut was drained before the take (the
+	 * cut waits CUT_GRACE_NS for records in flight), so minutes ending by
+	 * it are complete: `latest` may name them now. */
+	flush_offcpu(r);
+	err = store__set_complete(r->store, cut_ns);
+	if (err)
+		pr_warn("run: recording the complete mark failed: %s", strerror(-err));
 	pthread_mutex_unlock(&r->store_mu);
+	/* A batch and the maps re-read since are freed in bulk: give the
+	 * pages back, so the resident figure is what the daemon holds (the
+	 * budget), not what its threads' malloc arenas once touched. */
+	malloc_trim(0);
 	return 0;
+}
+
+/* How long after a cut the ring is drained: a sample taken just before the
+ * cut on another CPU may still be being written into the ring. */
+#define CUT_GRACE_NS (100 * 1000000LL)
+
+/* The next cut after wall-clock time `wall`: cuts fall on multiples of the
+ * window (a divisor of a minute), so minute boundaries are always cuts. */
+static int64_t next_cut(const struct run *r, int64_t wall)
+{
+	int64_t w = minutes__window_ns(r->interval_ns);
+	/* An interval longer than the window: cut at its multiples only. */
+	int64_t step = r->interval_ns > w ? r->interval_ns / w * w : w;
+
+	return (wall / step + 1) * step;
 }
 
 static void *sampler_thread(void *arg)
 {
 	struct run *r = arg;
-	int64_t last_flush = now_mono_ns(), last_expire = 0;
+	int64_t cut = next_cut(r, now_ns()), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		/* 100 ms: SIGTERM is seen within that (SPEC: exit within 2 s). */
-		int n = profiler__poll(r->prof, 100);
+		/* At most 100 ms: SIGTERM is seen within that (SPEC: exit within 2 s). */
+		int64_t wall = now_ns(), wait = (cut + CUT_GRACE_NS - wall) / 1000000;
+		int n = profiler__poll(r->prof, wait < 0 ? 0 : wait > 100 ? 100 : (int)wait);
 		int64_t now = now_mono_ns();
 
 		if (n < 0)
 			pr_warn("run: polling the sampler: %s", strerror(-n));
-		if (now - last_flush >= r->interval_ns && !flush(r, false))
-			last_flush = now;
+		wall = now_ns();
+		if (wall >= cut + CUT_GRACE_NS) {
+			profiler__poll(r->prof, 0);
+			/* A clock stepped forward skips the cuts in between
+			 * (one take closes their windows). */
+			if (!flush(r, cut, false, false))
+				cut = next_cut(r, wall - CUT_GRACE_NS);
+		} else if (cut - wall > r->interval_ns + minutes__window_ns(r->interval_ns)) {
+			/* The clock stepped back: cut from the new time. */
+			if (!flush(r, cut, false, false))
+				cut = next_cut(r, wall);
+		}
 		if (now - last_expire >= 60 * 1000000000LL && !pthread_mutex_trylock(&r->store_mu)) {
 			store__expire(r->store, now_s());
 			pthread_mutex_unlock(&r->store_mu);
@@ -292,7 +385,7 @@ static void *sampler_thread(void *arg)
 	}
 	/* Whatever the ring still holds belongs in the last batch. */
 	profiler__poll(r->prof, 0);
-	flush(r, true);
+	flush(r, now_ns(), true, true);
 	return NULL;
 }
 
@@ -310,7 +403,7 @@ static int scrape_append(void *ctx, const char *type, int64_t time_ns, int64_t d
 
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_OFFCPU, O_OFFMIN, O_OFFSTATES,
+	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_CACHE, O_OFFCPU, O_OFFMIN, O_OFFSTATES,
 	       O_SCRAPE, O_SCRAPE_IVL, O_PUSH };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
@@ -321,6 +414,7 @@ int cmd_run(int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "allow-other", no_argument, NULL, O_ALLOW },
 		{ "push", required_argument, NULL, O_PUSH },
+		{ "cache-size", required_argument, NULL, O_CACHE },
 		{ "scrape", required_argument, NULL, O_SCRAPE },
 		{ "scrape-interval", required_argument, NULL, O_SCRAPE_IVL },
 		{ "offcpu", no_argument, NULL, O_OFFCPU },
@@ -355,9 +449,10 @@ int cmd_run(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		char *end;
 		long v;
+		uint64_t size;
 
 		switch (c) {
 		case 's': so.dir = optarg; break;
@@ -412,6 +507,13 @@ int cmd_run(int argc, char **argv)
 			}
 			pusho.url = optarg;
 			break;
+		case O_CACHE:
+			if (parse_size(optarg, &size) || size == 0) {
+				fprintf(stderr, "proffs run: bad --cache-size '%s' (e.g. 32M, 1G)\n", optarg);
+				goto usage_err;
+			}
+			mo.cache_bytes = size;
+			break;
 		case O_SCRAPE: {
 			struct scrape_target *nt = realloc(targets, (ntargets + 1) * sizeof(*nt));
 			char why[256];
@@ -458,11 +560,11 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			ret = 0;
 			goto out;
+		case ':':
+			fprintf(stderr, "proffs run: option '%s' needs a value\n", argv[optind - 1]);
+			goto usage_err;
 		default:
-			if (optopt && optopt < 256)
-				fprintf(stderr, "proffs run: bad option '-%c' (try --help)\n", optopt);
-			else
-				fprintf(stderr, "proffs run: bad option '%s' (try --help)\n", argv[optind - 1]);
+			fprintf(stderr, "proffs run: unknown option '%s' (try --help)\n", argv[optind - 1]);
 			goto usage_err;
 		}
 	}
@@ -489,6 +591,7 @@ int cmd_run(int argc, char **argv)
 	}
 	r.offcpu = po.offcpu;
 	r.interval_ns = interval_s * 1000000000LL;
+	po.interval_ns = r.interval_ns;
 	r.retention_s = so.retention_s;
 
 	/* Before any thread exists (libbpf, FUSE, ours): they inherit it. */

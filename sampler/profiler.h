@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bpf/profile.h"
+#include "sampler/unwind/unwinder.h"
+#include "sampler/batch/minutes.h"
 #include "store/profile/profile.h"
 
 struct profiler_opts {
@@ -17,6 +20,7 @@ struct profiler_opts {
 	pid_t target_tgid;       /* 0 = every process */
 	const char *cgroup_root; /* NULL = the cgroup2 mount */
 	const char *pods_root;   /* NULL = /var/log/pods */
+	int64_t interval_ns;     /* drain interval; 0 = 10 s (see minutes__new) */
 	/* --offcpu: the offcpu type (sampler/offcpu/); 0s mean its defaults */
 	bool offcpu;
 	uint64_t offcpu_min_ns;
@@ -29,6 +33,9 @@ struct profiler_stats {
 	uint64_t idle;
 	uint64_t lost_ring_full, lost_events, kstack_errors, ustack_errors;
 	uint64_t ktruncated, utruncated;
+	uint64_t uends[PROF_UE_MAX];   /* user stacks by how their walk ended */
+	struct unwinder_stats unw;     /* zero when unwinding with frame pointers */
+	uint64_t pend_finished, pend_expired, pend_dropped, pend_parked;
 	uint64_t lost_nomem;   /* dropped in user space: allocation failed */
 	uint64_t procs;
 	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
@@ -47,10 +54,18 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o);
 /* Handles what the ring holds, waiting up to timeout_ms. Returns the
  * number of records or -errno. Sampler thread only. */
 int profiler__poll(struct profiler *pr, int timeout_ms);
-/* Closes the open batch (see batch__take). Sampler thread only. */
-int profiler__take(struct profiler *pr, struct profile **out, int64_t *start_ns,
-		   int64_t *duration_ns);
-/* The same for the offcpu batch; *out is NULL without --offcpu. */
+/* Closes the open windows that end by wall-clock time cut_ns, or all of
+ * them (see minutes__take): out[0..*n) gets one profile per window that
+ * holds samples, each the caller's. Sampler thread only. */
+int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,
+		   struct minute_batch out[MINUTES_SLOTS], size_t *n);
+
+/* Steps of the wall clock seen so far. Sampler thread only. */
+uint64_t profiler__clock_steps(struct profiler *pr);
+
+/* Closes the offcpu batch: *out is the caller's, NULL without --offcpu or
+ * samples; its window runs from the previous take to now. Not yet routed
+ * by minute. Sampler thread only. */
 int profiler__take_offcpu(struct profiler *pr, struct profile **out, int64_t *start_ns,
 			  int64_t *duration_ns);
 /* A consistent snapshot of the figures; thread-safe. */

@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config make
   libfuse3-dev fuse3
-  libbpf-dev libelf-dev zlib1g-dev
+  libbpf-dev libelf-dev libdw-dev zlib1g-dev
   libprotobuf-c-dev protobuf-c-compiler
   libzstd-dev liblmdb-dev lmdb-utils
   libcurl4-openssl-dev

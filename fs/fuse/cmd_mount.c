@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --store DIR        a store directory (required; repeatable)\n"
 		"  --allow-other      let users other than root read the mount\n"
-		"  --cache-size SIZE  bound of the render cache (default 256M)\n"
+		"  --cache-size SIZE  bound of the render cache (default 32M)\n"
 		"  -h, --help         this text\n");
 }
 
@@ -81,7 +81,7 @@ int cmd_mount(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (ns == MAX_STORES) {
@@ -103,11 +103,11 @@ int cmd_mount(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case ':':
+			fprintf(stderr, "proffs mount: option '%s' needs a value\n", argv[optind - 1]);
+			return 2;
 		default:
-			if (optopt)
-				fprintf(stderr, "proffs mount: option '-%c' is unknown or needs a value\n", optopt);
-			else
-				fprintf(stderr, "proffs mount: unknown option '%s'\n", argv[optind - 1]);
+			fprintf(stderr, "proffs mount: unknown option '%s' (try --help)\n", argv[optind - 1]);
 			return 2;
 		}
 	}

@@ -12,7 +12,7 @@
 struct mount_opts {
 	const char *mountpoint;
 	bool allow_other;
-	size_t cache_bytes; /* render cache bound; 0 = 256 MiB */
+	size_t cache_bytes; /* render cache bound; 0 = CACHE_DEFAULT_BYTES (32 MiB) */
 	/* Called first in the thread that serves the mount, before it starts
 	 * any other (every FUSE thread descends from it and inherits what it
 	 * sets, capabilities included); NULL = none. */

@@ -14,9 +14,12 @@
 #include "store/util/buf.h"
 
 /* folded.txt: "comm;root;...;leaf COUNT\n" per distinct stack, sorted by
- * stack, value = profile__display_value(). Zero-count stacks are omitted. */
+ * stack; COUNT in the type's counting unit (samples for cpu, microseconds
+ * for offcpu, else the display type's value; see render_int.h). Stacks
+ * that count 0 are omitted. */
 int render__folded(const struct profile *p, struct buf *out);
-/* Differential folded: "stack countA countB\n", union of both sides. */
+/* Differential folded: "stack countA countB\n", union of both sides, in
+ * folded.txt's unit. */
 int render__folded_diff(const struct profile *a, const struct profile *b,
 			struct buf *out);
 /* top.txt: flat, flat%, sum%, cum, cum%, name; sorted by flat. */

@@ -44,34 +44,19 @@ static int fline_cmp(const void *a, const void *b, void *ctx)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* What a folded count is (SPEC §2 Files): offcpu time in microseconds
- * (nanoseconds would read as billions of "samples" in flamegraph.pl);
- * otherwise the display value as it is. The divisor of the display value. */
-static int64_t folded_div(const struct profile *p)
-{
-	uint32_t vi = profile__display_value(p);
-
-	if (vi < p->nvalues && !strcmp(p->strs[p->sample_types[vi].type], "offcpu") &&
-	    !strcmp(p->strs[p->sample_types[vi].unit], "nanoseconds"))
-		return 1000;
-	return 1;
-}
-
-/* v / div, rounded to nearest. */
-static int64_t folded_count(int64_t v, int64_t div)
-{
-	return div == 1 ? v : (v + (v < 0 ? -div : div) / 2) / div;
-}
-
-/* Appends every sample of p with a non-zero display value to fl, its
- * value counted on side `side`. */
+/* Appends every sample of p with a non-zero count (render__count_unit's
+ * value, undivided: lines are summed first, then divided) to fl, counted
+ * on side `side`. */
 static int flines_add(struct flines *fl, const struct profile *p, int side)
 {
 	struct frametab ft;
+	struct count_unit cu;
 	uint32_t *ids = NULL, cap = 0;
-	uint32_t vi = profile__display_value(p);
+	uint32_t vi;
 	int rc;
 
+	render__count_unit(p, &cu);
+	vi = cu.vi;
 	rc = frametab__build(&ft, p);
 	if (rc)
 		goto out;
@@ -97,9 +82,16 @@ static int flines_add(struct flines *fl, const struct profile *p, int side)
 			rc = fl->text.err;
 			goto out;
 		}
-		if (GROW(fl->v, &fl->cap, fl->n + 1)) {
-			rc = -ENOMEM;
-			goto out;
+		if (fl->n == fl->cap) {
+			size_t nc = fl->cap ? fl->cap * 2 : 1024;
+			struct fline *nv = realloc(fl->v, nc * sizeof(*nv));
+
+			if (!nv) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			fl->v = nv;
+			fl->cap = nc;
 		}
 		fl->v[fl->n] = (struct fline){ .off = start, .len = (uint32_t)(fl->text.len - start) };
 		fl->v[fl->n].v[side] = v;
@@ -142,21 +134,22 @@ static void flines_free(struct flines *fl)
 int render__folded(const struct profile *p, struct buf *out)
 {
 	struct flines fl = { 0 };
-	int64_t div = folded_div(p);
+	struct count_unit cu;
 	size_t n;
 	int rc;
 
+	render__count_unit(p, &cu);
 	rc = flines_add(&fl, p, 0);
 	if (rc)
 		goto out;
 	n = flines_merge(&fl);
 	for (size_t i = 0; i < n; i++) {
-		int64_t c = folded_count(fl.v[i].v[0], div);
+		int64_t v = render__count(&cu, fl.v[i].v[0]);
 
-		if (c <= 0)
+		if (v <= 0)
 			continue;
 		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
-		buf__printf(out, " %" PRId64 "\n", c);
+		buf__printf(out, " %" PRId64 "\n", v);
 	}
 	rc = out->err;
 out:
@@ -168,10 +161,13 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 			struct buf *out)
 {
 	struct flines fl = { 0 };
-	int64_t div = folded_div(a);
+	struct count_unit ca, cb;
 	size_t n;
 	int rc;
 
+	/* Both sides of a diff have one type, so one unit. */
+	render__count_unit(a->nvalues ? a : b, &ca);
+	render__count_unit(b->nvalues ? b : a, &cb);
 	rc = flines_add(&fl, a, 0);
 	if (!rc)
 		rc = flines_add(&fl, b, 1);
@@ -179,12 +175,12 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 		goto out;
 	n = flines_merge(&fl);
 	for (size_t i = 0; i < n; i++) {
-		int64_t c0 = folded_count(fl.v[i].v[0], div), c1 = folded_count(fl.v[i].v[1], div);
+		int64_t va = render__count(&ca, fl.v[i].v[0]), vb = render__count(&cb, fl.v[i].v[1]);
 
-		if (!c0 && !c1)
+		if (!va && !vb)
 			continue;
 		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
-		buf__printf(out, " %" PRId64 " %" PRId64 "\n", c0, c1);
+		buf__printf(out, " %" PRId64 " %" PRId64 "\n", va, vb);
 	}
 	rc = out->err;
 out:

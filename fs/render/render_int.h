@@ -53,6 +53,23 @@ int frametab__stack(struct frametab *ft, const struct profile *p,
 		    const struct prof_sample *s, bool withcomm, uint32_t **ids,
 		    uint32_t *cap);
 
+/*
+ * The counting unit of folded.txt and the flame graph (SPEC §2 Files):
+ * samples for cpu (a profile with a samples/count type: a cpu folded.txt
+ * sums to that total, which flamegraph.pl titles "samples"), microseconds
+ * for offcpu (its offcpu/nanoseconds type, divided), otherwise the display
+ * type's value in its own unit. vi: the value index; div: divide summed
+ * values by it (rounded); name: the unit as the SVG names it.
+ */
+struct count_unit {
+	uint32_t vi;
+	int64_t div;
+	const char *name;
+};
+void render__count_unit(const struct profile *p, struct count_unit *u);
+/* v in u's unit: v / u->div, rounded half away from zero. */
+int64_t render__count(const struct count_unit *u, int64_t v);
+
 /* True when the sample carries pprof::base=true (A's side of a diff). */
 bool render__is_base(const struct profile *p, const struct prof_sample *s);
 

@@ -226,6 +226,7 @@ struct svgctx {
 	const struct fg_tree *t;
 	const struct frametab *ft;
 	bool diff;
+	struct count_unit cu;  /* what hover text counts in (folded.txt's unit) */
 	int64_t total, tot[2]; /* width total; per-side totals */
 	double scale;          /* pixels per unit */
 	double maxdelta;       /* diff colour scale */
@@ -291,10 +292,11 @@ static void emit_frame(struct svgctx *c, const char *name, const struct fg_node 
 	buf__puts(b, "\"><title>");
 	xml_put(b, name);
 	if (c->diff && !coalesced)
-		buf__printf(b, " (A %" PRId64 ", B %" PRId64 ", share %+.2f pp)", n->v[0], n->v[1],
+		buf__printf(b, " (A %" PRId64 ", B %" PRId64 " %s, share %+.2f pp)",
+			    render__count(&c->cu, n->v[0]), render__count(&c->cu, n->v[1]), c->cu.name,
 			    100.0 * share_delta(c, n));
 	else
-		buf__printf(b, " (%" PRId64 ", %.2f%%)", v, share);
+		buf__printf(b, " (%" PRId64 " %s, %.2f%%)", render__count(&c->cu, v), c->cu.name, share);
 	if (coalesced)
 		snprintf(col, sizeof(col), "rgb(200,200,200)");
 	else
@@ -444,9 +446,11 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 	struct fg_tree t = { 0 };
 	struct svgctx c = { .out = out, .t = &t, .ft = &ft };
 	uint32_t *ids = NULL, cap = 0;
-	uint32_t vi = profile__display_value(p);
+	uint32_t vi;
 	int rc;
 
+	render__count_unit(p, &c.cu);
+	vi = c.cu.vi;
 	rc = frametab__build(&ft, p);
 	if (rc)
 		goto out;
@@ -529,11 +533,11 @@ int render__svg(const struct profile *p, const char *title, struct buf *out)
 		buf__puts(out, "/");
 		xml_put(out, p->strs[p->sample_types[vi].unit]);
 		if (c.diff)
-			buf__printf(out, ", A total %" PRId64 ", B total %" PRId64
+			buf__printf(out, ", A total %" PRId64 ", B total %" PRId64 " %s"
 				    ": width is B, red grew, blue shrank (share of total)",
-				    c.tot[0], c.tot[1]);
+				    render__count(&c.cu, c.tot[0]), render__count(&c.cu, c.tot[1]), c.cu.name);
 		else
-			buf__printf(out, ", total %" PRId64, c.total);
+			buf__printf(out, ", total %" PRId64 " %s", render__count(&c.cu, c.total), c.cu.name);
 		buf__puts(out, "</text>\n");
 	}
 	buf__printf(out, "<text id=\"reset\" x=\"%.0f\" y=\"42\" text-anchor=\"end\">Reset zoom</text>\n",

@@ -240,6 +240,19 @@ static int sel_build(const char *type, const struct path_matcher *pm, size_t n,
 	return 0;
 }
 
+/* The time (Unix seconds) up to which minutes are complete (SPEC §2
+ * Minutes): their end has passed and the writer has stored every sample
+ * taken before it (store__complete). A store no daemon wrote to has no
+ * mark: its minutes are complete once their end passed. */
+static int64_t complete_until(struct tree *t, int64_t now)
+{
+	int64_t mark;
+
+	if (!store__complete(t->s, &mark) && mark / 1000000000LL < now)
+		return mark / 1000000000LL;
+	return now;
+}
+
 /* Newest minute whose end is not after now, from an ascending list. */
 static bool latest_of(const int64_t *minutes, size_t n, int64_t now, int64_t *out)
 {
@@ -358,7 +371,7 @@ int tree__resolve(struct tree *t, const char *path, struct node *out)
 		}
 	}
 	if (q->node == PN_LATEST) {
-		err = latest_minute(t, q, now, &m);
+		err = latest_minute(t, q, complete_until(t, now), &m);
 		if (err)
 			goto err_out;
 	} else if (q->a.nm || q->b.nm) {
@@ -496,7 +509,7 @@ static int list_sel(struct tree *t, const struct path_query *q, struct list *l)
 			fmt_minute(minutes[i], m);
 			list_add(l, m, NODE_DIR);
 		}
-		if (latest_of(minutes, nmin, now_s(), &latest))
+		if (latest_of(minutes, nmin, complete_until(t, now_s()), &latest))
 			list_add(l, "latest", NODE_SYMLINK);
 	} else if (nmin) {
 		char m[17], prev[17] = "";
@@ -596,7 +609,7 @@ int tree__readlink(struct tree *t, const struct node *n, char **target)
 
 	if (!n->q || n->kind != NODE_SYMLINK)
 		return -EINVAL;
-	err = latest_minute(t, n->q, now_s(), &m);
+	err = latest_minute(t, n->q, complete_until(t, now_s()), &m);
 	if (err)
 		return err;
 	fmt_minute(m, buf);

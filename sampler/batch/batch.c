@@ -26,7 +26,6 @@ struct batch {
 	int64_t period_ns;
 	const char *const *types, *const *units; /* two sample types; the period's is the last */
 	struct profile *p;
-	int64_t start_ns;
 	uint64_t count;
 	uint64_t kmap; /* mapping id of [kernel.kallsyms] in p, 0 = not yet */
 	struct hmap labels; /* pid + 1 -> struct label_set * */
@@ -88,7 +87,6 @@ struct batch *batch__new_typed(int64_t period_ns, const char *const types[2],
 		errno = ENOMEM;
 		return NULL;
 	}
-	b->start_ns = now_ns();
 	return b;
 }
 
@@ -277,17 +275,14 @@ int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *co
 	return 0;
 }
 
-int batch__take(struct batch *b, struct profile **out, int64_t *start_ns, int64_t *duration_ns)
+int batch__take(struct batch *b, int64_t start_ns, int64_t duration_ns, struct profile **out)
 {
 	struct profile *next = new_profile(b);
-	int64_t now = now_ns();
 
 	if (!next)
 		return -ENOMEM;
-	*start_ns = b->start_ns;
-	*duration_ns = now - b->start_ns;
-	b->p->time_nanos = *start_ns;
-	b->p->duration_nanos = *duration_ns;
+	b->p->time_nanos = start_ns;
+	b->p->duration_nanos = duration_ns;
 	if (b->count) {
 		*out = b->p;
 	} else {
@@ -295,7 +290,6 @@ int batch__take(struct batch *b, struct profile **out, int64_t *start_ns, int64_
 		profile__free(b->p);
 	}
 	b->p = next;
-	b->start_ns = now;
 	b->count = 0;
 	batch__reset_caches(b);
 	return 0;

@@ -46,10 +46,12 @@ uint64_t batch__count(const struct batch *b);
 
 /*
  * Closes the open batch and starts the next. *out gets the profile (the
- * caller's, profile__free) or NULL when it holds no sample; *start_ns and
- * *duration_ns its window (CLOCK_REALTIME). Returns 0 or -ENOMEM (the
- * open batch is then kept).
+ * caller's, profile__free) or NULL when it holds no sample; its
+ * time_nanos/duration_nanos are set to the window [start_ns, start_ns +
+ * duration_ns) (CLOCK_REALTIME) the caller names: the batch does not know
+ * which minute its samples belong to, the caller routes them. Returns 0 or
+ * -ENOMEM (the open batch is then kept).
  */
-int batch__take(struct batch *b, struct profile **out, int64_t *start_ns, int64_t *duration_ns);
+int batch__take(struct batch *b, int64_t start_ns, int64_t duration_ns, struct profile **out);
 
 #endif

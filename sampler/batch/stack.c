@@ -78,8 +78,32 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 		out[n].name = STACK_TRUNCATED;
 		out[n].marker = true;
 		n++;
+	} else if (stack__uend_marker(ev->uend) && n < max) {
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].name = stack__uend_marker(ev->uend);
+		out[n].marker = true;
+		n++;
 	}
 	return n;
+}
+
+const char *stack__uend_marker(unsigned uend)
+{
+	switch (uend) {
+	case PROF_UE_PENDING:
+	case PROF_UE_NO_TABLE:
+		return "[unwind: no table]";
+	case PROF_UE_NO_RULE:
+		return "[unwind: no rule]";
+	case PROF_UE_BAD_FRAME:
+		return "[unwind: bad frame]";
+	case PROF_UE_BAD_PC:
+		return "[unwind: outside mappings]";
+	case PROF_UE_NO_VMA:
+		return "[unwind: mappings busy]";
+	default: /* a root, the end of a frame-pointer chain, or no user stack */
+		return NULL;
+	}
 }
 
 void frame__name(const struct frame *f, bool kmark, char *buf, size_t size)

@@ -25,6 +25,10 @@ struct frame {
  * stack hit the kernel's depth cap (kernel.perf_event_max_stack). */
 #define STACK_TRUNCATED "[truncated]"
 
+/* The marker frame that ends a user stack whose walk ended this way
+ * (enum prof_uend), or NULL when it ended at a root. Static strings. */
+const char *stack__uend_marker(unsigned uend);
+
 /* Fills out[] leaf first: kernel frames, then user frames. Strings point
  * into the symbolizer/procs caches and stay valid until the next call
  * that may reload them (use them at once). Returns the frame count. */

@@ -54,8 +54,16 @@ static int handle(void *ctx, void *data, size_t size)
 		if (offsetof(struct prof_sample_ev, frames) +
 			    ((size_t)ev->nkern + ev->nuser) * sizeof(__u64) > size)
 			return 0;
+		/* A stack copy is trusted only as far as it arrived. */
+		if (ev->uend == PROF_UE_PENDING) {
+			size_t head = offsetof(struct prof_sample_ev, ustack);
+			struct prof_sample_ev *w = data;
+
+			if (size < head || ev->ustack_len > size - head)
+				w->ustack_len = size < head ? 0 : size - head;
+		}
 		if (s->o.on_sample)
-			s->o.on_sample(s->o.ctx, ev);
+			s->o.on_sample(s->o.ctx, ev, size);
 	} else if (h->type != PROF_EV_SAMPLE && size >= sizeof(struct prof_task_ev)) {
 		if (s->o.on_task)
 			s->o.on_task(s->o.ctx, data);
@@ -131,20 +139,37 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 	}
 	s->skel->rodata->target_tgid = o->target_tgid;
 	/* Worst case a record is ~2 KiB; keep ~2 s of full-depth samples of
-	 * every CPU so a slow poll loses nothing. Power of two, >= 1 MiB. */
+	 * every CPU so a slow poll loses nothing, plus room for a burst of
+	 * records carrying a stack copy (new processes). Power of two, >= 1 MiB. */
 	ring = o->ring_bytes;
 	if (!ring)
-		ring = (size_t)s->o.hz * np * sizeof(struct prof_sample_ev) * 2;
+		ring = (size_t)s->o.hz * np * offsetof(struct prof_sample_ev, ustack) * 2 +
+		       64 * sizeof(struct prof_sample_ev);
 	size_t pow = 1 << 20;
 	while (pow < ring && pow < (1u << 26)) /* 64 MiB is plenty for any hz */
 		pow <<= 1;
 	err = bpf_map__set_max_entries(s->skel->maps.events, pow);
 	if (err)
 		goto err;
+	s->skel->rodata->unwind_tables = o->unwinder != NULL;
+	if (o->unwinder) {
+		err = unwinder__size_maps(o->unwinder, s->skel->maps.unw_rows, s->skel->maps.unw_rules,
+					  s->skel->maps.unw_files);
+		if (err)
+			goto err;
+	}
 	err = profile_bpf__load(s->skel);
 	if (err) {
 		pr_err("sampler: cannot load BPF program: %s", strerror(-err));
 		goto err;
+	}
+	if (o->unwinder) {
+		err = unwinder__start(o->unwinder, s->skel->maps.unw_rows, s->skel->maps.unw_rules,
+				      s->skel->maps.unw_files);
+		if (err) {
+			pr_err("sampler: cannot set up unwind tables: %s", strerror(-err));
+			goto err;
+		}
 	}
 	/* Lifecycle tracepoints first, so no process slips between. */
 	err = profile_bpf__attach(s->skel);

@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "bpf/profile.h" /* the record layouts (store/profile.h is another file) */
+#include "bpf/profile.h"
+#include "sampler/unwind/unwinder.h" /* the record layouts (store/profile.h is another file) */
 
 struct sampler;
 
@@ -16,9 +17,12 @@ struct sampler_opts {
 	int hz;              /* samples per second per CPU; 0 = 19 */
 	pid_t target_tgid;   /* 0 = every process */
 	size_t ring_bytes;   /* 0 = sized from hz and the CPU count */
+	/* Unwind tables for the BPF walk (borrowed; started after load).
+	 * NULL: the kernel's frame-pointer walk. */
+	struct unwinder *unwinder;
 	/* Called from sampler__poll() for each record, in ring order. The
-	 * record is only valid during the call. */
-	void (*on_sample)(void *ctx, const struct prof_sample_ev *ev);
+	 * record (size bytes) is only valid during the call. */
+	void (*on_sample)(void *ctx, const struct prof_sample_ev *ev, size_t size);
 	void (*on_task)(void *ctx, const struct prof_task_ev *ev);
 	void *ctx;
 };

@@ -123,6 +123,17 @@ int store__latest_minute(struct store *s, const struct store_sel *sel,
 int store__merge(struct store *s, const struct store_sel *sel, int64_t from,
 		 int64_t to, struct profile **out);
 
+/*
+ * The writer's mark: every sample taken before time_ns is stored. The
+ * daemon sets it after each flush; it never moves back (a smaller time_ns
+ * is ignored). One small write transaction. Returns 0 or -errno.
+ */
+int store__set_complete(struct store *s, int64_t time_ns);
+
+/* The mark, or -ENOENT if no writer ever set one (a store filled by
+ * `proffs import` alone: its minutes are complete once their end passed). */
+int store__complete(struct store *s, int64_t *time_ns);
+
 /* A number that changes whenever committed data changes (cache keys). */
 uint64_t store__version(struct store *s);
 

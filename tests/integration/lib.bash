@@ -96,5 +96,19 @@ go_top() {
 		${3+-sample_index="$3"} "$1" 2>/dev/null | top_rows "$2" 1
 }
 
+# pprof_top FILE [ARGS...]: `go tool pprof -top` exactly as a user runs it
+# (default flags), times in UTC: what top.txt must equal byte for byte.
+pprof_top() { local f=$1; shift; TZ=UTC go tool pprof -top "$@" "$f" 2>/dev/null; }
+
+# same_top WHAT PPROF_INPUT OUR_TOP: top.txt == pprof -top, or a diff.
+same_top() {
+	if [[ -s $3 ]] && cmp -s <(pprof_top "$2") "$3"; then
+		ok "$1: top.txt equals go tool pprof -top, header and $(($(wc -l <"$3"))) lines"
+	else
+		fail "$1: top.txt differs from go tool pprof -top"
+		diff <(pprof_top "$2") "$3" | head -20
+	fi
+}
+
 # our_top FILE: our top.txt in go_top's shape.
 our_top() { top_rows <"$1"; }

@@ -7,8 +7,10 @@
 #     and pprof reads exactly the same numbers from it as from x;
 #   - totals per sample type equal those go tool pprof -raw reads from x;
 #   - folded lines match ^(.*) ([0-9]+)$, frames are real function names,
-#     counts sum to the total; the diff folded has two count columns;
-#   - top.txt flat/cum per function equal go tool pprof -top's;
+#     counts sum to the total in the type's counting unit (samples for
+#     cpu); the diff folded has two count columns, in the same unit;
+#   - top.txt is byte for byte what go tool pprof -top prints (header,
+#     rows, order, scaled values), also for a diff;
 #   - the SVG is well-formed, names the heaviest functions, and its script
 #     hovers, zooms and resets (tests/tools/svg_zoom.js under node, if any);
 #   - profile__diff read by pprof equals pprof's own -diff_base;
@@ -61,7 +63,8 @@ for kind in cpu heap; do
 
 	# folded.txt
 	"$PC" folded "$in" >"$T/$kind.folded" || fail "$kind: folded"
-	total=$(echo "$want" | awk '{print $NF}') # the displayed (last) value
+	# The counting unit: samples/count for cpu, else the displayed (last) value.
+	if [[ $kind == cpu ]]; then total=$(echo "$want" | awk '{print $1}'); else total=$(echo "$want" | awk '{print $NF}'); fi
 	if [[ -s $T/$kind.folded ]] && ! grep -qvE '^(.*) ([0-9]+)$' "$T/$kind.folded"; then
 		ok "$kind: every folded line matches ^(.*) ([0-9]+)\$ ($(wc -l <"$T/$kind.folded") lines)"
 	else
@@ -78,12 +81,7 @@ for kind in cpu heap; do
 
 	# top.txt against pprof -top
 	"$PC" top "$in" >"$T/$kind.top" || fail "$kind: top"
-	if cmp -s <(go_top "$in" $unit) <(our_top "$T/$kind.top"); then
-		ok "$kind: top.txt flat and cum equal pprof -top for all $(wc -l <"$T/$kind.names") functions"
-	else
-		fail "$kind: top.txt differs from pprof -top"
-		diff <(go_top "$in" $unit) <(our_top "$T/$kind.top") | head -20
-	fi
+	same_top "$kind" "$in" "$T/$kind.top"
 
 	# flamegraph.svg
 	"$PC" svg "$in" >"$T/$kind.svg" || fail "$kind: svg"
@@ -114,12 +112,7 @@ for kind in cpu heap; do
 	[[ -n $a && $a == "$b" ]] && ok "$kind: pprof -top of our diff equals pprof -top -diff_base" \
 		|| { fail "$kind: diff differs"; diff <(echo "$a") <(echo "$b") | head -20; }
 	"$PC" top-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.dtop" || fail "$kind: top-diff"
-	if cmp -s <(go_top "$T/$kind.diff.pb" $unit) <(our_top "$T/$kind.dtop"); then
-		ok "$kind: top.txt of the diff equals pprof -top of it ($(wc -l <"$T/$kind.dtop") lines)"
-	else
-		fail "$kind: top.txt of the diff differs from pprof"
-		diff <(go_top "$T/$kind.diff.pb" $unit) <(our_top "$T/$kind.dtop") | head -20
-	fi
+	same_top "$kind diff" "$T/$kind.diff.pb" "$T/$kind.dtop"
 	"$PC" folded-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.fdiff" || fail "$kind: folded-diff"
 	if [[ -s $T/$kind.fdiff ]] && ! grep -qvE '^(.*) ([0-9]+) ([0-9]+)$' "$T/$kind.fdiff"; then
 		ok "$kind: diff folded lines have two count columns"
@@ -127,7 +120,8 @@ for kind in cpu heap; do
 		fail "$kind: diff folded malformed"
 	fi
 	sa=$(awk '{s += $(NF-1)} END {printf "%.0f\n", s}' "$T/$kind.fdiff"); sb=$(awk '{s += $NF} END {printf "%.0f\n", s}' "$T/$kind.fdiff")
-	ta=$(raw_totals "$T/${kind}.pb.gz" | awk '{print $NF}'); tb=$(raw_totals "$T/${kind}2.pb.gz" | awk '{print $NF}')
+	col='$NF'; [[ $kind == cpu ]] && col='$1' # samples for cpu
+	ta=$(raw_totals "$T/${kind}.pb.gz" | awk "{print $col}"); tb=$(raw_totals "$T/${kind}2.pb.gz" | awk "{print $col}")
 	[[ $sa == "$ta" && $sb == "$tb" ]] && ok "$kind: diff folded columns sum to each side's total ($ta, $tb)" \
 		|| fail "$kind: diff folded sums $sa/$sb vs $ta/$tb"
 	"$PC" svg-diff "$T/${kind}.pb.gz" "$T/${kind}2.pb.gz" >"$T/$kind.diff.svg" && xmllint --noout "$T/$kind.diff.svg" \

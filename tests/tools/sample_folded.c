@@ -74,7 +74,7 @@ static bool wanted(const struct prof_sample_ev *ev)
 	return false;
 }
 
-static void on_sample(void *ctx, const struct prof_sample_ev *ev)
+static void on_sample(void *ctx, const struct prof_sample_ev *ev, size_t size)
 {
 	static struct frame fr[2 * PROF_MAX_FRAMES];
 	static char out[65536];

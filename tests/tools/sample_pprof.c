@@ -31,7 +31,8 @@ int main(int argc, char **argv)
 	struct profile *p = NULL;
 	double seconds = 5;
 	struct timespec t0, t;
-	int64_t start, dur;
+	struct minute_batch mb[MINUTES_SLOTS];
+	size_t nmb = 0;
 	uint8_t *pb;
 	size_t len;
 	FILE *f;
@@ -60,7 +61,24 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
 	profiler__poll(pr, 0);
-	if (profiler__take(pr, &p, &start, &dur) || !p) {
+	/* The run may straddle a minute: one profile per minute, merged. */
+	if (profiler__take(pr, now_ns(), true, mb, &nmb)) {
+		fprintf(stderr, "sample_pprof: take failed\n");
+		profiler__close(pr);
+		return 1;
+	}
+	for (size_t i = 0; i < nmb; i++) {
+		if (!p) {
+			p = mb[i].p;
+			continue;
+		}
+		if (profile__merge(p, mb[i].p, 1, NULL, 0)) {
+			fprintf(stderr, "sample_pprof: merge failed\n");
+			return 1;
+		}
+		profile__free(mb[i].p);
+	}
+	if (!p) {
 		fprintf(stderr, "sample_pprof: no samples\n");
 		profiler__close(pr);
 		return 1;

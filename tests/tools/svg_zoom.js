@@ -54,7 +54,7 @@ const hidden = (g) => g.style.display === 'none';
 const heavy = frames.filter((g) => Y(g) < Y(frames[0])).sort((a, b) => W(b) - W(a))[0] || frames[0];
 root.listeners.mouseover({ target: R(heavy) });
 check(byId.details.textContent === heavy.getElementsByTagName('title')[0].textContent &&
-  /\(\d+, [\d.]+%\)|A -?\d+, B/.test(byId.details.textContent),
+  /\(\d+ [a-z]+, [\d.]+%\)|A -?\d+, B -?\d+ [a-z]+/.test(byId.details.textContent),
   `hover shows name, count, share: "${byId.details.textContent}"`);
 // Zoom into a frame that is neither the root nor full width, if any.
 const z = frames.find((g) => W(g) < 1100 && W(g) > 5 && Y(g) < Y(frames[0])) || heavy;

@@ -55,7 +55,9 @@ int main(void)
 	      "add a 2.5 us disk wait");
 	CHECK(!batch__add_values(b, NULL, 42, "app", fr, 1, (const int64_t[2]){ 1, 499 }, "state", "disk"),
 	      "add a 0.499 us wait (rounds to 0 us)");
-	CHECK(!batch__take(b, &p, &t0, &dur) && p, "take");
+	t0 = 1000000000LL;
+	dur = 10000000000LL;
+	CHECK(!batch__take(b, t0, dur, &p) && p, "take");
 	if (p) {
 		CHECK(p->nvalues == 2 && !strcmp(p->strs[p->sample_types[0].type], "events") &&
 			      !strcmp(p->strs[p->sample_types[1].type], "offcpu") &&

@@ -1,0 +1,380 @@
+/*
+ * unwind_walk.h - the user-stack walk of bpf/profile.bpf.c (BPF only,
+ * included once). Per frame: pc -> its mapping (skipped while the pc
+ * stays in the last mapping) -> (device, inode, pgoff) ->
+ * the file's rows (bpf/unwind.h) -> binary search -> rule -> CFA, return
+ * address, rbp. The mapping comes from the mm's maple tree (mt_lookup). Files known to have no unwind information and anonymous
+ * executable memory (JIT) take a frame-pointer step; a file whose table
+ * is not loaded yet ends the walk as PROF_UE_PENDING with the registers
+ * and a copy of the stack, and user space finishes it.
+ */
+#ifndef PROFFS_BPF_UNWIND_WALK_H
+#define PROFFS_BPF_UNWIND_WALK_H
+
+#define VM_EXEC_FLAG 0x4ul
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* sized by user space before load */
+	__type(key, __u32);
+	__type(value, struct unw_row);
+} unw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unw_rule);
+} unw_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct unw_file_key);
+	__type(value, struct unw_file);
+} unw_files SEC(".maps");
+
+enum { MAP_NONE, MAP_TABLE, MAP_FP, MAP_PENDING };
+
+
+struct walk {
+	__u64 pc, sp, bp;
+	__u64 lreg[6]; /* the leaf's rax, rdx, rcx, rbx, rsi, rdi (DWARF 0-5) */
+	/* the mapping that holds the current pc */
+	__u64 vm_start, vm_end, vm_pgoff, vm_flags;
+	__u32 base, nrows, kind;
+	__u32 nk, n;
+	__u8 end, exact, bp_ok;
+};
+
+/*
+ * The vma holding addr, looked up in the mm's maple tree the way the
+ * kernel's mtree_lookup_walk() does, with probe reads. bpf_find_vma()
+ * cannot serve a walk: from the hardirq a perf event fires in, it works
+ * once per interrupt (its deferred unlock is busy after that), and a walk
+ * needs a lookup per file it crosses. The tree is RCU-safe and we run
+ * with interrupts off; a torn read at worst yields a vma that fails the
+ * range check below. Returns NULL when nothing maps addr.
+ */
+static __always_inline struct vm_area_struct *mt_lookup(struct mm_struct *mm, __u64 addr)
+{
+	__u64 piv[15], e = (__u64)BPF_CORE_READ(mm, mm_mt.ma_root), max = ~0ull;
+
+	for (int depth = 0; depth < 8; depth++) {
+		__u64 node = e & ~255ull, slot = 0;
+		int type = (e >> 3) & 15, npiv, end, off;
+		__u8 meta_end = 0;
+
+		/* The root is tagged as an internal entry (low bits 10); an
+		 * empty or one-entry tree has no node. Below it, encoded
+		 * nodes: address | type << 3 | 4. */
+		if (e <= 4096 || (depth == 0 && (e & 3) != 2))
+			return 0;
+		/* Where the node's data ends, as ma_data_end() says: a full
+		 * node's last pivot is implied; else its metadata knows. */
+		if (type == 3) { /* maple_arange_64: pivots at 8, meta at 240 */
+			npiv = 9;
+			if (bpf_probe_read_kernel(piv, 9 * 8, (void *)(node + 8)) ||
+			    bpf_probe_read_kernel(&meta_end, 1, (void *)(node + 240)))
+				return 0;
+			end = meta_end;
+		} else if (type == 1 || type == 2) { /* leaf_64, range_64: meta at 248 */
+			npiv = 15;
+			if (bpf_probe_read_kernel(piv, 15 * 8, (void *)(node + 8)))
+				return 0;
+			if (piv[14] == 0) {
+				if (bpf_probe_read_kernel(&meta_end, 1, (void *)(node + 248)))
+					return 0;
+				end = meta_end;
+			} else {
+				end = piv[14] == max ? 14 : 15;
+			}
+		} else {
+			return 0;
+		}
+		if (end > npiv)
+			return 0;
+		off = end;
+		for (int i = 0; i < 15; i++) {
+			if (i >= end)
+				break;
+			if (piv[i] >= addr) {
+				off = i;
+				max = piv[i];
+				break;
+			}
+		}
+		if (bpf_probe_read_kernel(&slot, 8, (void *)(node + 8 + npiv * 8 + (off & 15) * 8)))
+			return 0;
+		if (type == 1)
+			return (struct vm_area_struct *)slot;
+		e = slot;
+	}
+	return 0;
+}
+
+/* Points w at the mapping holding addr. Returns 0 or the walk's end. */
+static __always_inline int find_map(struct walk *w, __u64 addr)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = task->mm;
+	struct vm_area_struct *vma;
+	struct unw_file_key key = {};
+	struct unw_file *uf;
+	struct file *f;
+
+	if (!mm)
+		return PROF_UE_BAD_PC;
+	vma = mt_lookup(mm, addr);
+	if (!vma)
+		return PROF_UE_BAD_PC;
+	w->vm_start = BPF_CORE_READ(vma, vm_start);
+	w->vm_end = BPF_CORE_READ(vma, vm_end);
+	if (addr < w->vm_start || addr >= w->vm_end) {
+		w->vm_start = w->vm_end = 0;
+		return PROF_UE_BAD_PC;
+	}
+	w->vm_pgoff = BPF_CORE_READ(vma, vm_pgoff);
+	w->vm_flags = BPF_CORE_READ(vma, vm_flags);
+	f = BPF_CORE_READ(vma, vm_file);
+	if (f) {
+		key.ino = BPF_CORE_READ(f, f_inode, i_ino);
+		key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	} else if ((__u64)BPF_CORE_READ(mm, context.vdso) == w->vm_start) {
+		key.dev = UNW_VDSO_DEV;
+		key.ino = UNW_VDSO_INO;
+		/* Its table counts from the image's start; the vma's pgoff is
+		 * not a file offset. */
+		w->vm_pgoff = 0;
+	} else {
+		w->kind = MAP_FP; /* anonymous code: JIT */
+		return 0;
+	}
+	uf = bpf_map_lookup_elem(&unw_files, &key);
+	if (!uf) {
+		w->kind = MAP_PENDING;
+		return 0;
+	}
+	w->kind = uf->kind == UNW_FILE_TABLE ? MAP_TABLE : uf->kind == UNW_FILE_FP ? MAP_FP : MAP_NONE;
+	w->base = uf->base;
+	w->nrows = uf->nrows;
+	return 0;
+}
+
+static __always_inline int read_u64(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+static __always_inline int fp_step(struct walk *w)
+{
+	__u64 ra, nbp;
+
+	if (!w->bp_ok || w->bp == 0)
+		return PROF_UE_FP_END;
+	if (w->bp < w->sp || read_u64(&ra, w->bp + 8) || read_u64(&nbp, w->bp))
+		return PROF_UE_BAD_FRAME;
+	if (ra == 0)
+		return PROF_UE_FP_END;
+	w->sp = w->bp + 16;
+	w->bp = nbp;
+	w->pc = ra;
+	w->exact = 0;
+	return 0;
+}
+
+static __always_inline int table_step(struct walk *w, __u64 look)
+{
+	__u64 off = look - w->vm_start + (w->vm_pgoff << 12), cfa = 0, ra = 0, v;
+	__u32 lo = w->base, hi = w->base + w->nrows, idx;
+	struct unw_rule *r;
+	struct unw_row *row;
+
+	if (off > 0xffffffffull)
+		return PROF_UE_NO_RULE;
+	for (int i = 0; i < 24 && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		row = bpf_map_lookup_elem(&unw_rows, &mid);
+		if (!row)
+			return PROF_UE_BAD_FRAME;
+		if (row->off <= (__u32)off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == w->base)
+		return PROF_UE_NO_RULE;
+	idx = lo - 1;
+	row = bpf_map_lookup_elem(&unw_rows, &idx);
+	if (!row)
+		return PROF_UE_BAD_FRAME;
+	idx = row->rule;
+	r = bpf_map_lookup_elem(&unw_rules, &idx);
+	if (!r)
+		return PROF_UE_BAD_FRAME;
+	switch (r->cfa) {
+	case UNW_CFA_SP:
+		cfa = w->sp + (__s64)r->cfa_off;
+		break;
+	case UNW_CFA_BP:
+		if (!w->bp_ok)
+			return PROF_UE_BAD_FRAME;
+		cfa = w->bp + (__s64)r->cfa_off;
+		break;
+	case UNW_CFA_PLT:
+		cfa = w->sp + (__s64)r->cfa_off + ((w->pc & 15) >= r->arg ? 8 : 0);
+		break;
+	case UNW_CFA_DEREF_SP:
+		if (read_u64(&cfa, w->sp + (__s64)r->cfa_off))
+			return PROF_UE_BAD_FRAME;
+		break;
+	case UNW_CFA_NONE:
+		return PROF_UE_NO_RULE;
+	default:
+		return PROF_UE_BAD_FRAME;
+	}
+	switch (r->ra) {
+	case UNW_RA_UNDEF:
+		return PROF_UE_ROOT;
+	case UNW_RA_CFA:
+		if (read_u64(&ra, cfa + (__s64)r->ra_off))
+			return PROF_UE_BAD_FRAME;
+		break;
+	case UNW_RA_SP:
+		if (read_u64(&ra, w->sp + (__s64)r->ra_off))
+			return PROF_UE_BAD_FRAME;
+		break;
+	case UNW_RA_REG:
+		/* Only the leaf's registers are known. */
+		if (w->n != 1 || r->arg > 5)
+			return PROF_UE_BAD_FRAME;
+		ra = w->lreg[r->arg & 7];
+		break;
+	default:
+		return PROF_UE_BAD_FRAME;
+	}
+	switch (r->bp) {
+	case UNW_BP_CFA:
+		if (read_u64(&v, cfa + (__s64)r->bp_off))
+			return PROF_UE_BAD_FRAME;
+		w->bp = v;
+		w->bp_ok = 1;
+		break;
+	case UNW_BP_SP:
+		if (read_u64(&v, w->sp + (__s64)r->bp_off))
+			return PROF_UE_BAD_FRAME;
+		w->bp = v;
+		w->bp_ok = 1;
+		break;
+	case UNW_BP_UNDEF:
+		w->bp_ok = 0;
+		break;
+	}
+	/* Unwinding climbs the stack; a signal frame may switch stacks. */
+	if (!(r->flags & UNW_R_SIGNAL) && cfa < w->sp)
+		return PROF_UE_BAD_FRAME;
+	if (ra == 0)
+		return PROF_UE_FP_END;
+	w->sp = cfa;
+	w->pc = ra;
+	w->exact = r->flags & UNW_R_SIGNAL ? 1 : 0;
+	return 0;
+}
+
+static long walk_step(__u64 i, void *data)
+{
+	struct walk *w = data;
+	struct prof_sample_ev *ev;
+	__u32 zero = 0, slot;
+	__u64 look;
+	int end;
+
+	if (w->n >= PROF_MAX_FRAMES) {
+		w->end = PROF_UE_TRUNC;
+		return 1;
+	}
+	look = w->pc - (w->exact ? 0 : 1);
+	if (look < w->vm_start || look >= w->vm_end) {
+		end = find_map(w, look);
+		if (end) {
+			w->end = end;
+			return 1;
+		}
+	}
+	if (!(w->vm_flags & VM_EXEC_FLAG)) {
+		w->end = PROF_UE_BAD_PC;
+		return 1;
+	}
+	ev = bpf_map_lookup_elem(&scratch, &zero);
+	if (!ev)
+		return 1;
+	slot = w->nk + w->n;
+	if (slot >= 2 * PROF_MAX_FRAMES)
+		return 1;
+	ev->frames[slot] = w->pc;
+	w->n++;
+	if (w->kind == MAP_TABLE)
+		end = table_step(w, look);
+	else if (w->kind == MAP_FP)
+		end = fp_step(w);
+	else if (w->kind == MAP_PENDING)
+		end = PROF_UE_PENDING;
+	else
+		end = PROF_UE_NO_TABLE;
+	if (end) {
+		w->end = end;
+		return 1;
+	}
+	return 0;
+}
+
+/* Walks the current task's user stack into ev->frames[nk...]. Returns the
+ * number of frames; sets ev->uend (and on PROF_UE_PENDING, uregs, ustack
+ * and ustack_len). */
+static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct walk w = {};
+	__u64 top = 0, len;
+
+	w.pc = BPF_CORE_READ(regs, ip);
+	w.sp = BPF_CORE_READ(regs, sp);
+	w.bp = BPF_CORE_READ(regs, bp);
+	w.lreg[0] = BPF_CORE_READ(regs, ax);
+	w.lreg[1] = BPF_CORE_READ(regs, dx);
+	w.lreg[2] = BPF_CORE_READ(regs, cx);
+	w.lreg[3] = BPF_CORE_READ(regs, bx);
+	w.lreg[4] = BPF_CORE_READ(regs, si);
+	w.lreg[5] = BPF_CORE_READ(regs, di);
+	w.bp_ok = 1;
+	w.exact = 1;
+	w.nk = nk;
+	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, &w, 0);
+	ev->uend = w.end;
+	ev->ustack_len = 0;
+	if (w.end == PROF_UE_PENDING) {
+		ev->uregs[0] = w.pc;
+		ev->uregs[1] = w.sp;
+		ev->uregs[2] = w.bp_ok ? w.bp : 0;
+		if (w.exact)
+			ev->flags |= PROF_F_UEXACT;
+		struct vm_area_struct *vma = task->mm ? mt_lookup(task->mm, w.sp) : 0;
+
+		if (vma)
+			top = BPF_CORE_READ(vma, vm_end);
+		if (top > w.sp && BPF_CORE_READ(vma, vm_start) <= w.sp) {
+			len = top - w.sp;
+			if (len > UNW_STACK_COPY)
+				len = UNW_STACK_COPY;
+			if (!bpf_probe_read_user(ev->ustack, len, (const void *)w.sp))
+				ev->ustack_len = len;
+		}
+	}
+	return w.n;
+}
+
+#endif

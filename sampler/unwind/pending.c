@@ -1,0 +1,232 @@
+/*
+ * pending.c - finishing PROF_UE_PENDING walks with the twin.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/unwind/pending.h"
+#include "sampler/unwind/twin.h"
+#include "store/util/util.h"
+
+#define PARK_MAX 256                  /* ~2.5 MB at worst */
+#define PARK_NS (5 * 1000000000LL)    /* a table takes ms; a busy worker, longer */
+
+struct parked {
+	int64_t deadline;
+	size_t size;
+	struct prof_sample_ev *ev;
+};
+
+struct pending {
+	struct unwinder *u;
+	struct procs *ps;
+	struct parked park[PARK_MAX];
+	size_t n;
+	struct prof_sample_ev *out; /* the completed record handed to done */
+	struct pending_stats st;
+};
+
+struct pending *pending__new(struct unwinder *u, struct procs *ps)
+{
+	struct pending *pq = calloc(1, sizeof(*pq));
+
+	if (!pq)
+		return NULL;
+	pq->out = malloc(sizeof(*pq->out));
+	if (!pq->out) {
+		free(pq);
+		return NULL;
+	}
+	pq->u = u;
+	pq->ps = ps;
+	return pq;
+}
+
+void pending__free(struct pending *pq)
+{
+	if (!pq)
+		return;
+	for (size_t i = 0; i < pq->n; i++)
+		free(pq->park[i].ev);
+	free(pq->out);
+	free(pq);
+}
+
+static enum twin_kind request_vma(struct pending *pq, struct proc *p, const struct vma *v,
+				  bool urgent)
+{
+	if (v->file)
+		return unwinder__request(pq->u, p->pid, unwinder__kdev(v->dev), v->ino, v->path,
+					 v->start, v->end, urgent);
+	return TWIN_FP;
+}
+
+void pending__request_maps(struct pending *pq, struct proc *p)
+{
+	if (!p || !p->maps)
+		return;
+	for (size_t i = 0; i < p->maps->n; i++)
+		request_vma(pq, p, &p->maps->v[i], false);
+}
+
+struct walk_ctx {
+	struct pending *pq;
+	struct proc *p;
+	const struct vma *need; /* a file never requested: ask, then retry */
+	bool unmapped;          /* an address our copy of the maps lacks */
+};
+
+/* Under the unwinder's lock. */
+static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
+{
+	struct walk_ctx *c = arg;
+	struct vma *v = procs__vma(c->pq->ps, c->p, addr);
+
+	/* Maps read at exec lack the libraries mapped since: wait for a
+	 * fresh read rather than call the address unmapped. */
+	if (!v) {
+		c->unmapped = true;
+		m->kind = TWIN_WAIT;
+		return 0;
+	}
+	m->start = v->start;
+	m->end = v->end;
+	m->pgoff = v->pgoff;
+	if (v->file) {
+		if (unwinder__lookup_locked(c->pq->u, unwinder__kdev(v->dev), v->ino, m) == -ENOENT) {
+			c->need = v;
+			m->kind = TWIN_WAIT;
+		}
+	} else if (!strcmp(v->path, "[vdso]")) {
+		unwinder__lookup_locked(c->pq->u, UNW_VDSO_DEV, UNW_VDSO_INO, m);
+	} else {
+		m->kind = TWIN_FP;
+	}
+	return 0;
+}
+
+/* Continues the walk of ev into pq->out. Returns the end. */
+static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev *ev, size_t size)
+{
+	struct prof_sample_ev *o = pq->out;
+	size_t head = offsetof(struct prof_sample_ev, ustack);
+	struct twin_mem mem = { .base = ev->uregs[1], .buf = ev->ustack, .len = ev->ustack_len };
+	struct walk_ctx c = { pq, p, NULL };
+	bool refreshed = false;
+	int n = ev->nuser, end = PROF_UE_PENDING;
+
+	if (size < head)
+		mem.len = 0;
+	else if (mem.len > size - head)
+		mem.len = size - head;
+	memcpy(o, ev, head);
+	/* Each file the walk reaches unknown is asked for, then looked at
+	 * again (small files take a millisecond); an address outside the
+	 * maps we know may be a library mapped since we read them. */
+	for (int tries = 0; tries < 8; tries++) {
+		struct twin_regs r = {
+			.pc = ev->uregs[0],
+			.sp = ev->uregs[1],
+			.bp = ev->uregs[2],
+			.bp_ok = true,
+			.exact = ev->flags & PROF_F_UEXACT,
+			.stored = true,
+		};
+
+		n = ev->nuser;
+		c.need = NULL;
+		c.unmapped = false;
+		unwinder__lock(pq->u);
+		end = twin__walk(&r, &mem, map_fn, &c, o->frames + o->nkern, &n, PROF_MAX_FRAMES);
+		unwinder__unlock(pq->u);
+		if (end == PROF_UE_PENDING && c.need) {
+			request_vma(pq, p, c.need, true);
+		} else if (end == PROF_UE_PENDING && c.unmapped && !refreshed) {
+			procs__refresh(pq->ps, p, true, false);
+			refreshed = true;
+		} else {
+			break;
+		}
+	}
+	o->nuser = n;
+	o->uend = end;
+	o->ustack_len = 0;
+	if (end == PROF_UE_TRUNC)
+		o->flags |= PROF_F_UTRUNC;
+	return end;
+}
+
+int pending__add(struct pending *pq, struct proc *p, const struct prof_sample_ev *ev, size_t size,
+		 pending_done_fn done, void *ctx)
+{
+	struct parked *k;
+
+	if (p) {
+		/* The files of a new process: the one that stopped BPF and the rest. */
+		struct vma *v = procs__vma(pq->ps, p, ev->uregs[0] - (ev->flags & PROF_F_UEXACT ? 0 : 1));
+
+		if (!v)
+			procs__refresh(pq->ps, p, true, false);
+		if (walk(pq, p, ev, size) != PROF_UE_PENDING) {
+			pq->st.finished++;
+			done(ctx, p, pq->out);
+			return 1;
+		}
+	}
+	if (pq->n == PARK_MAX) {
+		pq->st.dropped++;
+		memcpy(pq->out, ev, offsetof(struct prof_sample_ev, ustack));
+		pq->out->uend = PROF_UE_NO_TABLE;
+		done(ctx, p, pq->out);
+		return 1;
+	}
+	k = &pq->park[pq->n];
+	k->ev = malloc(size);
+	if (!k->ev) {
+		done(ctx, p, ev);
+		return -ENOMEM;
+	}
+	memcpy(k->ev, ev, size);
+	k->size = size;
+	k->deadline = now_mono_ns() + PARK_NS;
+	pq->n++;
+	pq->st.parked = pq->n;
+	return 0;
+}
+
+void pending__drain(struct pending *pq, int64_t now, pending_done_fn done, void *ctx)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < pq->n; i++) {
+		struct parked *k = &pq->park[i];
+		struct proc *p = procs__get(pq->ps, k->ev->tgid, k->ev->comm, k->ev->cgroup_id);
+		int end = PROF_UE_PENDING;
+
+		if (p)
+			end = walk(pq, p, k->ev, k->size);
+		else
+			memcpy(pq->out, k->ev, offsetof(struct prof_sample_ev, ustack));
+
+		if (end == PROF_UE_PENDING && now < k->deadline) {
+			pq->park[j++] = *k;
+			continue;
+		}
+		if (end == PROF_UE_PENDING) {
+			pq->out->uend = PROF_UE_NO_TABLE;
+			pq->st.expired++;
+		} else {
+			pq->st.finished++;
+		}
+		done(ctx, p, pq->out);
+		free(k->ev);
+	}
+	pq->n = j;
+	pq->st.parked = j;
+}
+
+void pending__stats(struct pending *pq, struct pending_stats *st)
+{
+	*st = pq->st;
+}

@@ -1,0 +1,661 @@
+/*
+ * unwinder.c - the table cache, its worker thread and the BPF maps.
+ * One mutex guards the cache, the row allocator and the mmapped arrays'
+ * contents; the worker drops it while it reads and compiles a file, so
+ * the sampler thread waits at most for an install (a memcpy of rows).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sampler/unwind/table.h"
+#include "sampler/unwind/unwinder.h"
+#include "store/util/hmap.h"
+#include "store/util/util.h"
+
+enum { E_QUEUED, E_TABLE, E_FP, E_NONE };
+
+/* A table used this recently is never evicted for room (no thrashing
+ * between two big files); a file refused for room is retried this late. */
+#define EVICT_MIN_IDLE_NS (10 * 1000000000LL)
+#define RETRY_NS (10 * 1000000000LL)
+
+struct entry {
+	uint64_t kdev, ino;
+	int state;
+	uint32_t base, nrows;
+	int64_t used_ns;
+	/* where to read it (E_QUEUED) */
+	pid_t pid;
+	uint64_t start, end;
+	char *path;
+	struct entry *next_q;
+	bool deferred; /* a big file sent to the back of the queue once */
+	bool too_big;  /* over the per-file cap: not retried until idle */
+};
+
+struct extent {
+	uint32_t base, n;
+};
+
+struct unwinder {
+	struct unwinder_opts o;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	bool started;
+	int stop; /* also read, unlocked, by a build in progress */
+	struct hmap files; /* key(kdev, ino) -> struct entry * */
+	struct entry *q_head, *q_tail;
+	size_t queued;
+	/* BPF maps */
+	int files_fd;
+	struct unw_row *rows;
+	struct unw_rule *rules;
+	size_t rows_len, rules_len;
+	uint32_t nrules;
+	struct hmap rule_ix; /* hash(rule) -> global index + 1 */
+	struct extent *free;  /* free row extents, sorted by base */
+	size_t nfree, capfree;
+	struct unwinder_stats st;
+};
+
+static uint64_t fkey(uint64_t kdev, uint64_t ino)
+{
+	uint64_t k[2] = { kdev, ino };
+	uint64_t h = hash64(k, sizeof(k), 0x0e1f);
+
+	return h ? h : 1;
+}
+
+uint64_t unwinder__kdev(uint64_t dev)
+{
+	return ((uint64_t)major(dev) << 20) | minor(dev);
+}
+
+struct unwinder *unwinder__new(const struct unwinder_opts *o)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->o = *o;
+	if (!u->o.max_rows)
+		u->o.max_rows = 1u << 20;
+	if (!u->o.max_rules)
+		u->o.max_rules = 1u << 14;
+	if (!u->o.max_files)
+		u->o.max_files = 4096;
+	if (!u->o.idle_ns)
+		u->o.idle_ns = 600 * 1000000000LL;
+	u->files_fd = -1;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->wake, NULL);
+	return u;
+}
+
+int unwinder__size_maps(struct unwinder *u, struct bpf_map *rows, struct bpf_map *rules,
+			struct bpf_map *files)
+{
+	int err = bpf_map__set_max_entries(rows, u->o.max_rows);
+
+	if (!err)
+		err = bpf_map__set_max_entries(rules, u->o.max_rules);
+	if (!err)
+		err = bpf_map__set_max_entries(files, u->o.max_files);
+	return err;
+}
+
+/* --- row extents --- */
+
+static int extent_alloc(struct unwinder *u, uint32_t n, uint32_t *base)
+{
+	for (size_t i = 0; i < u->nfree; i++) {
+		if (u->free[i].n < n)
+			continue;
+		*base = u->free[i].base;
+		u->free[i].base += n;
+		u->free[i].n -= n;
+		if (!u->free[i].n) {
+			memmove(&u->free[i], &u->free[i + 1], (u->nfree - i - 1) * sizeof(*u->free));
+			u->nfree--;
+		}
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static int extent_free(struct unwinder *u, uint32_t base, uint32_t n)
+{
+	size_t i = 0;
+
+	if (!n)
+		return 0;
+	while (i < u->nfree && u->free[i].base < base)
+		i++;
+	/* merge with the neighbours */
+	if (i > 0 && u->free[i - 1].base + u->free[i - 1].n == base) {
+		u->free[i - 1].n += n;
+		if (i < u->nfree && base + n == u->free[i].base) {
+			u->free[i - 1].n += u->free[i].n;
+			memmove(&u->free[i], &u->free[i + 1], (u->nfree - i - 1) * sizeof(*u->free));
+			u->nfree--;
+		}
+		return 0;
+	}
+	if (i < u->nfree && base + n == u->free[i].base) {
+		u->free[i].base = base;
+		u->free[i].n += n;
+		return 0;
+	}
+	if (u->nfree == u->capfree) {
+		size_t nc = u->capfree ? u->capfree * 2 : 64;
+		struct extent *ne = realloc(u->free, nc * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM; /* leaks the rows until restart; counted nowhere */
+		u->free = ne;
+		u->capfree = nc;
+	}
+	memmove(&u->free[i + 1], &u->free[i], (u->nfree - i) * sizeof(*u->free));
+	u->free[i] = (struct extent){ base, n };
+	u->nfree++;
+	return 0;
+}
+
+/* --- install / evict (lock held) --- */
+
+static void drop_entry(struct unwinder *u, struct entry *e)
+{
+	struct unw_file_key k = { e->kdev, e->ino };
+
+	bpf_map_delete_elem(u->files_fd, &k);
+	if (e->state == E_TABLE) {
+		extent_free(u, e->base, e->nrows);
+		u->st.tables--;
+		u->st.rows -= e->nrows;
+		u->st.evicted++;
+	} else if (e->state == E_FP) {
+		u->st.fp_files--;
+	} else if (e->state == E_NONE) {
+		u->st.failed_files--;
+	}
+	hmap__del(&u->files, fkey(e->kdev, e->ino));
+	free(e->path);
+	free(e);
+}
+
+/* Frees the least recently used table (not keep). Returns 0 or -ENOSPC. */
+static int evict_lru(struct unwinder *u, const struct entry *keep)
+{
+	struct entry *old = NULL;
+
+	for (size_t i = 0; i < u->files.cap; i++) {
+		struct entry *e = u->files.vals[i];
+
+		/* (the vDSO's table cannot be rebuilt: it never goes) */
+		if (!u->files.keys[i] || e == keep || e->state != E_TABLE ||
+		    (e->kdev == UNW_VDSO_DEV && e->ino == UNW_VDSO_INO) ||
+		    now_mono_ns() - e->used_ns < EVICT_MIN_IDLE_NS)
+			continue;
+		if (!old || e->used_ns < old->used_ns)
+			old = e;
+	}
+	if (!old)
+		return -ENOSPC;
+	pr_debug("unwind: evicting the table of %" PRIu64 ":%" PRIu64 " (%u rows) for room",
+		 old->kdev, old->ino, old->nrows);
+	drop_entry(u, old);
+	return 0;
+}
+
+static long rule_index(struct unwinder *u, const struct unw_rule *r)
+{
+	uint64_t h = hash64(r, sizeof(*r), 0x7e1e);
+	uintptr_t v;
+
+	h = h ? h : 1;
+	/* Linear probing on the hash key itself: equal hashes, check bytes. */
+	for (int probe = 0; probe < 64; probe++, h = h + 0x9e3779b97f4a7c15ull ? h + 0x9e3779b97f4a7c15ull : 1) {
+		v = (uintptr_t)hmap__get(&u->rule_ix, h);
+		if (!v) {
+			if (u->nrules >= u->o.max_rules)
+				return -ENOSPC;
+			if (hmap__put(&u->rule_ix, h, (void *)(uintptr_t)(u->nrules + 1)))
+				return -ENOMEM;
+			u->rules[u->nrules] = *r;
+			return u->nrules++;
+		}
+		if (!memcmp(&u->rules[v - 1], r, sizeof(*r)))
+			return v - 1;
+	}
+	return -ENOSPC;
+}
+
+static void set_state(struct unwinder *u, struct entry *e, int state)
+{
+	struct unw_file_key k = { e->kdev, e->ino };
+	struct unw_file f = { .kind = state == E_FP ? UNW_FILE_FP : UNW_FILE_NONE };
+
+	e->state = state;
+	if (state == E_FP)
+		u->st.fp_files++;
+	else
+		u->st.failed_files++;
+	bpf_map_update_elem(u->files_fd, &k, &f, BPF_ANY);
+}
+
+static int install(struct unwinder *u, struct entry *e, const struct unw_table *t)
+{
+	struct unw_file_key k = { e->kdev, e->ino };
+	struct unw_file f = { .kind = UNW_FILE_TABLE };
+	uint32_t *map, base;
+	int err;
+
+	/* One file may not take more than half the room (gcc's cc1 has
+	 * 479k rows; libLLVM's 949k do not fit the default). */
+	if (t->nrows > u->o.max_rows / 2)
+		return -E2BIG;
+	map = malloc(t->nrules * sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nrules; i++) {
+		long ix = rule_index(u, &t->rules[i]);
+
+		if (ix < 0) {
+			free(map);
+			return (int)ix;
+		}
+		map[i] = ix;
+	}
+	while ((err = extent_alloc(u, t->nrows, &base)) == -ENOSPC)
+		if (evict_lru(u, e))
+			break;
+	if (err) {
+		free(map);
+		return err;
+	}
+	for (size_t i = 0; i < t->nrows; i++) {
+		u->rows[base + i].off = t->rows[i].off;
+		u->rows[base + i].rule = map[t->rows[i].rule];
+	}
+	free(map);
+	f.base = base;
+	f.nrows = t->nrows;
+	if (bpf_map_update_elem(u->files_fd, &k, &f, BPF_ANY)) {
+		err = -errno;
+		extent_free(u, base, t->nrows);
+		return err;
+	}
+	e->state = E_TABLE;
+	e->base = base;
+	e->nrows = t->nrows;
+	u->st.tables++;
+	u->st.rows += t->nrows;
+	return 0;
+}
+
+/* --- the worker --- */
+
+/* Opens the file behind a mapping: map_files survives deletion and sees
+ * the process's mount namespace; the identity must match what was mapped. */
+static int open_mapped(const struct entry *e)
+{
+	char p[4200];
+	struct stat st;
+	int fd = -1;
+
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)e->pid, e->start,
+		 e->end);
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && e->path && e->path[0] == '/') {
+		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)e->pid, e->path);
+		fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+		if (fd < 0)
+			fd = open(e->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino) {
+		close(fd);
+		return -ESTALE; /* replaced on disk since it was mapped */
+	}
+	return fd;
+}
+
+static void enqueue(struct unwinder *u, struct entry *e)
+{
+	e->next_q = NULL;
+	if (u->q_tail)
+		u->q_tail->next_q = e;
+	else
+		u->q_head = e;
+	u->q_tail = e;
+	u->queued++;
+}
+
+/* Big files (a compiler's 30 MB, half a second to build) wait behind the
+ * small ones queued with them, so one cc1 does not hold up a fork storm. */
+#define BIG_FILE (8 << 20)
+
+static void build(struct unwinder *u, struct entry *e)
+{
+	struct unw_table *t = NULL;
+	int64_t t0 = now_mono_ns();
+	struct stat st;
+	int fd, err;
+
+	fd = open_mapped(e);
+	if (fd >= 0 && !e->deferred && !fstat(fd, &st) && st.st_size > BIG_FILE) {
+		pthread_mutex_lock(&u->lock);
+		if (u->q_head) {
+			e->deferred = true;
+			enqueue(u, e);
+			pthread_mutex_unlock(&u->lock);
+			close(fd);
+			return;
+		}
+		pthread_mutex_unlock(&u->lock);
+	}
+	if (fd < 0) {
+		err = fd;
+	} else {
+		err = unw_table__compile(fd, u->o.debug_root, &u->stop, &t);
+		close(fd);
+	}
+	pthread_mutex_lock(&u->lock);
+	u->st.build_ns += now_mono_ns() - t0;
+	if (!err) {
+		err = install(u, e, t);
+		if (!err)
+			u->st.built++;
+	}
+	if (err == -ENODATA) {
+		pr_debug("unwind: %s has no unwind information: frame pointers", e->path);
+		set_state(u, e, E_FP);
+	} else if (err) {
+		pr_debug("unwind: no table for %s (pid %d): %s", e->path, (int)e->pid, strerror(-err));
+		e->too_big = err == -E2BIG || err == -EFBIG;
+		set_state(u, e, E_NONE);
+	} else if (t->unsupported) {
+		pr_debug("unwind: %s: %u ranges use rules we do not implement", e->path, t->unsupported);
+	}
+	e->used_ns = now_mono_ns();
+	free(e->path);
+	e->path = NULL;
+	pthread_mutex_unlock(&u->lock);
+	unw_table__free(t);
+}
+
+static void gc(struct unwinder *u, int64_t now)
+{
+	for (size_t i = 0; i < u->files.cap; i++) {
+		struct entry *e = u->files.vals[i];
+
+		if (!u->files.keys[i] || e->state == E_QUEUED || (e->kdev == UNW_VDSO_DEV && e->ino == UNW_VDSO_INO))
+			continue;
+		if (now - e->used_ns > (e->state == E_NONE && !e->too_big ? RETRY_NS : u->o.idle_ns)) {
+			drop_entry(u, e);
+			i--; /* deletion shifts the probe chain into this slot */
+		}
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct unwinder *u = arg;
+	int64_t last_gc = now_mono_ns();
+
+	pthread_mutex_lock(&u->lock);
+	while (!u->stop) {
+		struct entry *e = u->q_head;
+		int64_t now = now_mono_ns();
+
+		if (now - last_gc > 10 * 1000000000LL) {
+			gc(u, now);
+			last_gc = now;
+		}
+		if (!e) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 5;
+			pthread_cond_timedwait(&u->wake, &u->lock, &ts);
+			continue;
+		}
+		u->q_head = e->next_q;
+		if (!u->q_head)
+			u->q_tail = NULL;
+		u->queued--;
+		pthread_mutex_unlock(&u->lock);
+		build(u, e);
+		pthread_mutex_lock(&u->lock);
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+/* The vDSO is the same image in every process: ours stands for theirs. */
+static void load_vdso(struct unwinder *u)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uint64_t start, end;
+	struct unw_table *t;
+	struct entry *e;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "[vdso]") || sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) != 2)
+			continue;
+		if (unw_table__compile_mem((const void *)(uintptr_t)start, end - start, &t))
+			break;
+		e = calloc(1, sizeof(*e));
+		if (e) {
+			e->kdev = UNW_VDSO_DEV;
+			e->ino = UNW_VDSO_INO;
+			e->used_ns = now_mono_ns();
+			if (hmap__put(&u->files, fkey(e->kdev, e->ino), e) || install(u, e, t)) {
+				hmap__del(&u->files, fkey(e->kdev, e->ino));
+				free(e);
+			}
+		}
+		unw_table__free(t);
+		break;
+	}
+	fclose(f);
+}
+
+static void *map_array(struct bpf_map *m, size_t *len)
+{
+	size_t sz = (size_t)bpf_map__max_entries(m) * ((bpf_map__value_size(m) + 7) & ~7u);
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	sz = (sz + pg - 1) / pg * pg;
+	p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*len = sz;
+	return p;
+}
+
+int unwinder__start(struct unwinder *u, struct bpf_map *rows, struct bpf_map *rules,
+		    struct bpf_map *files)
+{
+	int err;
+
+	u->files_fd = bpf_map__fd(files);
+	u->rows = map_array(rows, &u->rows_len);
+	u->rules = map_array(rules, &u->rules_len);
+	if (!u->rows || !u->rules)
+		return -errno;
+	u->st.map_bytes = u->rows_len + u->rules_len +
+			  (uint64_t)u->o.max_files * (sizeof(struct unw_file_key) + sizeof(struct unw_file) + 64);
+	/* rules[0]: no information (the zeroed rule) */
+	u->nrules = 1;
+	err = extent_free(u, 0, u->o.max_rows);
+	if (err)
+		return err;
+	load_vdso(u);
+	err = pthread_create(&u->thread, NULL, worker, u);
+	if (err)
+		return -err;
+	u->started = true;
+	return 0;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->started) {
+		pthread_mutex_lock(&u->lock);
+		__atomic_store_n(&u->stop, 1, __ATOMIC_RELAXED);
+		pthread_cond_signal(&u->wake);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->thread, NULL);
+	}
+	for (size_t i = 0; i < u->files.cap; i++) {
+		struct entry *e = u->files.vals[i];
+
+		if (!u->files.keys[i])
+			continue;
+		free(e->path);
+		free(e);
+	}
+	hmap__fini(&u->files);
+	hmap__fini(&u->rule_ix);
+	if (u->rows)
+		munmap(u->rows, u->rows_len);
+	if (u->rules)
+		munmap(u->rules, u->rules_len);
+	free(u->free);
+	pthread_mutex_destroy(&u->lock);
+	pthread_cond_destroy(&u->wake);
+	free(u);
+}
+
+static enum twin_kind kind_of(const struct entry *e)
+{
+	switch (e->state) {
+	case E_TABLE:
+		return TWIN_TABLE;
+	case E_FP:
+		return TWIN_FP;
+	case E_QUEUED:
+		return TWIN_WAIT;
+	default:
+		return TWIN_NOTABLE;
+	}
+}
+
+enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, uint64_t ino,
+				 const char *path, uint64_t start, uint64_t end, bool urgent)
+{
+	uint64_t k = fkey(kdev, ino);
+	struct entry *e;
+	enum twin_kind kind;
+
+	pthread_mutex_lock(&u->lock);
+	e = hmap__get(&u->files, k);
+	if (e) {
+		kind = kind_of(e);
+		goto out;
+	}
+	kind = TWIN_NOTABLE;
+	/* A bound on the queue: a fork storm of new binaries waits its turn. */
+	if (u->queued >= 256 || !u->started)
+		goto out;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		goto out;
+	e->kdev = kdev;
+	e->ino = ino;
+	e->state = E_QUEUED;
+	e->pid = pid;
+	e->start = start;
+	e->end = end;
+	e->path = strdup(path ? path : "");
+	e->used_ns = now_mono_ns();
+	if (!e->path || hmap__put(&u->files, k, e)) {
+		free(e->path);
+		free(e);
+		goto out;
+	}
+	if (urgent && u->q_head) { /* a sample waits for it */
+		e->next_q = u->q_head;
+		u->q_head = e;
+		u->queued++;
+	} else {
+		enqueue(u, e);
+	}
+	pthread_cond_signal(&u->wake);
+	kind = TWIN_WAIT;
+out:
+	pthread_mutex_unlock(&u->lock);
+	return kind;
+}
+
+void unwinder__lock(struct unwinder *u)
+{
+	pthread_mutex_lock(&u->lock);
+}
+
+void unwinder__unlock(struct unwinder *u)
+{
+	pthread_mutex_unlock(&u->lock);
+}
+
+int unwinder__lookup_locked(struct unwinder *u, uint64_t kdev, uint64_t ino, struct twin_map *m)
+{
+	struct entry *e = hmap__get(&u->files, fkey(kdev, ino));
+
+	m->rows = NULL;
+	m->nrows = 0;
+	m->rules = u->rules;
+	m->nrules = u->nrules;
+	if (!e) {
+		m->kind = TWIN_NOTABLE;
+		return -ENOENT;
+	}
+	m->kind = kind_of(e);
+	if (e->state == E_TABLE) {
+		m->rows = u->rows + e->base;
+		m->nrows = e->nrows;
+	}
+	return 0;
+}
+
+void unwinder__touch_locked(struct unwinder *u, uint64_t kdev, uint64_t ino, int64_t now_ns)
+{
+	struct entry *e = hmap__get(&u->files, fkey(kdev, ino));
+
+	if (e && e->state != E_QUEUED)
+		e->used_ns = now_ns;
+}
+
+void unwinder__stats(struct unwinder *u, struct unwinder_stats *st)
+{
+	pthread_mutex_lock(&u->lock);
+	*st = u->st;
+	st->rules = u->nrules;
+	st->table_bytes = st->rows * sizeof(struct unw_row) + st->rules * sizeof(struct unw_rule);
+	st->queued = u->queued;
+	pthread_mutex_unlock(&u->lock);
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# memory.sh - what the daemon holds after a busy, churning hour in small:
+# `proffs run` with its defaults (19 Hz, render cache default) while
+#   - both cores run busy loops (tests/helpers/truth), python3 and gzip;
+#   - a fork storm of short-lived processes (tests/helpers/forker);
+#   - N distinct short-lived binaries run once each (copies of fixedwork
+#     with their build id rewritten, so every one is a new file and a new
+#     symbol table to the daemon: a day of deploys and cron jobs);
+# then a walk of the tree: every file of every minute, type and label
+# directory two levels down, and merged/ and diff/ of the whole run.
+# Prints VmRSS, RssAnon and the memlock of the BPF maps (fdinfo), after
+# the churn and after the walk.
+#
+#   scripts/bench/memory.sh [PROFFS [N_BINARIES]]
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PROFFS=${1:-$ROOT/build/proffs}
+NBIN=${2:-200}
+TB=$ROOT/build/tests
+W=$(mktemp -d /tmp/proffs-mem.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 1
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	grep -q " $W/mp " /proc/mounts && fusermount3 -u -z "$W/mp"
+	rm -rf "$W"
+}
+trap cleanup EXIT
+log() { printf '# %s\n' "$*" >&2; }
+
+mem() { # label
+	local rss anon ml=0 m fd
+	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status")
+	anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$DPID/status")
+	for fd in /proc/$DPID/fdinfo/*; do
+		m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null)
+		[[ -n $m ]] && ml=$((ml + m))
+	done
+	printf '%-28s VmRSS %6d KiB  RssAnon %6d KiB  BPF memlock %5d KiB  RSS+BPF %5.1f MiB\n' \
+		"$1" "$rss" "$anon" $((ml / 1024)) "$(awk -v r="$rss" -v m="$ml" 'BEGIN { print (r * 1024 + m) / 1048576 }')"
+}
+
+mkdir -p "$W/mp" "$W/bin"
+"$PROFFS" run --store "$W/store" --mount "$W/mp" >"$W/run.log" 2>&1 &
+DPID=$!
+PIDS+=("$DPID")
+for _ in $(seq 100); do [[ -e $W/mp/README ]] && break; sleep 0.1; done
+[[ -e $W/mp/README ]] || { cat "$W/run.log"; exit 1; }
+log "daemon $DPID up; $(nproc) busy loops, python3, gzip, a fork storm, $NBIN distinct binaries"
+for _ in $(seq "$(nproc)"); do "$TB/truth" >/dev/null 2>&1 & PIDS+=($!); done
+python3 -c 'import json
+while True: json.loads(json.dumps([{"k": i} for i in range(5000)]))' & PIDS+=($!)
+(while :; do head -c 50000000 /dev/urandom | gzip -9 >/dev/null; done) & PIDS+=($!)
+FORKS=${FORKS:-2000}
+((FORKS > 0)) && { "$TB/forker" "$FORKS" 5 >/dev/null 2>&1 & PIDS+=($!); }
+# Distinct binaries: fixedwork with 20 bytes of its build id replaced.
+off=$(python3 - "$TB/fixedwork" <<'PY'
+import sys
+d = open(sys.argv[1], 'rb').read()
+i = d.find(b'GNU\0', d.find(b'\x03\x00\x00\x00'))
+print(i + 4)
+PY
+)
+for i in $(seq "$NBIN"); do
+	b=$W/bin/job$i
+	cp "$TB/fixedwork" "$b"
+	printf '%040x' "$i" | xxd -r -p | dd of="$b" bs=1 seek="$off" conv=notrunc status=none
+	"$b" 3 >/dev/null
+	rm -f "$b"
+done
+((FORKS > 0)) && wait "${PIDS[-1]}" 2>/dev/null
+sleep "${SETTLE:-12}" # at least one more drain
+mem "after churn" 
+# The walk.
+n=0
+while IFS= read -r -d '' f; do
+	cat "$f" >/dev/null 2>&1 && n=$((n + 1))
+done < <(find "$W/mp" -maxdepth 4 -type f -print0 2>/dev/null)
+first=$(ls "$W/mp/cpu" | grep -E '^[0-9]{4}-' | head -1)
+last=$(ls "$W/mp/cpu" | grep -E '^[0-9]{4}-' | tail -1)
+for d in "merged/cpu/last-1h" "merged/cpu/$first..$last" "diff/cpu/$first/vs/$last"; do
+	for f in profile.pb folded.txt flamegraph.svg top.txt; do cat "$W/mp/$d/$f" >/dev/null 2>&1 && n=$((n + 1)); done
+done
+log "walked $n files"
+mem "after the walk"
+grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes)' "$W/mp/metrics" | sed 's/^/# /'

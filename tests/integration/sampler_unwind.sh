@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# sampler_unwind: stacks of code built without frame pointers are whole
+# (SPEC §3), checked through the mounted tree of one `proffs run` at 99 Hz:
+#  - the 10:1 truth program built -O2 -fomit-frame-pointer: iterateLong
+#    90.9% +- 2 pp, and the stack _start;...;main;iterateLong;iterate
+#  - a callback under libc's qsort (main -> chainA -> chainB -> qsort ->
+#    cmpKeys): the whole chain in >= 95% of cmpKeys' samples
+#  - a SIGPROF handler: the walk continues through the signal trampoline
+#    into the interrupted code, down to _start
+#  - Debian's own python3 (a json loop), gzip -9 and sha256sum: >= 95% of
+#    their samples reach _start or __libc_start_call_main
+#  - a fork storm of 50 ms no-frame-pointer children, and a storm of
+#    fresh copies of a binary (each a file with no table yet, so its
+#    first samples are finished in user space): >= 90% complete
+#  - /prof/metrics has the unwind tables and stacks by how walks ended
+source "$(dirname "$0")/sampler_lib.bash"
+
+HZ=99
+STORE=$WORK/store
+MP=$WORK/mp
+mkdir -p "$MP"
+for t in python3 gzip sha256sum; do command -v $t >/dev/null || skip "$t is not installed"; done
+
+run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
+log "daemon up (pid $RUN_PID)"
+
+"$TESTS_BIN/truth_nofp" 30 20 60 & TP=$!; PIDS+=("$TP")
+"$TESTS_BIN/qsortcb" 6 || fail "qsortcb failed"
+"$TESTS_BIN/qsortcb" 4 signal >/dev/null 2>&1 & QS=$!; PIDS+=("$QS")
+cat >"$WORK/loop.py" <<'PY'
+import json, sys, time
+t0 = time.time()
+d = {"a": list(range(200)), "b": {"x": "y" * 50}}
+while time.time() - t0 < float(sys.argv[1]):
+    json.loads(json.dumps(d))
+PY
+# Debian's own binaries, told apart from other users' runs by pid.
+python3 "$WORK/loop.py" 10 & PY=$!
+wait "$PY" || fail "python3 loop failed"
+wait "$QS"
+gzip -9 </dev/urandom >/dev/null & GZ=$!
+sleep 5
+kill "$GZ"; wait "$GZ" 2>/dev/null
+head -c 400000000 /dev/urandom >"$WORK/big.bin"
+sha256sum "$WORK/big.bin" >/dev/null & SH=$!
+wait "$SH" || fail "sha256sum failed"
+rm -f "$WORK/big.bin"
+"$TESTS_BIN/forker_nofp" 80 50 fknofp >"$WORK/forker.out" || fail "forker_nofp failed"
+# Fresh copies: new inodes, so no table exists when their first sample comes.
+for i in $(seq 25); do
+	cp "$TESTS_BIN/forker_nofp" "$WORK/fresh$i"
+	"$WORK/fresh$i" 1 60 frnofp >/dev/null || fail "fresh copy $i failed"
+done
+wait "$TP" || fail "truth_nofp failed"
+sleep 6
+kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+R=last-15m
+
+# --- the 10:1 truth without frame pointers ---
+F=$WORK/truth.folded
+cp "$MP/merged/cpu/pid=$TP/$R/folded.txt" "$F" || die "read truth_nofp folded.txt"
+tot=$(fsum "$F"); long=$(fsum "$F" ';iterateLong(;|$)')
+n=$((tot / (1000000000 / HZ)))
+share=$(pct "$long" "$tot")
+log "truth_nofp: $n samples, iterateLong $share%"
+((n >= 500)) || fail "truth_nofp has only $n samples (want >= 500: the host is too busy to judge)"
+within "$share" 88.9 92.9 && ok "truth_nofp: iterateLong $share% (90.9 +- 2)" || { fail "truth_nofp: iterateLong $share%, want 90.9 +- 2"; sort -t' ' -k2 -n "$F" | tail -5; }
+whole=$(fsum "$F" '^truth_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterateLong;iterate(;[^;]*_\[k\])*$')
+wp=$(pct "$whole" "$long")
+within "$wp" 95 100 && ok "truth_nofp: _start;...;main;iterateLong;iterate whole in $wp% of iterateLong's samples" ||
+	{ fail "truth_nofp: whole stack in only $wp% of iterateLong's samples"; grep iterateLong "$F" | sort -t' ' -k2 -n | tail -5; }
+
+# --- qsort callback ---
+F=$WORK/qsort.folded
+cp "$MP/merged/cpu/comm=qsortcb/$R/folded.txt" "$F" || die "read qsortcb folded.txt"
+cmp=$(fsum "$F" ';cmpKeys(;|$)')
+chain=$(fsum "$F" '^qsortcb;_start;__libc_start_main[^;]*;__libc_start_call_main;main;chainA;chainB;[^;]*qsort[^;]*;(msort[^;]*;)*cmpKeys(;[^;]*_\[k\])*$')
+cp_=$(pct "$chain" "$cmp")
+within "$cp_" 95 100 && ok "qsort: main;chainA;chainB;qsort;...;cmpKeys whole in $cp_% of cmpKeys' samples" ||
+	{ fail "qsort: whole chain in only $cp_% of cmpKeys' samples"; grep cmpKeys "$F" | grep -v chainB | head -5; }
+
+# --- through a signal handler ---
+hb=$(fsum "$F" ';handlerBurn(;|$)')
+# (__restore_rt has no symbol in Debian's libc: libc.so.6+0xOFFSET)
+hbw=$(fsum "$F" '^qsortcb;_start;[^ ]*;main;chainA;[^ ]*;(__restore_rt|libc[.]so[.]6[+]0x[0-9a-f]+);on_prof;handlerBurn(;[^;]*_\[k\])*$')
+hp=$(pct "$hbw" "$hb")
+if ((hb == 0)); then
+	fail "signal: no samples in handlerBurn"
+else
+	within "$hp" 90 100 && ok "signal: $hp% of handlerBurn's samples go on through __restore_rt to main and _start" ||
+		{ fail "signal: only $hp% of handlerBurn's samples continue past the trampoline"; grep handlerBurn "$F" | head -5; }
+fi
+
+# --- Debian's own binaries ---
+# Reaching the root: _start (by name, or the stripped executable's entry
+# code as module+0xOFFSET), or glibc's __libc_start_call_main. Counted
+# over the samples that have a user stack (a process in exit_mmap or
+# execve has none left to walk).
+reach_root() { # COMM EXE
+	local comm=$1 exe=$2 entry
+	entry=$(readelf -h "$exe" | awk '/Entry point/ { print $4 }')
+	awk -v e="$((entry))" '
+		function hex(s,   i, v) { v = 0; s = tolower(s); for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
+		{ n = $NF; sub(/ [0-9]+$/, ""); split($0, f, ";")
+		  if (f[2] ~ /_\[k\]$/ || f[2] == "") next
+		  tot += n
+		  ok = ($0 ~ /;__libc_start_call_main;/ || f[2] == "_start")
+		  if (!ok && f[2] ~ /[+]0x[0-9a-f]+$/) { o = f[2]; sub(/.*[+]0x/, "", o); o = hex(o); ok = (o >= e && o < e + 64) }
+		  if (ok) good += n }
+		END { if (tot == 0) print "nan 0"; else printf "%.1f %d\n", 100 * good / tot, tot }' "$WORK/$comm.folded"
+}
+for c in python3:$PY gzip:$GZ sha256sum:$SH; do
+	comm=${c%%:*} pid=${c##*:} exe=$(readlink -f "$(command -v "${c%%:*}")")
+	cp "$MP/merged/cpu/pid=$pid/$R/folded.txt" "$WORK/$comm.folded" || { fail "no samples of $comm"; continue; }
+	read -r rp rn <<<"$(reach_root "$comm" "$exe")"
+	nsamp=$((rn / (1000000000 / HZ)))
+	within "$rp" 95 100 && ok "$comm: $rp% of $nsamp samples with a user stack reach _start/__libc_start_call_main" ||
+		{ fail "$comm: only $rp% of $nsamp samples reach the root"; grep -v '_start' "$WORK/$comm.folded" | sort -t' ' -k2 -n | tail -5 | cut -c1-300; }
+done
+
+# --- short-lived processes ---
+for comm in fknofp frnofp; do
+	F=$WORK/$comm.folded
+	cp "$MP/merged/cpu/comm=$comm/$R/folded.txt" "$F" || { fail "no samples of $comm"; continue; }
+	# Over the samples with a user stack (in exit_mmap a process has none).
+	all=$(fsum "$F")
+	tot=$(awk -v c="$comm" '{ n = $NF; sub(/ [0-9]+$/, ""); split($0, f, ";"); if (f[2] !~ /_\[k\]$/ && f[2] != "") s += n } END { printf "%.0f\n", s }' "$F")
+	good=$(fsum "$F" "^$comm;_start;__libc_start_main[^;]*;__libc_start_call_main;main;childWork(;|$)")
+	gp=$(pct "$good" "$tot")
+	log "$comm: $(pct "$((all - tot))" "$all")% of samples have no user stack (exit)"
+	within "$gp" 90 100 && ok "$comm: $gp% of $((tot / (1000000000 / HZ))) samples complete (main;childWork under _start)" ||
+		{ fail "$comm: only $gp% of samples complete"; grep -v "main;childWork" "$F" | sort -t' ' -k2 -n | tail -5 | cut -c1-300; }
+done
+
+# --- metrics ---
+M=$WORK/metrics
+cp "$MP/metrics" "$M" || die "read metrics"
+grep -Eq '^proffs_unwind_tables\{kind="table"\} [1-9]' "$M" && ok "metrics: unwind tables loaded" || fail "metrics: no unwind tables"
+grep -Eq '^proffs_unwind_rows [1-9]' "$M" && grep -Eq '^proffs_unwind_table_bytes [1-9]' "$M" && ok "metrics: rows and bytes" || fail "metrics: no rows/bytes"
+grep -Eq '^proffs_user_stacks_total\{end="root"\} [1-9]' "$M" && ok "metrics: stacks by how their walk ended" || fail "metrics: no root-ended stacks counted"
+grep -Eq '^proffs_unwind_pending_total\{outcome="finished"\} [1-9]' "$M" && ok "metrics: walks finished in user space counted" ||
+	fail "metrics: no walk finished in user space (the fresh copies should need it)"
+grep -E '^proffs_(unwind|user_stacks)' "$M"
+
+run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, unmounted"
+finish

@@ -1,0 +1,407 @@
+/*
+ * test_unwind: the table compiler and the user-space twin of the BPF
+ * walk, held against libdw's own unwinder (dwfl_getthread_frames) on
+ * stacks captured from real programs built without frame pointers:
+ * registers and up to 32 KiB of raw stack, taken with ptrace while the
+ * program runs, then unwound by both from the same bytes.
+ * Also: bad ELF input gives an error, never a crash.
+ */
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler/unwind/table.h"
+#include "sampler/unwind/twin.h"
+#include "tests/test.h"
+
+#define STACK_MAX (32 << 10)
+#define MAXF 128
+
+struct map {
+	uint64_t start, end, pgoff;
+	char path[512];
+	struct unw_table *t; /* NULL: no table (anonymous, unreadable) */
+};
+
+struct proc {
+	pid_t pid;
+	struct map maps[256];
+	int n;
+};
+
+struct capture {
+	struct user_regs_struct regs;
+	uint64_t base;
+	uint8_t stack[STACK_MAX];
+	size_t len;
+};
+
+/* The executable mappings and the stack's end, from /proc/PID/maps. */
+static int read_maps(struct proc *p, uint64_t *stack_end)
+{
+	char fn[64], line[1024];
+	FILE *f;
+
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", p->pid);
+	f = fopen(fn, "r");
+	if (!f)
+		return -1;
+	p->n = 0;
+	while (fgets(line, sizeof(line), f) && p->n < 256) {
+		uint64_t s, e, off;
+		char perms[8], path[512] = "";
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %511s", &s, &e, perms, &off,
+			   path) < 4)
+			continue;
+		if (strstr(line, "[stack]"))
+			*stack_end = e;
+		if (perms[2] != 'x')
+			continue;
+		struct map *m = &p->maps[p->n++];
+		m->start = s;
+		m->end = e;
+		m->pgoff = off;
+		snprintf(m->path, sizeof(m->path), "%s", path);
+		m->t = NULL;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Our own vDSO: the same image as every process's on this kernel. */
+static int own_vdso(uint64_t *start, uint64_t *end)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int err = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%" SCNx64 "-%" SCNx64, start, end) == 2) {
+			err = 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return err;
+}
+
+static void load_tables(struct proc *p)
+{
+	uint64_t vs, ve;
+
+	for (int i = 0; i < p->n; i++) {
+		struct map *m = &p->maps[i];
+
+		if (m->path[0] == '/') {
+			int fd = open(m->path, O_RDONLY);
+
+			if (fd >= 0) {
+				if (unw_table__compile(fd, NULL, NULL, &m->t))
+					m->t = NULL;
+				close(fd);
+			}
+		} else if (!strcmp(m->path, "[vdso]")) {
+			/* ours stands for it; its mapping's offsets count from 0 */
+			if (own_vdso(&vs, &ve) ||
+			    unw_table__compile_mem((void *)(uintptr_t)vs, ve - vs, &m->t))
+				m->t = NULL;
+		}
+	}
+}
+
+static int map_fn(void *ctx, uint64_t addr, struct twin_map *tm)
+{
+	struct proc *p = ctx;
+
+	for (int i = 0; i < p->n; i++) {
+		struct map *m = &p->maps[i];
+
+		if (addr < m->start || addr >= m->end)
+			continue;
+		tm->start = m->start;
+		tm->end = m->end;
+		tm->pgoff = m->pgoff;
+		if (!m->t) {
+			tm->kind = m->path[0] == '/' ? TWIN_NOTABLE : TWIN_FP;
+			return 0;
+		}
+		tm->kind = TWIN_TABLE;
+		tm->rows = m->t->rows;
+		tm->nrows = m->t->nrows;
+		tm->rules = m->t->rules;
+		tm->nrules = m->t->nrules;
+		return 0;
+	}
+	return -1;
+}
+
+static int capture(pid_t pid, uint64_t stack_end, struct capture *c)
+{
+	struct iovec local, remote;
+	int st;
+
+	if (ptrace(PTRACE_ATTACH, pid, 0, 0))
+		return -1;
+	if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))
+		return -1;
+	if (ptrace(PTRACE_GETREGS, pid, 0, &c->regs)) {
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+		return -1;
+	}
+	c->base = c->regs.rsp;
+	c->len = stack_end > c->base ? stack_end - c->base : 0;
+	if (c->len > STACK_MAX)
+		c->len = STACK_MAX;
+	local = (struct iovec){ c->stack, c->len };
+	remote = (struct iovec){ (void *)(uintptr_t)c->base, c->len };
+	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)c->len)
+		c->len = 0;
+	ptrace(PTRACE_DETACH, pid, 0, 0);
+	return c->len ? 0 : -1;
+}
+
+/* --- libdw over the same capture --- */
+
+struct dw_state {
+	pid_t pid;
+	struct capture *c;
+	uint64_t pcs[MAXF];
+	int n;
+	bool done_thread;
+};
+
+static pid_t dw_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct dw_state *s = arg;
+
+	if (s->done_thread)
+		return 0;
+	s->done_thread = true;
+	*thread_argp = s;
+	return s->pid;
+}
+
+static bool dw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct dw_state *s = arg;
+	struct capture *c = s->c;
+
+	if (addr < c->base || addr + 8 > c->base + c->len)
+		return false;
+	memcpy(result, c->stack + (addr - c->base), 8);
+	return true;
+}
+
+static bool dw_set_regs(Dwfl_Thread *thread, void *arg)
+{
+	struct dw_state *s = arg;
+	struct user_regs_struct *r = &s->c->regs;
+	/* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
+	Dwarf_Word regs[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp,
+				r->r8,  r->r9,  r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip };
+
+	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+static const Dwfl_Thread_Callbacks dw_cb = {
+	.next_thread = dw_next_thread,
+	.memory_read = dw_memory_read,
+	.set_initial_registers = dw_set_regs,
+};
+
+static int dw_frame(Dwfl_Frame *f, void *arg)
+{
+	struct dw_state *s = arg;
+	Dwarf_Addr pc;
+	bool act;
+
+	if (!dwfl_frame_pc(f, &pc, &act) || s->n >= MAXF)
+		return DWARF_CB_ABORT;
+	s->pcs[s->n++] = pc;
+	return DWARF_CB_OK;
+}
+
+static const Dwfl_Callbacks dwfl_cbs = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+static int libdw_unwind(pid_t pid, struct capture *c, uint64_t *pcs)
+{
+	struct dw_state s = { .pid = pid, .c = c };
+	Dwfl *d = dwfl_begin(&dwfl_cbs);
+
+	if (!d)
+		return -1;
+	if (dwfl_linux_proc_report(d, pid) || dwfl_report_end(d, NULL, NULL) ||
+	    !dwfl_attach_state(d, NULL, pid, &dw_cb, &s)) {
+		dwfl_end(d);
+		return -1;
+	}
+	dwfl_getthread_frames(d, pid, dw_frame, &s);
+	dwfl_end(d);
+	memcpy(pcs, s.pcs, s.n * sizeof(*pcs));
+	return s.n;
+}
+
+static const char *helper_dir(void)
+{
+	static char dir[4096];
+	ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+
+	if (n < 0)
+		return ".";
+	dir[n] = 0;
+	return dirname(dir);
+}
+
+/* Captures stacks of a running helper and compares both unwinders. */
+static void oracle(const char *prog, char *const argv[], int shots)
+{
+	static struct capture c;
+	static struct proc p;
+	uint64_t dw[MAXF], stack_end = 0;
+	__u64 tw[MAXF];
+	int same = 0, taken = 0, deep = 0, root = 0;
+	char path[4200];
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", helper_dir(), prog);
+	pid = fork();
+	if (pid == 0) {
+		execv(path, argv);
+		_exit(127);
+	}
+	/* Until the loader has mapped libc (a busy host takes its time). */
+	p.pid = pid;
+	for (int w = 0; w < 100; w++) {
+		bool libc = false;
+
+		usleep(100000);
+		if (read_maps(&p, &stack_end))
+			break;
+		for (int i = 0; i < p.n; i++)
+			libc |= strstr(p.maps[i].path, "/libc.so") != NULL;
+		if (libc && w >= 2)
+			break;
+	}
+	if (read_maps(&p, &stack_end) || !stack_end) {
+		CHECK(0, "%s: maps of pid %d", prog, pid);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	load_tables(&p);
+	for (int i = 0; i < shots; i++) {
+		struct twin_regs r;
+		int ndw, ntw = 0, end;
+
+		usleep(7000 + (i * 3137) % 9000);
+		if (capture(pid, stack_end, &c))
+			continue;
+		taken++;
+		r = (struct twin_regs){ .pc = c.regs.rip, .sp = c.regs.rsp, .bp = c.regs.rbp,
+					.bp_ok = true, .exact = true };
+		end = twin__walk(&r, &(struct twin_mem){ c.base, c.stack, c.len }, map_fn, &p, tw, &ntw,
+				 MAXF);
+		ndw = libdw_unwind(pid, &c, dw);
+		bool eq = ndw == ntw;
+
+		for (int k = 0; eq && k < ntw; k++)
+			eq = dw[k] == tw[k];
+		same += eq;
+		deep += ntw >= 5;
+		root += end == PROF_UE_ROOT;
+		if (!eq) {
+			printf("  %s shot %d: twin %d frames (end %d), libdw %d\n", prog, i, ntw, end, ndw);
+			for (int k = 0; k < ntw || k < ndw; k++)
+				printf("    %2d twin %#" PRIx64 "  libdw %#" PRIx64 "\n", k,
+				       k < ntw ? (uint64_t)tw[k] : 0, k < ndw ? dw[k] : 0);
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < p.n; i++)
+		unw_table__free(p.maps[i].t);
+	CHECK(taken >= shots / 2, "%s: %d of %d captures taken", prog, taken, shots);
+	CHECK(same == taken, "%s: twin == libdw on %d of %d captured stacks", prog, same, taken);
+	CHECK(root * 100 >= taken * 95, "%s: %d of %d twin walks end at the root (_start)", prog, root, taken);
+	CHECK(deep * 100 >= taken * 95, "%s: %d of %d stacks have >= 5 frames", prog, deep, taken);
+}
+
+/* Hostile ELF input: every truncation and some flipped bytes of a real
+ * binary compile to a table or an error, never a crash (ASan watches). */
+static void bad_input(void)
+{
+	const char *bin = "/proc/self/exe";
+	int fd = open(bin, O_RDONLY), ok = 0, errs = 0;
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+	unsigned char *img = size > 0 ? malloc(size) : NULL;
+	struct unw_table *t;
+
+	if (!img || pread(fd, img, size, 0) != size) {
+		CHECK(0, "read %s", bin);
+		free(img);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	CHECK(unw_table__compile_mem(img, 10, &t) == -ENOEXEC, "a 10-byte ELF is refused");
+	for (int i = 0; i < 300; i++) {
+		size_t len = (size_t)((uint64_t)size * (i + 1) / 301);
+		unsigned char *cp = malloc(size);
+		int err;
+
+		memcpy(cp, img, size);
+		/* flip some bytes in the second half of the shots */
+		if (i >= 150)
+			for (int k = 0; k < 64; k++)
+				cp[(size_t)(k * 7919 + i * 104729) % size] ^= 0xa5;
+		err = unw_table__compile_mem(cp, i >= 150 ? (size_t)size : len, &t);
+		if (!err) {
+			ok++;
+			for (size_t r = 1; r < t->nrows; r++)
+				if (t->rows[r].off <= t->rows[r - 1].off || t->rows[r].rule >= t->nrules) {
+					errs++;
+					break;
+				}
+			unw_table__free(t);
+		}
+		free(cp);
+	}
+	CHECK(errs == 0, "tables from damaged input stay sorted with valid rules (%d built)", ok);
+	free(img);
+	struct unw_table *tt;
+	CHECK(unw_table__compile_mem("\177ELF", 4, &tt) == -ENOEXEC, "a 4-byte ELF header is refused");
+}
+
+int main(void)
+{
+	char *truth[] = { "truth_nofp", "30", NULL };
+	char *qs[] = { "qsortcb", "30", NULL };
+	char *qsig[] = { "qsortcb", "30", "signal", NULL };
+
+	if (geteuid() != 0) {
+		printf("SKIP: needs root (ptrace of a child, /proc/PID/mem)\n");
+		return 77;
+	}
+	oracle("truth_nofp", truth, 60);
+	oracle("qsortcb", qs, 60);
+	oracle("qsortcb", qsig, 60);
+	bad_input();
+	return test_done();
+}
