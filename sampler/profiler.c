@@ -50,6 +50,7 @@ struct profiler {
 	struct frame *frames;
 	struct unwinder *unw; /* NULL: frame pointers only (PROFFS_UNWIND=fp) */
 	struct pending *pend;
+	bool unw_running; /* unwinder__run() was called */
 	uint64_t samples, nomem, offcpu_samples;
 	uint64_t uends[PROF_UE_MAX];
 	struct deferred *deferred, **deferred_tail;
@@ -354,6 +355,15 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 	int n;
 	int64_t now;
 
+	/* The table builder starts in the polling thread (once), so it has
+	 * only the capabilities the daemon kept. */
+	if (pr->unw && !pr->unw_running) {
+		int err = unwinder__run(pr->unw);
+
+		if (err)
+			pr_warn("unwind: cannot start the table builder: %s", strerror(-err));
+		pr->unw_running = true;
+	}
 	/* What the loader read since: used by the samples drained now. */
 	procs__collect(pr->ps);
 	symbolizer__watchdog(pr->sym);

@@ -262,7 +262,14 @@ static void proc__fill(struct procs *ps, struct proc *p, const char *comm, uint6
 	p->gen++;
 }
 
-static void proc__read_maps(struct proc *p)
+/*
+ * Reads p's executable mappings and asks the symbolizer for every file in
+ * them now, while the process lives: the loader reads a file through the
+ * process that maps it, and a short-lived one (a fork storm's child) is
+ * often gone by its first sample's lookup. Files already known cost a
+ * hash lookup.
+ */
+static void proc__read_maps(struct procs *ps, struct proc *p)
 {
 	struct maps *m = read_maps(p->pid);
 
@@ -272,6 +279,13 @@ static void proc__read_maps(struct proc *p)
 	maps__put(p->maps);
 	p->maps = m;
 	p->own_maps = true;
+	for (size_t i = 0; i < m->n && ps->o.sym; i++) {
+		struct vma *v = &m->v[i];
+
+		if (v->file && !v->dso)
+			v->dso = symbolizer__dso(ps->o.sym, p->pid, v->dev, v->ino, v->path, v->start,
+						 v->end);
+	}
 }
 
 static struct proc *proc__new(struct procs *ps, pid_t pid)
@@ -299,7 +313,7 @@ struct proc *procs__get(struct procs *ps, pid_t pid, const char *comm, uint64_t 
 	if (!p)
 		return NULL;
 	proc__fill(ps, p, comm, cgroup_id);
-	proc__read_maps(p);
+	proc__read_maps(ps, p);
 	return p;
 }
 
@@ -318,7 +332,7 @@ void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_
 	p->own_maps = false;
 	proc__drop_perfmap(ps, p);
 	p->maps_gap_ns = 0;
-	proc__read_maps(p);
+	proc__read_maps(ps, p);
 }
 
 void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint64_t cgroup_id)
@@ -358,7 +372,7 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 		p->maps->refs++;
 		p->maps_ns = now_mono_ns();
 	} else {
-		proc__read_maps(p);
+		proc__read_maps(ps, p);
 	}
 }
 
@@ -411,7 +425,7 @@ void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
 	if (p->exit_ns)
 		return;
 	if (maps && now - p->maps_ns > p->maps_gap_ns) {
-		proc__read_maps(p);
+		proc__read_maps(ps, p);
 		/* A new process is still loading libraries; one with garbage
 		 * frame pointers misses forever: back off from 10 ms to 1 s. */
 		p->maps_gap_ns = p->maps_gap_ns ? p->maps_gap_ns * 2 : 10000000LL;

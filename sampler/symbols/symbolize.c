@@ -549,6 +549,9 @@ struct perfmap *perfmap__load(pid_t pid)
 	return r.m;
 }
 
+/* Loads of one file that found nothing before it counts as unreadable. */
+#define DSO_MAX_TRIES 4
+
 static void run_job(struct symbolizer *s, struct loader *l, struct job *j)
 {
 	int64_t deadline = now_mono_ns() + SYM_LOAD_TIMEOUT_MS * 1000000LL;
@@ -560,8 +563,14 @@ static void run_job(struct symbolizer *s, struct loader *l, struct job *j)
 			__atomic_store_n(&j->d->tab, t, __ATOMIC_RELEASE);
 		else if (l->abandoned && t && !t->elf.build_id[0])
 			symtab__free(t); /* nobody else holds it */
+		/* A file is read through the process that mapped it; a
+		 * short-lived one (a fork storm's child) may be gone before
+		 * the loader gets to it. Then the next process seen mapping
+		 * the file asks again, a few times at most. */
 		if (!l->abandoned)
-			__atomic_store_n(&j->d->state, DSO_DONE, __ATOMIC_RELEASE);
+			__atomic_store_n(&j->d->state,
+					 !t && ++j->d->tries < DSO_MAX_TRIES ? DSO_NEW : DSO_DONE,
+					 __ATOMIC_RELEASE);
 		job__free(NULL, j);
 		return;
 	}

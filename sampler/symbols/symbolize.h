@@ -41,6 +41,7 @@ struct dso {
 	 * the loader (read it with dso__tab). */
 	struct symtab *tab;
 	int state;          /* DSO_NEW, DSO_QUEUED, DSO_DONE (atomic) */
+	int tries;          /* loads that found nothing (the loader's) */
 };
 
 enum { DSO_NEW, DSO_QUEUED, DSO_DONE };

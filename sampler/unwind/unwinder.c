@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "sampler/proc/safefile.h"
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/unwinder.h"
 #include "store/util/hmap.h"
@@ -57,6 +58,7 @@ struct unwinder {
 	pthread_cond_t wake;
 	pthread_t thread;
 	bool started;
+	bool ready; /* unwinder__start done: the worker may run */
 	int stop; /* also read, unlocked, by a build in progress */
 	struct hmap files; /* key(kdev, ino) -> struct entry * */
 	struct entry *q_head, *q_tail;
@@ -311,26 +313,32 @@ static int install(struct unwinder *u, struct entry *e, const struct unw_table *
 /* --- the worker --- */
 
 /* Opens the file behind a mapping: map_files survives deletion and sees
- * the process's mount namespace; the identity must match what was mapped. */
+ * the process's mount namespace; else the path inside the process's root,
+ * where the user controls every component (no symlink followed, no way
+ * out of the root). Both through safefile, like the symbolizer: regular
+ * files only, never a blocking open, refusals counted. No owner rule:
+ * only the unwind rules of the file are used, nothing of its content
+ * reaches the tree. The identity must match what was mapped. */
 static int open_mapped(const struct entry *e)
 {
-	char p[4200];
+	char p[128];
 	struct stat st;
-	int fd = -1;
+	int fd, rfd;
 
 	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)e->pid, e->start,
 		 e->end);
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 && e->path && e->path[0] == '/') {
-		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)e->pid, e->path);
-		fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-		if (fd < 0)
-			fd = open(e->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	fd = safefile__open(AT_FDCWD, p, false, false, SF_ELF, NULL, &st);
+	if (fd < 0 && fd != -ECANCELED && e->path && e->path[0] == '/') {
+		snprintf(p, sizeof(p), "/proc/%d/root", (int)e->pid);
+		rfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rfd < 0)
+			return -errno;
+		fd = safefile__open(rfd, e->path + 1, true, true, SF_ELF, NULL, &st);
+		close(rfd);
 	}
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino) {
+		return fd;
+	if (unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino) {
 		close(fd);
 		return -ESTALE; /* replaced on disk since it was mapped */
 	}
@@ -513,6 +521,16 @@ int unwinder__start(struct unwinder *u, struct bpf_map *rows, struct bpf_map *ru
 	if (err)
 		return err;
 	load_vdso(u);
+	u->ready = true;
+	return 0;
+}
+
+int unwinder__run(struct unwinder *u)
+{
+	int err;
+
+	if (!u || !u->ready || u->started)
+		return 0;
 	err = pthread_create(&u->thread, NULL, worker, u);
 	if (err)
 		return -err;

@@ -42,10 +42,16 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o);
 /* Before the BPF object loads: sizes its unwind maps. 0 or -errno. */
 int unwinder__size_maps(struct unwinder *u, struct bpf_map *rows, struct bpf_map *rules,
 			struct bpf_map *files);
-/* After load: maps the arrays, loads the vDSO's table and starts the
- * worker. The maps must outlive unwinder__free(). 0 or -errno. */
+/* After load: maps the arrays and loads the vDSO's table. The maps must
+ * outlive unwinder__free(). Requests queue up until unwinder__run().
+ * 0 or -errno. */
 int unwinder__start(struct unwinder *u, struct bpf_map *rows, struct bpf_map *rules,
 		    struct bpf_map *files);
+/* Starts the table builder thread, once (later calls do nothing). Call it
+ * from the thread whose capabilities the builder should have: the daemon
+ * drops its own after load and mount, and a thread keeps what it had when
+ * it was created. NULL or not started: nothing. 0 or -errno. */
+int unwinder__run(struct unwinder *u);
 /* Stops the worker and frees everything (NULL is fine). */
 void unwinder__free(struct unwinder *u);
 

@@ -8,6 +8,7 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
 PERIOD=$((1000000000 / HZ))
+FOLDED_SCALE=$PERIOD # folded.txt counts samples
 STORE=$WORK/store
 MP=$WORK/mp
 mkdir -p "$MP"

@@ -30,6 +30,7 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
 PERIOD=$((1000000000 / HZ))
+FOLDED_SCALE=$PERIOD # folded.txt counts samples
 WITNESS_SECS=24
 CASE_SECS=600 # longer than the run: still running at SIGTERM
 RSS_MAX_KB=$((32 * 1024))

@@ -93,8 +93,11 @@ run_stop() {
 }
 
 # fsum FILE [ERE]: sum of the counts of folded lines (matching ERE).
+# A cpu folded.txt counts samples; a test that compares with CPU time
+# sets FOLDED_SCALE to the sampling period in ns (1e9 / Hz), so sums read
+# as sampled CPU nanoseconds.
 fsum() {
-	awk -v re="${2:-}" '{ n = $NF; sub(/ [0-9]+$/, "") } re == "" || $0 ~ re { s += n } END { printf "%.0f\n", s }' "$1"
+	awk -v re="${2:-}" -v k="${FOLDED_SCALE:-1}" '{ n = $NF; sub(/ [0-9]+$/, "") } re == "" || $0 ~ re { s += n } END { printf "%.0f\n", s * k }' "$1"
 }
 
 # pct A B: 100*A/B with one decimal ("nan" if B is 0).

@@ -19,6 +19,7 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
 PERIOD=$((1000000000 / HZ))
+FOLDED_SCALE=$PERIOD # folded.txt counts samples
 TRUTH_SECS=62      # at least 60 s of sampling at 99 Hz...
 TRUTH_CPU=40       # ...and, on a busy host, until truth had 40 s of CPU
 TRUTH_MAX=110      # (but no longer than this)
