@@ -4,6 +4,7 @@
 # mountpoint (a stale FUSE mount left behind) starts, serves the old
 # data and stops cleanly.
 # san: yes
+# alone: yes (its child is found by name, and the sanitizer run starts one of the same name)
 source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
