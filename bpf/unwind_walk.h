@@ -257,17 +257,15 @@ static __always_inline int table_step(struct walk *w, __u64 look)
 		return PROF_UE_BAD_FRAME;
 	}
 	switch (r->bp) {
+	/* An unreadable saved rbp leaves rbp unknown; the walk goes on
+	 * (sampler/unwind/twin.c says why). */
 	case UNW_BP_CFA:
-		if (read_u64(&v, cfa + (__s64)r->bp_off))
-			return PROF_UE_BAD_FRAME;
-		w->bp = v;
-		w->bp_ok = 1;
+		w->bp_ok = !read_u64(&v, cfa + (__s64)r->bp_off);
+		w->bp = w->bp_ok ? v : 0;
 		break;
 	case UNW_BP_SP:
-		if (read_u64(&v, w->sp + (__s64)r->bp_off))
-			return PROF_UE_BAD_FRAME;
-		w->bp = v;
-		w->bp_ok = 1;
+		w->bp_ok = !read_u64(&v, w->sp + (__s64)r->bp_off);
+		w->bp = w->bp_ok ? v : 0;
 		break;
 	case UNW_BP_UNDEF:
 		w->bp_ok = 0;

@@ -84,17 +84,16 @@ static int table_step(struct twin_regs *r, const struct twin_map *m, uint64_t lo
 		return PROF_UE_BAD_FRAME;
 	}
 	switch (u->bp) {
+	/* A saved rbp that cannot be read leaves rbp unknown, not the walk
+	 * ended: in an epilogue past its pops the rule still points below
+	 * sp, outside a copy of the stack taken from sp (libdw does the same). */
 	case UNW_BP_CFA:
-		if (rd(mem, cfa + (int64_t)u->bp_off, &v))
-			return PROF_UE_BAD_FRAME;
-		r->bp = v;
-		r->bp_ok = true;
+		r->bp_ok = !rd(mem, cfa + (int64_t)u->bp_off, &v);
+		r->bp = r->bp_ok ? v : 0;
 		break;
 	case UNW_BP_SP:
-		if (rd(mem, r->sp + (int64_t)u->bp_off, &v))
-			return PROF_UE_BAD_FRAME;
-		r->bp = v;
-		r->bp_ok = true;
+		r->bp_ok = !rd(mem, r->sp + (int64_t)u->bp_off, &v);
+		r->bp = r->bp_ok ? v : 0;
 		break;
 	case UNW_BP_UNDEF:
 		r->bp_ok = false;
