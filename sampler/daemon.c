@@ -257,27 +257,27 @@ static void metrics_cb(struct buf *out, void *ctx)
 	scraper__metrics(r->scraper, out);
 }
 
-/* The offcpu batch to the store (not routed by minute yet). */
-static void flush_offcpu(struct run *r)
+/* Stores closed windows of one type and frees their profiles; returns
+ * the samples they held. A refused batch is dropped and counted. */
+static uint64_t store_windows(struct run *r, const char *type, struct minute_batch *mb, size_t n)
 {
-	struct profile *p = NULL;
-	int64_t t0, dur;
-	int err;
+	uint64_t total = 0;
 
-	if (profiler__take_offcpu(r->prof, &p, &t0, &dur) || !p)
-		return;
-	err = store__append(r->store, "offcpu", t0, dur, p, r->extra, r->nextra);
-	if (err) {
-		pr_err("run: storing an offcpu batch failed: %s", strerror(-err));
-		__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
-	} else {
-		__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < n; i++) {
+		int err;
+
+		total += (uint64_t)profile__total(mb[i].p, 0);
+		err = store__append(r->store, type, mb[i].start_ns, mb[i].duration_ns, mb[i].p,
+				    r->extra, r->nextra);
+		if (err) {
+			pr_err("run: storing a %s batch failed: %s", type, strerror(-err));
+			__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
+		}
+		profile__free(mb[i].p);
 	}
-	profile__free(p);
-	/* A batch and the maps re-read since are freed in bulk: give the
-	 * pages back, so the resident figure is what the daemon holds (the
-	 * budget), not what its threads' malloc arenas once touched. */
-	malloc_trim(0);
+	return total;
 }
 
 /* The FUSE threads' side of privs__drop (see mount_opts.on_serve). */
@@ -297,7 +297,7 @@ static void drop_in_fuse_thread(void *ctx)
 static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 {
 	struct minute_batch mb[MINUTES_SLOTS];
-	uint64_t total = 0;
+	uint64_t total;
 	size_t n = 0;
 	int err;
 
@@ -308,24 +308,16 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 	err = profiler__take(r->prof, cut_ns, all, mb, &n);
 	if (err)
 		pr_err("run: closing a batch failed: %s", strerror(-err));
-	for (size_t i = 0; i < n; i++) {
-		total += (uint64_t)profile__total(mb[i].p, 0);
-		err = store__append(r->store, "cpu", mb[i].start_ns, mb[i].duration_ns, mb[i].p,
-				    r->extra, r->nextra);
-		if (err) {
-			pr_err("run: storing a batch failed: %s", strerror(-err));
-			__atomic_add_fetch(&r->append_errors, 1, __ATOMIC_RELAXED);
-		} else {
-			__atomic_add_fetch(&r->batches, 1, __ATOMIC_RELAXED);
-		}
-		profile__free(mb[i].p);
-	}
+	total = store_windows(r, "cpu", mb, n);
 	if (n)
 		__atomic_store_n(&r->last_batch_samples, total, __ATOMIC_RELAXED);
+	err = profiler__take_offcpu(r->prof, cut_ns, all, mb, &n);
+	if (err)
+		pr_err("run: closing an offcpu batch failed: %s", strerror(-err));
+	store_windows(r, "offcpu", mb, n);
 	/* Every sample taken before the cut was drained before the take (the
 	 * cut waits CUT_GRACE_NS for records in flight), so minutes ending by
 	 * it are complete: `latest` may name them now. */
-	flush_offcpu(r);
 	err = store__set_complete(r->store, cut_ns);
 	if (err)
 		pr_warn("run: recording the complete mark failed: %s", strerror(-err));

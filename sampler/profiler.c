@@ -45,8 +45,7 @@ struct profiler {
 	struct minutes *mins;
 	struct wallclock wc; /* sample time -> wall clock, re-read every drain */
 	struct offcpu *oc; /* NULL without --offcpu */
-	struct batch *ob;  /* offcpu's batch */
-	int64_t ob_start_ns; /* wall-clock start of offcpu's open batch */
+	struct minutes *omins; /* offcpu's open batches, by window */
 	struct frame *frames;
 	struct unwinder *unw; /* NULL: frame pointers only (PROFFS_UNWIND=fp) */
 	struct pending *pend;
@@ -146,12 +145,16 @@ static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
 	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
 	const int64_t vals[2] = { 1, (int64_t)ev->period };
 	const char *state = offcpu__state_name(ev->flags);
+	/* An off-CPU interval is filed under the minute it ended in (when
+	 * the thread ran again: the time the event carries); a wait across a
+	 * minute boundary is not split, as the earlier minute may be stored. */
+	struct batch *b = minutes__batch(pr->omins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
 	char comm[PROF_COMM_LEN + 1];
 
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
-	if (batch__add_values(pr->ob, p, ev->tgid, comm, pr->frames, n, vals,
-			      state ? "state" : NULL, state))
+	if (!b || batch__add_values(b, p, ev->tgid, comm, pr->frames, n, vals, state ? "state" : NULL,
+				    state))
 		pr->nomem++;
 	else
 		pr->offcpu_samples++;
@@ -275,9 +278,10 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 		};
 
 		/* A block stands for itself: no sampling period. */
-		pr->ob = batch__new_typed(0, types, units);
-		pr->ob_start_ns = now_ns();
-		if (!pr->ob) {
+		pr->omins = minutes__new_typed(0, types, units,
+					       o->interval_ns > 0 ? o->interval_ns : 10 * 1000000000LL,
+					       now_ns());
+		if (!pr->omins) {
 			err = -ENOMEM;
 			goto err;
 		}
@@ -407,26 +411,14 @@ uint64_t profiler__clock_steps(struct profiler *pr)
 	return pr->wc.steps;
 }
 
-int profiler__take_offcpu(struct profiler *pr, struct profile **out, int64_t *start_ns,
-			  int64_t *duration_ns)
+int profiler__take_offcpu(struct profiler *pr, int64_t cut_ns, bool all,
+			  struct minute_batch out[MINUTES_SLOTS], size_t *n)
 {
-	if (!pr->ob) {
-		*out = NULL;
+	if (!pr->omins) {
+		*n = 0;
 		return 0;
 	}
-	/* offcpu is not routed by minute yet: its batch is filed under its
-	 * start, as before issue 17 (see DESIGN-NOTES, Minutes). */
-	{
-		int64_t now = now_ns();
-		int err;
-
-		*start_ns = pr->ob_start_ns;
-		*duration_ns = now - pr->ob_start_ns;
-		err = batch__take(pr->ob, *start_ns, *duration_ns, out);
-		if (!err)
-			pr->ob_start_ns = now;
-		return err;
-	}
+	return minutes__take(pr->omins, cut_ns, all, out, n);
 }
 
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)
@@ -444,7 +436,7 @@ void profiler__close(struct profiler *pr)
 	sampler__close(pr->s);
 	pending__free(pr->pend);
 	unwinder__free(pr->unw);
-	batch__free(pr->ob);
+	minutes__free(pr->omins);
 	while (pr->deferred) {
 		struct deferred *d = pr->deferred;
 

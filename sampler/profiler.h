@@ -63,11 +63,10 @@ int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,
 /* Steps of the wall clock seen so far. Sampler thread only. */
 uint64_t profiler__clock_steps(struct profiler *pr);
 
-/* Closes the offcpu batch: *out is the caller's, NULL without --offcpu or
- * samples; its window runs from the previous take to now. Not yet routed
- * by minute. Sampler thread only. */
-int profiler__take_offcpu(struct profiler *pr, struct profile **out, int64_t *start_ns,
-			  int64_t *duration_ns);
+/* profiler__take for offcpu's windows (none without --offcpu); an
+ * off-CPU interval is in the window of its end. Sampler thread only. */
+int profiler__take_offcpu(struct profiler *pr, int64_t cut_ns, bool all,
+			  struct minute_batch out[MINUTES_SLOTS], size_t *n);
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
 void profiler__close(struct profiler *pr);

@@ -28,6 +28,7 @@ struct batch {
 	struct profile *p;
 	uint64_t count;
 	uint64_t kmap; /* mapping id of [kernel.kallsyms] in p, 0 = not yet */
+	uint64_t umap; /* mapping id of [unknown] (frames of no known mapping) */
 	struct hmap labels; /* pid + 1 -> struct label_set * */
 	struct hmap locs;   /* hash(pid, gen, addr) / hash(addr) -> loc id */
 	struct hmap bare;   /* hash(mapping id, addr) -> id of a line-less location */
@@ -43,6 +44,7 @@ static void batch__reset_caches(struct batch *b)
 	hmap__fini(&b->locs);
 	hmap__fini(&b->bare);
 	b->kmap = 0;
+	b->umap = 0;
 }
 
 static struct profile *new_profile(const struct batch *b)
@@ -159,6 +161,22 @@ static uint64_t kernel_mapping(struct batch *b)
 	return b->kmap;
 }
 
+/* A user frame whose mapping we never saw (the process exited before its
+ * maps were re-read): "[unknown]", so the frame reads [unknown]+0xADDR,
+ * never a bare address (SPEC §2 Files). */
+static uint64_t unknown_mapping(struct batch *b)
+{
+	struct prof_mapping m = { .start = 0, .limit = UINT64_MAX, .offset = 0 };
+
+	if (b->umap)
+		return b->umap;
+	m.file = profile__intern_str(b->p, "[unknown]");
+	if (m.file == UINT32_MAX)
+		return 0;
+	b->umap = profile__add_mapping(b->p, &m);
+	return b->umap;
+}
+
 static uint64_t user_mapping(struct batch *b, const struct vma *v)
 {
 	struct prof_mapping m = { .start = v->start, .limit = v->end, .offset = v->pgoff };
@@ -193,6 +211,8 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 		loc.mapping_id = kernel_mapping(b);
 	else if (f->vma)
 		loc.mapping_id = user_mapping(b, f->vma);
+	else if (!f->marker)
+		loc.mapping_id = unknown_mapping(b);
 	if (f->name) {
 		struct prof_function fn = { 0 };
 

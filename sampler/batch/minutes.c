@@ -15,6 +15,7 @@ struct slot {
 
 struct minutes {
 	int64_t period_ns, window_ns, open_ns;
+	const char *const *types, *const *units; /* NULL: cpu batches */
 	uint64_t misfiled;
 	struct slot s[MINUTES_SLOTS];
 };
@@ -39,16 +40,24 @@ static int64_t floor_to(int64_t t, int64_t w)
 	return q * w;
 }
 
-struct minutes *minutes__new(int64_t period_ns, int64_t interval_ns, int64_t open_ns)
+struct minutes *minutes__new_typed(int64_t period_ns, const char *const types[2],
+				   const char *const units[2], int64_t interval_ns, int64_t open_ns)
 {
 	struct minutes *m = calloc(1, sizeof(*m));
 
 	if (!m)
 		return NULL;
 	m->period_ns = period_ns;
+	m->types = types;
+	m->units = units;
 	m->window_ns = minutes__window_ns(interval_ns);
 	m->open_ns = open_ns;
 	return m;
+}
+
+struct minutes *minutes__new(int64_t period_ns, int64_t interval_ns, int64_t open_ns)
+{
+	return minutes__new_typed(period_ns, NULL, NULL, interval_ns, open_ns);
 }
 
 void minutes__free(struct minutes *m)
@@ -80,7 +89,10 @@ struct batch *minutes__batch(struct minutes *m, int64_t wall_ns)
 	}
 	if (free_slot) {
 		/* Batches are kept: batch__take resets, it does not free. */
-		if (!free_slot->b && !(free_slot->b = batch__new(m->period_ns)))
+		if (!free_slot->b)
+			free_slot->b = m->types ? batch__new_typed(m->period_ns, m->types, m->units)
+						: batch__new(m->period_ns);
+		if (!free_slot->b)
 			return NULL;
 		free_slot->start_ns = start;
 		return free_slot->b;

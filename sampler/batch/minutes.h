@@ -31,6 +31,10 @@ struct minutes;
  * NULL + errno on failure.
  */
 struct minutes *minutes__new(int64_t period_ns, int64_t interval_ns, int64_t open_ns);
+/* The same for batches of other sample types (batch__new_typed): types
+ * and units are static, two strings each. */
+struct minutes *minutes__new_typed(int64_t period_ns, const char *const types[2],
+				   const char *const units[2], int64_t interval_ns, int64_t open_ns);
 void minutes__free(struct minutes *m);
 
 /* Window length chosen for interval_ns (see minutes__new). */

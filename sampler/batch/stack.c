@@ -105,21 +105,3 @@ const char *stack__uend_marker(unsigned uend)
 		return NULL;
 	}
 }
-
-void frame__name(const struct frame *f, bool kmark, char *buf, size_t size)
-{
-	const char *mod;
-
-	if (f->name) {
-		snprintf(buf, size, "%s%s", f->name, f->kernel && kmark ? "_[k]" : "");
-	} else if (f->vma && f->vma->path[0]) {
-		mod = strrchr(f->vma->path, '/');
-		mod = mod ? mod + 1 : f->vma->path;
-		snprintf(buf, size, "%s+0x%" PRIx64, mod, f->off);
-	} else {
-		snprintf(buf, size, "0x%" PRIx64 "%s", f->addr, f->kernel && kmark ? "_[k]" : "");
-	}
-	for (char *c = buf; *c; c++)
-		if (*c == ';')
-			*c = ':';
-}

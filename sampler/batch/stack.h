@@ -35,8 +35,5 @@ const char *stack__uend_marker(unsigned uend);
 int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 		     const struct prof_sample_ev *ev, struct frame *out, int max);
 
-/* Writes a frame's display name (function, "_[k]" on kernel frames when
- * kmark, else module+0xOFFSET or 0xADDR) into buf. */
-void frame__name(const struct frame *f, bool kmark, char *buf, size_t size);
 
 #endif

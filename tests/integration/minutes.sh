@@ -50,7 +50,19 @@ start_pair() { # phase
 		LOGS[$1-$hz]=$RUN_LOG
 	done
 }
+# Off-CPU minutes: one more daemon (--offcpu) watches a process that naps
+# 50 ms at a time from before it starts to second 0 of N+2.
+wait_until $((N - 9))
+python3 -c 'import sys, time
+end = float(sys.argv[1])
+while time.time() < end: time.sleep(0.05)' $((N + 120)) &
+NAP=$!
+PIDS+=("$NAP")
 wait_until $((N - 7))
+OFF_T0=$(date +%s.%N)
+mkdir -p "$WORK/mp-off"
+run_start "$WORK/store-off" "$WORK/mp-off" --hz 19 --pid "$NAP" --offcpu
+OFF_T1=$(date +%s.%N)
 start_pair 53
 wait_until $((N + 7))
 start_pair 07
@@ -188,5 +200,31 @@ for key in 53-19 53-99 07-19 07-99; do
 	fi
 	within "${got:-x}" 0 2 && ok "phase :${key%-*} ${hz}Hz: $M2 holds ${got} samples" ||
 		fail "phase :${key%-*} ${hz}Hz: $M2 holds '${got}' samples"
+done
+# ---- offcpu: the napper's off-CPU time lands in the minute it passed in ----
+offcpu_of() { "$PPROFCAT" totals "$1" | awk '$1 == "offcpu/nanoseconds" { printf "%.3f", $2 / 1e9 }'; }
+osel=$WORK/mp-off/offcpu/pid=$NAP
+# N-1: from the daemon's start (between OFF_T0 and OFF_T1) to N; a batch
+# cut by the daemon's own 10 s from its start would file ~10 s here.
+lo=$(awk -v n=$N -v t="$OFF_T1" 'BEGIN { printf "%.2f", n - t - 0.3 }')
+hi=$(awk -v n=$N -v t="$OFF_T0" 'BEGIN { printf "%.2f", n - t + 0.15 }')
+for k in -1 0 1; do
+	m=$((N + 60 * k)) f=$WORK/off$k.pb
+	if ! cp "$osel/$(minute $m)/profile.pb" "$f" 2>/dev/null; then
+		fail "offcpu: minute $(minute $m) missing"; continue
+	fi
+	got=$(offcpu_of "$f")
+	if ((k == -1)); then
+		within "$got" "$lo" "$hi" && ok "offcpu $(minute $m) (daemon started at second 53): ${got}s off CPU, the ${lo}-${hi}s it ran" ||
+			fail "offcpu $(minute $m): ${got}s off CPU, want ${lo}-${hi}s (the seconds of that minute the daemon ran)"
+	else
+		within "$got" 58.8 60.1 && ok "offcpu $(minute $m): ${got}s off CPU of a 60 s minute (-2%, +0.1 s)" ||
+			fail "offcpu $(minute $m): ${got}s off CPU, want 58.8-60.1 s"
+		tn=$(pb_decode <"$f" | awk '$1 == "time_nanos:" { print $2 }')
+		dn=$(pb_decode <"$f" | awk '$1 == "duration_nanos:" { print $2 }')
+		[[ $tn == "${m}000000000" && $dn == 60000000000 ]] &&
+			ok "offcpu $(minute $m): time_nanos/duration_nanos are the minute's bounds" ||
+			fail "offcpu $(minute $m): time_nanos $tn duration_nanos $dn"
+	fi
 done
 finish

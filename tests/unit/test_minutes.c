@@ -171,6 +171,27 @@ int main(void)
 			profile__free(out[i].p);
 		minutes__free(m);
 	}
+	/* Typed windows (offcpu): the same cut, batches of the given types. */
+	{
+		static const char *const types[] = { "events", "offcpu" };
+		static const char *const units[] = { "count", "nanoseconds" };
+		struct minutes *m = minutes__new_typed(0, types, units, 10 * NS, 55 * NS);
+		struct minute_batch out[MINUTES_SLOTS];
+		const int64_t v[2] = { 1, 2 * NS };
+		size_t n = 0;
+
+		batch__add_values(minutes__batch(m, 59 * NS), NULL, 1, "x", &fr, 1, v, "state", "sleep");
+		batch__add_values(minutes__batch(m, 61 * NS), NULL, 1, "x", &fr, 1, v, "state", "sleep");
+		minutes__take(m, 70 * NS, true, out, &n);
+		CHECK(n == 2 && out[0].start_ns == 55 * NS && out[0].duration_ns == 5 * NS &&
+		      out[1].start_ns == 60 * NS && profile__total(out[0].p, 1) == 2 * NS &&
+		      !strcmp(out[1].p->strs[out[1].p->sample_types[1].type], "offcpu"),
+		      "typed windows: an offcpu block on each side of the minute, of type offcpu (%zu blocks)",
+		      n);
+		for (size_t i = 0; i < n; i++)
+			profile__free(out[i].p);
+		minutes__free(m);
+	}
 	CHECK(minute_of_ns(-1) == -60 && minute_of_ns(59 * NS) == 0 && minute_of_ns(60 * NS) == 60,
 	      "minute_of_ns floors");
 	minutes__free(s.m);

@@ -13,6 +13,7 @@
 #include "store/util/hmap.h"
 #include "sampler/proc/labels.h"
 #include "sampler/proc/procinfo.h"
+#include "sampler/batch/batch.h"
 #include "sampler/batch/stack.h"
 #include "sampler/symbols/symbolize.h"
 #include "tests/test.h"
@@ -60,6 +61,23 @@ static uint64_t ksym_addr(const char *name)
 	return r;
 }
 
+/* A frame's name as the tree shows it: through a batch into a profile,
+ * then the renderers' own namer (profile__frame_name). */
+static void prod_name(const struct frame *f, char *buf, size_t size)
+{
+	struct batch *b = batch__new(1000000);
+	struct profile *p = NULL;
+
+	snprintf(buf, size, "(no profile)");
+	if (!b)
+		return;
+	if (!batch__add(b, NULL, 1, "x", f, 1) && !batch__take(b, 0, 1, &p) && p && p->nsamples &&
+	    p->samples[0].nlocs)
+		profile__frame_name(p, p->samples[0].locs[0], 0, true, buf, size);
+	profile__free(p);
+	batch__free(b);
+}
+
 int main(void)
 {
 	struct symbolizer *sym = symbolizer__new(NULL);
@@ -101,11 +119,12 @@ int main(void)
 
 	/* Unresolved: an address before any symbol prints module+0xOFFSET. */
 	struct frame fr = { .addr = v ? v->start : 0, .vma = v, .off = v ? v->pgoff : 0 };
-	frame__name(&fr, true, buf, sizeof(buf));
+	prod_name(&fr, buf, sizeof(buf));
 	CHECK(v && strstr(buf, "libc") && strstr(buf, "+0x"), "unresolved frame -> %s", buf);
 	fr = (struct frame){ .addr = 0x1234 };
-	frame__name(&fr, true, buf, sizeof(buf));
-	CHECK(!strcmp(buf, "0x1234"), "unmapped frame -> %s", buf);
+	prod_name(&fr, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "[unknown]+0x1234"), "a frame of no known mapping -> %s (never a bare address)",
+	      buf);
 
 	/* Kernel. */
 	uint64_t k = ksym_addr("do_sys_openat2");
@@ -115,7 +134,7 @@ int main(void)
 	CHECK(k && name && (!strcmp(name, "do_sys_openat2") || !strcmp(name, "schedule")),
 	      "kernel: %#" PRIx64 "+1 -> %s", k, name ? name : "none");
 	fr = (struct frame){ .addr = k, .name = name, .kernel = true };
-	frame__name(&fr, true, buf, sizeof(buf));
+	prod_name(&fr, buf, sizeof(buf));
 	CHECK(strstr(buf, "_[k]") != NULL, "kernel frame marked: %s", buf);
 
 	/* Perf map: written for our pid, honoured, outside ranges not. */
@@ -135,7 +154,7 @@ int main(void)
 	CHECK(!name, "perf map: just past jit_alpha -> none");
 	name = perfmap__lookup(pm, 0x7f0000002000);
 	fr = (struct frame){ .addr = 0x7f0000002000, .name = name };
-	frame__name(&fr, true, buf, sizeof(buf));
+	prod_name(&fr, buf, sizeof(buf));
 	CHECK(!strcmp(buf, "jit_beta:with:semis"), "';' in a name becomes ':' -> %s", buf);
 	perfmap__free(pm);
 	unlink(path);
