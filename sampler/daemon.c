@@ -149,6 +149,10 @@ static void metrics_cb(struct buf *out, void *ctx)
 	prom__gauge(out, "proffs_symbol_cache_files", "Mapped files known to the symbol cache.", st.dsos);
 	prom__gauge(out, "proffs_symbol_cache_tables", "Symbol tables loaded (one per build id).", st.symtabs);
 	prom__gauge(out, "proffs_symbol_cache_symbols", "User-space symbols held.", st.symbols);
+	prom__gauge(out, "proffs_symbol_cache_bytes", "Memory held by symbol tables (bounded; least recently used dropped).",
+		    st.symtab_bytes);
+	prom__counter(out, "proffs_symbol_cache_evictions_total", "Symbol tables dropped to stay within the bound.",
+		      st.sym_evicted);
 	prom__gauge(out, "proffs_kernel_symbols", "Kernel symbols held (kallsyms).", st.kernel_symbols);
 	prom__family(out, "proffs_symbol_cache_lookups_total", PROM_COUNTER, "User frame lookups, by result.");
 	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "hit", st.sym_hits);

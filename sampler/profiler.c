@@ -55,6 +55,8 @@ struct profiler {
 	struct deferred *deferred, **deferred_tail;
 	size_t ndeferred;
 	int64_t stats_ns; /* monotonic time of the last update_stats() */
+	int64_t trim_ns;  /* ... of the last symbolizer__trim() */
+	uint64_t sym_budget; /* symbol cache bytes (0: SYM_CACHE_BYTES) */
 	pthread_mutex_t lock; /* guards st */
 	struct profiler_stats st;
 };
@@ -245,6 +247,9 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	so.ctx = pr;
 	pr->frames = calloc(2 * PROF_MAX_FRAMES, sizeof(*pr->frames));
 	pr->sym = symbolizer__new(NULL);
+	/* Tests shrink the symbol cache to see it evict. */
+	if (getenv("PROFFS_SYM_CACHE_BYTES"))
+		pr->sym_budget = strtoull(getenv("PROFFS_SYM_CACHE_BYTES"), NULL, 10);
 	pr->lab = labeler__new(&lo);
 	wallclock__refresh(&pr->wc);
 	pr->mins = minutes__new(1000000000LL / so.hz,
@@ -326,6 +331,8 @@ static void update_stats(struct profiler *pr)
 	st.sym_loads = ss.loads;
 	st.sym_abandoned = ss.abandoned;
 	st.perfmap_bytes = ss.perfmap_bytes;
+	st.symtab_bytes = ss.symtab_bytes;
+	st.sym_evicted = ss.evicted;
 	st.perfmap_reads = ss.perfmap_reads;
 	st.ncpus = sampler__ncpus(pr->s);
 	memcpy(st.uends, pr->uends, sizeof(st.uends));
@@ -391,6 +398,11 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 	/* Exec records wake us often on a busy host; the figures (a few
 	 * syscalls) need refreshing far less. */
 	now = now_mono_ns();
+	/* Between samples (no name looked up is held now), once a second. */
+	if (now - pr->trim_ns >= 1000000000LL) {
+		symbolizer__trim(pr->sym, pr->sym_budget);
+		pr->trim_ns = now;
+	}
 	if (timeout_ms == 0 || now - pr->stats_ns >= 1000000000LL) {
 		update_stats(pr);
 		pr->stats_ns = now;

@@ -40,6 +40,7 @@ struct profiler_stats {
 	uint64_t procs;
 	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
 	uint64_t sym_queued, sym_loads, sym_abandoned, perfmap_bytes, perfmap_reads; /* the loader */
+	uint64_t symtab_bytes, sym_evicted; /* the symbol cache's bound (symbolizer__trim) */
 	int ncpus;
 	/* offcpu (all 0 without --offcpu) */
 	uint64_t offcpu_samples;  /* blocks aggregated into batches */

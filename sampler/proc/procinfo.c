@@ -408,7 +408,10 @@ struct vma *procs__vma(struct procs *ps, struct proc *p, uint64_t addr)
 {
 	struct vma *v = maps__find(p->maps, addr);
 
-	if (v && v->file && !v->dso)
+	/* DSO_NEW again: a load that found nothing (retried a few times),
+	 * or a table the symbol cache dropped (symbolizer__trim). */
+	if (v && v->file &&
+	    (!v->dso || __atomic_load_n(&v->dso->state, __ATOMIC_ACQUIRE) == DSO_NEW))
 		v->dso = symbolizer__dso(ps->o.sym, p->pid, v->dev, v->ino, v->path, v->start, v->end);
 	return v;
 }

@@ -80,6 +80,7 @@ struct symbolizer {
 	bool has_vdso;
 	struct hmap dsos;    /* hash(dev, ino) -> struct dso *; sampler thread */
 	uint64_t hits, misses; /* sampler thread */
+	uint64_t clock;        /* symbolizer__trim calls; sampler thread */
 
 	pthread_mutex_t lock; /* guards what follows */
 	pthread_cond_t wake;  /* work queued, or stop */
@@ -92,7 +93,7 @@ struct symbolizer {
 	int nloaders;          /* threads alive, abandoned ones included */
 	bool stop;
 	uint64_t nsymbols, nsymtabs, loads, abandoned, perfmap_reads;
-	uint64_t perfmap_bytes;
+	uint64_t perfmap_bytes, tab_bytes, evicted;
 };
 
 static int ksym_cmp(const void *a, const void *b)
@@ -255,6 +256,15 @@ static void symtab__free(struct symtab *t)
 	free(t);
 }
 
+/* Frees a counted table; s->lock held. */
+static void uncount_free(struct symbolizer *s, struct symtab *t)
+{
+	s->nsymbols -= t->elf.nsyms;
+	s->nsymtabs--;
+	s->tab_bytes -= t->bytes;
+	symtab__free(t);
+}
+
 static void job__free(struct symbolizer *s, struct job *j)
 {
 	if (!j)
@@ -401,6 +411,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	struct sf_cred c;
 	struct stat st;
 	uint64_t bk = 0;
+	bool cached = false;
 	int fd, err;
 
 	if (safefile__cred(j->pid, &c, NULL)) {
@@ -427,11 +438,13 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 		bk = hash64(hdr.build_id, strlen(hdr.build_id), 0xb1d);
 		bk = bk ? bk : 1;
 		pthread_mutex_lock(&s->lock);
-		t = hmap__get(&s->symtabs, bk);
+		cached = hmap__get(&s->symtabs, bk) != NULL;
 		pthread_mutex_unlock(&s->lock);
 	}
 	elfsym__fini(&hdr);
-	if (t)
+	/* Taken again under the lock at out: symbolizer__trim may free
+	 * it meanwhile (then this load found nothing and is retried). */
+	if (cached)
 		goto out;
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -453,6 +466,11 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 out:
 	close(fd);
 	pthread_mutex_lock(&s->lock);
+	if (cached)
+		return hmap__get(&s->symtabs, bk);
+	if (t)
+		t->bytes = t->elf.nsyms * sizeof(*t->elf.syms) + t->elf.strs_len +
+			   t->elf.nloads * sizeof(*t->elf.loads) + sizeof(*t);
 	if (t && bk && hmap__get(&s->symtabs, bk) != t) {
 		struct symtab *old = hmap__get(&s->symtabs, bk);
 
@@ -466,9 +484,11 @@ out:
 		}
 		s->nsymbols += t->elf.nsyms;
 		s->nsymtabs++;
+		s->tab_bytes += t->bytes;
 	} else if (t && !bk) {
 		s->nsymbols += t->elf.nsyms;
 		s->nsymtabs++;
+		s->tab_bytes += t->bytes;
 	}
 	return t;
 }
@@ -562,7 +582,7 @@ static void run_job(struct symbolizer *s, struct loader *l, struct job *j)
 		if (!l->abandoned && t)
 			__atomic_store_n(&j->d->tab, t, __ATOMIC_RELEASE);
 		else if (l->abandoned && t && !t->elf.build_id[0])
-			symtab__free(t); /* nobody else holds it */
+			uncount_free(s, t); /* nobody else holds it */
 		/* A file is read through the process that mapped it; a
 		 * short-lived one (a fork storm's child) may be gone before
 		 * the loader gets to it. Then the next process seen mapping
@@ -742,12 +762,88 @@ struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev, uint6
 	return d;
 }
 
+static int by_used(const void *a, const void *b)
+{
+	const struct symtab *x = *(struct symtab *const *)a, *y = *(struct symtab *const *)b;
+
+	if (x->used != y->used)
+		return (x->used > y->used) - (x->used < y->used);
+	return (x > y) - (x < y); /* copies of one table side by side */
+}
+
+/*
+ * Why this is safe: lookups and dso states are the sampler thread's, and
+ * so is this call; a table is dropped only from dsos the loader is done
+ * with (DSO_DONE), and a load in flight that found the same build id
+ * takes it again under the lock (dso_load), so no thread keeps a pointer
+ * to a freed table. Frames' names do not outlive the sample they were
+ * looked up for (the batch copies them).
+ */
+void symbolizer__trim(struct symbolizer *s, uint64_t budget)
+{
+	struct symtab **cand = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t keep_from;
+
+	s->clock++;
+	budget = budget ? budget : SYM_CACHE_BYTES;
+	keep_from = s->clock > 10 ? s->clock - 10 : 0;
+	pthread_mutex_lock(&s->lock);
+	if (s->tab_bytes <= budget)
+		goto out;
+	/* Distinct tables of finished dsos, not used lately. */
+	for (size_t i = 0; i < s->dsos.cap; i++) {
+		struct dso *d = s->dsos.keys[i] ? s->dsos.vals[i] : NULL;
+		struct symtab *t = d ? d->tab : NULL;
+
+		if (!t || t->used >= keep_from || d->state != DSO_DONE || t->bytes == 0)
+			continue;
+		if (n == cap) {
+			struct symtab **g = realloc(cand, (cap = cap ? 2 * cap : 64) * sizeof(*g));
+
+			if (!g)
+				goto out;
+			cand = g;
+		}
+		cand[n++] = t; /* a table of several dsos comes more than once */
+	}
+	qsort(cand, n, sizeof(*cand), by_used);
+	for (size_t i = 0; i < n && s->tab_bytes > budget / 4 * 3; i++) {
+		struct symtab *t = cand[i];
+
+		if (i && cand[i - 1] == t)
+			continue;
+
+		for (size_t k = 0; k < s->dsos.cap; k++) {
+			struct dso *d = s->dsos.keys[k] ? s->dsos.vals[k] : NULL;
+
+			if (d && d->tab == t) {
+				__atomic_store_n(&d->tab, NULL, __ATOMIC_RELEASE);
+				d->tries = 0;
+				__atomic_store_n(&d->state, DSO_NEW, __ATOMIC_RELEASE);
+			}
+		}
+		if (t->elf.build_id[0]) {
+			uint64_t bk = hash64(t->elf.build_id, strlen(t->elf.build_id), 0xb1d);
+
+			hmap__del(&s->symtabs, bk ? bk : 1);
+		}
+		uncount_free(s, t);
+		s->evicted++;
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	free(cand);
+}
+
 const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off)
 {
 	struct symtab *t = dso__tab(d);
 	const char *name = NULL;
 	uint64_t vaddr;
 
+	if (t)
+		t->used = s->clock;
 	if (t && elfsym__off_to_vaddr(&t->elf, off, &vaddr))
 		name = elfsym__lookup(&t->elf, vaddr);
 	if (name)
@@ -771,6 +867,8 @@ void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st)
 	st->abandoned = s->abandoned;
 	st->perfmap_bytes = s->perfmap_bytes;
 	st->perfmap_reads = s->perfmap_reads;
+	st->symtab_bytes = s->tab_bytes;
+	st->evicted = s->evicted;
 	pthread_mutex_unlock(&s->lock);
 }
 

@@ -31,7 +31,13 @@
 struct symtab {
 	struct elf_info elf;
 	bool has_syms;
+	size_t bytes;     /* what it holds (symbols, names, load table) */
+	uint64_t used;    /* symbolizer's clock at its last lookup (sampler thread) */
 };
+
+/* Symbol tables held at most (bytes), least recently used dropped first
+ * (symbolizer__trim); a dropped table is read again at its next use. */
+#define SYM_CACHE_BYTES (8u << 20)
 
 /* One file as seen through some mapping: identity and its symbols. */
 struct dso {
@@ -61,6 +67,8 @@ struct symbolizer_stats {
 	uint64_t abandoned; /* loads abandoned after SYM_LOAD_TIMEOUT_MS */
 	uint64_t perfmap_bytes; /* memory held by perf maps */
 	uint64_t perfmap_reads; /* perf maps read and parsed */
+	uint64_t symtab_bytes;  /* memory held by symbol tables */
+	uint64_t evicted;       /* symbol tables dropped by symbolizer__trim */
 };
 
 /* Returns a new symbolizer (kallsyms read now), or NULL with errno set.
@@ -84,7 +92,18 @@ struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev,
 			    uint64_t ino, const char *path, uint64_t start,
 			    uint64_t end);
 
-/* Function name at file offset off of d, or NULL; counts hits/misses. */
+/*
+ * Drops the least recently used symbol tables while they hold more than
+ * budget bytes (0: SYM_CACHE_BYTES), down to 3/4 of it; tables used within
+ * the last 10 calls stay. Their files' dsos are loaded again at their next
+ * sample. Call from the sampler thread between samples, about once a
+ * second (each call is one tick of the clock lookups stamp): names handed
+ * out by symbolizer__lookup before it may be freed by it.
+ */
+void symbolizer__trim(struct symbolizer *s, uint64_t budget);
+
+/* Function name at file offset off of d, or NULL; counts hits/misses.
+ * The string is the symbolizer's until the next symbolizer__trim. */
 const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off);
 
 /* Function name at offset off of the vDSO (the same image in every

@@ -181,7 +181,7 @@ fi
 EXTRA=()
 for f in "$ROOT"/scripts/bench/*.sh; do
 	n=$(basename "$f" .sh)
-	case $n in run|lib|mount|report) continue ;; esac
+	case $n in run|lib|mount|report|compare) continue ;; esac
 	[[ -x $f ]] || continue
 	[[ ${SKIP_EXTRA:-0} = 1 ]] && continue
 	log "running scripts/bench/$n.sh"
