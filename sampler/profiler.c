@@ -26,6 +26,7 @@
 struct deferred {
 	struct deferred *next;
 	int64_t due_ns; /* symbolized then with whatever is loaded */
+	bool offcpu;    /* an off-CPU block (on_offcpu), not a cpu sample */
 	/* a struct prof_sample_ev cut after its frames (the record's stack
 	 * copy, if it had one, is not needed once its walk is finished) */
 	_Alignas(struct prof_sample_ev) unsigned char ev[];
@@ -79,7 +80,7 @@ static bool waits_for_load(const struct proc *p, const struct frame *fr, int n)
 }
 
 /* Keeps a copy of ev for later; false when too many wait already. */
-static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
+static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns, bool offcpu)
 {
 	size_t nf = (size_t)ev->nkern + ev->nuser, sz;
 	struct deferred *d;
@@ -93,6 +94,7 @@ static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t 
 		return false;
 	memcpy(d->ev, ev, offsetof(struct prof_sample_ev, frames) + nf * sizeof(ev->frames[0]));
 	d->due_ns = due_ns;
+	d->offcpu = offcpu;
 	d->next = NULL;
 	*pr->deferred_tail = d;
 	pr->deferred_tail = &d->next;
@@ -113,7 +115,7 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 	struct batch *b = minutes__batch(pr->mins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
 	char comm[PROF_COMM_LEN + 1];
 
-	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns))
+	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns, false))
 		return;
 	pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
 	/* Tables in use stay; the rest age out. */
@@ -140,9 +142,10 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 		pr->samples++;
 }
 
-static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
+/* add_sample for an off-CPU block: held back the same way while its
+ * files' symbols load (a process's first blocks after the daemon starts). */
+static void add_offcpu(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
 {
-	struct profiler *pr = ctx;
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
 	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
 	const int64_t vals[2] = { 1, (int64_t)ev->period };
@@ -153,6 +156,8 @@ static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
 	struct batch *b = minutes__batch(pr->omins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
 	char comm[PROF_COMM_LEN + 1];
 
+	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns, true))
+		return;
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
 	if (!b || batch__add_values(b, p, ev->tgid, comm, pr->frames, n, vals, state ? "state" : NULL,
@@ -160,6 +165,11 @@ static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
 		pr->nomem++;
 	else
 		pr->offcpu_samples++;
+}
+
+static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
+{
+	add_offcpu(ctx, ev, now_mono_ns() + DEFER_NS);
 }
 
 /* A walk the twin finished (sampler/unwind/pending.h). */
@@ -192,7 +202,12 @@ static void replay(struct profiler *pr, bool force)
 	pr->ndeferred = 0;
 	for (; d; d = next) {
 		next = d->next;
-		add_sample(pr, DEFERRED_EV(d), force || now >= d->due_ns ? 0 : d->due_ns);
+		int64_t due = force || now >= d->due_ns ? 0 : d->due_ns;
+
+		if (d->offcpu)
+			add_offcpu(pr, DEFERRED_EV(d), due);
+		else
+			add_sample(pr, DEFERRED_EV(d), due);
 		free(d);
 	}
 }
