@@ -227,14 +227,8 @@ static void on_task(void *ctx, const struct prof_task_ev *ev)
 			pending__request_maps(pr->pend, procs__get(pr->ps, ev->tgid, comm, ev->cgroup_id));
 		break;
 	case PROF_EV_FORK:
-		/* A child inherits its parent's maps; maps read at the parent's
-		 * exec lack its libraries, and the child may not live to be read. */
-		if (pr->pend) {
-			struct proc *pp = procs__get(pr->ps, ev->ppid, comm, ev->cgroup_id);
-
-			if (pp && pp->own_maps && !pp->maps_gap_ns)
-				procs__refresh(pr->ps, pp, true, false);
-		}
+		/* (procs__fork reads a parent's maps again if they date from
+		 * its exec: the child borrows them and may not live to be read.) */
 		procs__fork(pr->ps, ev->tgid, ev->ppid, comm, ev->cgroup_id);
 		break;
 	case PROF_EV_EXIT:
@@ -399,6 +393,12 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 	 * the offset read now files them, so a clock step misfiles at most
 	 * the samples of one poll wait around it. */
 	wallclock__refresh(&pr->wc);
+	{
+		int due = procs__reread_due(pr->ps, now_mono_ns());
+
+		if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
+			timeout_ms = due;
+	}
 	n = sampler__poll(pr->s, timeout_ms);
 	/* offcpu records wake no one: they are picked up with the samples. */
 	if (pr->oc && n >= 0) {

@@ -23,9 +23,13 @@
  * allocation per mapping. */
 static char anon_path[] = "";
 
+#define REREAD_QUEUE 256 /* execs within PROCS_REREAD_NS; more are not re-read early */
+
 struct procs {
 	struct procs_opts o;
 	struct hmap pids; /* pid -> struct proc * */
+	pid_t rq[REREAD_QUEUE]; /* execs waiting for their second maps read, oldest first */
+	size_t rq_head, rq_len;
 	int64_t gc_ns;
 	uint64_t pm_tokens; /* perf map requests so far */
 };
@@ -274,6 +278,7 @@ static void proc__read_maps(struct procs *ps, struct proc *p)
 	struct maps *m = read_maps(p->pid);
 
 	p->maps_ns = now_mono_ns();
+	p->reread_ns = 0;
 	if (!m)
 		return; /* keep what we had (inherited or older) */
 	maps__put(p->maps);
@@ -333,6 +338,26 @@ void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_
 	proc__drop_perfmap(ps, p);
 	p->maps_gap_ns = 0;
 	proc__read_maps(ps, p);
+	if (ps->rq_len < REREAD_QUEUE) {
+		ps->rq[(ps->rq_head + ps->rq_len++) % REREAD_QUEUE] = pid;
+		p->reread_ns = p->maps_ns + PROCS_REREAD_NS;
+	}
+}
+
+int procs__reread_due(struct procs *ps, int64_t now_ns)
+{
+	while (ps->rq_len) {
+		struct proc *p = hmap__get(&ps->pids, (uint64_t)ps->rq[ps->rq_head] + 1);
+
+		if (p && p->reread_ns && !p->exit_ns) {
+			if (now_ns < p->reread_ns)
+				return (int)((p->reread_ns - now_ns + 999999) / 1000000);
+			proc__read_maps(ps, p);
+		}
+		ps->rq_head = (ps->rq_head + 1) % REREAD_QUEUE;
+		ps->rq_len--;
+	}
+	return -1;
 }
 
 void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint64_t cgroup_id)
@@ -348,6 +373,10 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 	 * copies of it until they exec, so they need no /proc reads. */
 	if (!parent)
 		parent = procs__get(ps, ppid, NULL, cgroup_id);
+	/* A parent still on the maps of its exec is past ld.so now (it
+	 * runs code that forks): read them before the child borrows them. */
+	if (parent && parent->reread_ns && !parent->exit_ns)
+		proc__read_maps(ps, parent);
 	p = proc__new(ps, pid);
 	if (!p)
 		return;

@@ -45,6 +45,7 @@ struct proc {
 	int64_t maps_gap_ns;         /* wait at least this long before re-reading */
 	int64_t exit_ns;             /* 0 while alive */
 	bool own_maps;               /* read from its own /proc (not inherited) */
+	int64_t reread_ns;           /* maps read at exec: read again then (0: no) */
 };
 
 struct procs;
@@ -89,6 +90,16 @@ void procs__collect(struct procs *ps);
 
 /* Drops processes that exited more than the grace period ago. */
 void procs__gc(struct procs *ps);
+
+/*
+ * Maps read at exec predate the libraries ld.so maps next; a process that
+ * lives 50 ms may be gone before a sample asks for them again. So each
+ * exec schedules one more read PROCS_REREAD_NS later: this does the reads
+ * that are due and returns the milliseconds until the next one (-1: none),
+ * for the caller's poll timeout. Sampler thread.
+ */
+#define PROCS_REREAD_NS (10 * 1000000LL)
+int procs__reread_due(struct procs *ps, int64_t now_ns);
 
 /* Processes tracked (alive or in their grace period). */
 size_t procs__count(struct procs *ps);

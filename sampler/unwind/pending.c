@@ -75,6 +75,8 @@ struct walk_ctx {
 	struct proc *p;
 	const struct vma *need; /* a file never requested: ask, then retry */
 	bool unmapped;          /* an address our copy of the maps lacks */
+	bool final;             /* our maps were read after the sample (or the
+				 * process is gone): what they lack is unmapped */
 };
 
 /* Under the unwinder's lock. */
@@ -84,8 +86,11 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 	struct vma *v = procs__vma(c->pq->ps, c->p, addr);
 
 	/* Maps read at exec lack the libraries mapped since: wait for a
-	 * fresh read rather than call the address unmapped. */
+	 * fresh read rather than call the address unmapped; after one, it
+	 * is (the walk ends "outside mappings" rather than wait for good). */
 	if (!v) {
+		if (c->final)
+			return -1;
 		c->unmapped = true;
 		m->kind = TWIN_WAIT;
 		return 0;
@@ -112,7 +117,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 	struct prof_sample_ev *o = pq->out;
 	size_t head = offsetof(struct prof_sample_ev, ustack);
 	struct twin_mem mem = { .base = ev->uregs[1], .buf = ev->ustack, .len = ev->ustack_len };
-	struct walk_ctx c = { pq, p, NULL };
+	struct walk_ctx c = { pq, p, NULL, false, false };
 	bool refreshed = false;
 	int n = ev->nuser, end = PROF_UE_PENDING;
 
@@ -137,6 +142,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		n = ev->nuser;
 		c.need = NULL;
 		c.unmapped = false;
+		c.final = p->exit_ns || p->maps_ns >= (int64_t)ev->time_ns;
 		unwinder__lock(pq->u);
 		end = twin__walk(&r, &mem, map_fn, &c, o->frames + o->nkern, &n, PROF_MAX_FRAMES);
 		unwinder__unlock(pq->u);
