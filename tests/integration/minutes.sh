@@ -167,6 +167,14 @@ check_count() { # what got thread_cpu_s nominal_s hz
 		fail "$what: $got samples, want $want +-$tol (thread CPU ${cpu}s x $hz Hz)"
 	((full)) || log "note: $what: the thread got ${cpu}s of CPU in ${nom}s (busy host): nominal figure not checked"
 }
+check_bounds() { # what profile.pb minute: time_nanos/duration_nanos are the minute's
+	local tn dn
+	tn=$(pb_decode <"$2" | awk '$1 == "time_nanos:" { print $2 }')
+	dn=$(pb_decode <"$2" | awk '$1 == "duration_nanos:" { print $2 }')
+	[[ $tn == "${3}000000000" && $dn == 60000000000 ]] &&
+		ok "$1 $(minute "$3"): time_nanos/duration_nanos are the minute's bounds" ||
+		fail "$1 $(minute "$3"): time_nanos $tn duration_nanos $dn"
+}
 for key in 53-19 53-99 07-19 07-99; do
 	mp=${MP[$key]} hz=${key#*-}
 	sel=$mp/cpu/pid=$WPID
@@ -184,11 +192,7 @@ for key in 53-19 53-99 07-19 07-99; do
 				ok "phase :${key%-*} ${hz}Hz: a complete minute holds <= 60 x Hz x 1.02" ||
 				fail "phase :${key%-*} ${hz}Hz: $got samples in one minute of one thread > 60 x $hz x 1.02"
 		fi
-		tn=$(pb_decode <"$f" | awk '$1 == "time_nanos:" { print $2 }')
-		dn=$(pb_decode <"$f" | awk '$1 == "duration_nanos:" { print $2 }')
-		[[ $tn == "${m}000000000" && $dn == 60000000000 ]] &&
-			ok "phase :${key%-*} ${hz}Hz $(minute $m): time_nanos/duration_nanos are the minute's bounds" ||
-			fail "phase :${key%-*} ${hz}Hz $(minute $m): time_nanos $tn duration_nanos $dn"
+		check_bounds "phase :${key%-*} ${hz}Hz" "$f" "$m"
 	done
 	M2=$(minute $((N + 120)))
 	# The thread's last instants (it stops at second 0 and exits) may
@@ -220,11 +224,7 @@ for k in -1 0 1; do
 	else
 		within "$got" 58.8 60.1 && ok "offcpu $(minute $m): ${got}s off CPU of a 60 s minute (-2%, +0.1 s)" ||
 			fail "offcpu $(minute $m): ${got}s off CPU, want 58.8-60.1 s"
-		tn=$(pb_decode <"$f" | awk '$1 == "time_nanos:" { print $2 }')
-		dn=$(pb_decode <"$f" | awk '$1 == "duration_nanos:" { print $2 }')
-		[[ $tn == "${m}000000000" && $dn == 60000000000 ]] &&
-			ok "offcpu $(minute $m): time_nanos/duration_nanos are the minute's bounds" ||
-			fail "offcpu $(minute $m): time_nanos $tn duration_nanos $dn"
+		check_bounds offcpu "$f" "$m"
 	fi
 done
 finish
