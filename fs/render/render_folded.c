@@ -5,137 +5,230 @@
  * Each sample becomes one line "root;...;leaf"; samples whose lines are
  * equal (they differ only in labels the text does not show, e.g. pid) are
  * summed. Lines are sorted by the stack text in byte order, so the output
- * is deterministic and diff-able.
+ * is deterministic and diff-able (see struct fline for how, cheaply).
  */
 #include "fs/render/render.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "render_int.h"
 
+/*
+ * Lines are sequences of frame-name ids, not text: sorting 40k long lines
+ * by memcmp over shared prefixes was most of a render. The order is still
+ * exactly the byte order of the text lines ("a;b;c"): two lines first
+ * differ in some frame, and there the text compares the name followed by
+ * ';' (or by the end of the line, for a line's last frame), since no name
+ * holds a ';'. So every name gets two ranks in one byte-ordered list of
+ * keys: "name;" (a frame with more after it) and "name" (the last frame);
+ * lines compare rank by rank, integers only.
+ */
 struct fline {
-	size_t off;   /* into the text buffer */
-	uint32_t len;
+	size_t off;   /* into flines.ids */
+	uint32_t len; /* frames, >= 1 */
 	int64_t v[2]; /* per side */
 };
 
 struct flines {
-	struct buf text; /* stack texts, back to back, no separators */
+	struct frametab ft; /* names of every side (the first side's table) */
+	bool have_ft;
+	uint32_t *ids;      /* lines' frames, back to back */
+	size_t nids, cap_ids;
 	struct fline *v;
 	size_t n, cap;
+	uint32_t *rank; /* per name id: [2 id] as "name;", [2 id + 1] as "name" */
 };
+
+struct rank_key {
+	const struct frametab *ft;
+	uint32_t id, end; /* end: the line's last frame (no ';' after it) */
+};
+
+/* Byte order of name + (end ? "" : ";"). */
+static int key_cmp(const void *a, const void *b)
+{
+	const struct rank_key *x = a, *y = b;
+	const unsigned char *sx = (const unsigned char *)frametab__name(x->ft, x->id);
+	const unsigned char *sy = (const unsigned char *)frametab__name(y->ft, y->id);
+	uint32_t lx = x->ft->len[x->id], ly = y->ft->len[y->id];
+	uint32_t n = lx < ly ? lx : ly;
+	int c = memcmp(sx, sy, n), tx, ty;
+
+	if (c)
+		return c;
+	/* The byte after the common part, -1 for the end of the key. */
+	tx = lx > n ? sx[n] : x->end ? -1 : ';';
+	ty = ly > n ? sy[n] : y->end ? -1 : ';';
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	/* Equal keys come from one name (ids are unique per name). */
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+static int flines_rank(struct flines *fl)
+{
+	uint32_t n = fl->ft.nnames;
+	struct rank_key *k = malloc((size_t)n * 2 * sizeof(*k) + 1);
+
+	fl->rank = malloc((size_t)n * 2 * sizeof(*fl->rank) + 1);
+	if (!k || !fl->rank) {
+		free(k);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < 2 * n; i++)
+		k[i] = (struct rank_key){ &fl->ft, i / 2, i & 1 };
+	qsort(k, (size_t)n * 2, sizeof(*k), key_cmp);
+	for (uint32_t i = 0; i < 2 * n; i++)
+		fl->rank[2 * k[i].id + k[i].end] = i;
+	free(k);
+	return 0;
+}
 
 /* qsort_r, not qsort with a global: renders run on many FUSE threads. */
 static int fline_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct fline *x = a, *y = b;
-	const char *sort_base = ctx;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(sort_base + x->off, sort_base + y->off, n);
+	const struct flines *fl = ctx;
+	const uint32_t *ix = fl->ids + x->off, *iy = fl->ids + y->off;
 
-	if (c)
-		return c;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	/* Equal texts: keep the order stable-ish for determinism. */
-	return x->off < y->off ? -1 : x->off > y->off;
+	for (uint32_t i = 0;; i++) {
+		uint32_t rx = fl->rank[2 * ix[i] + (i + 1 == x->len)];
+		uint32_t ry = fl->rank[2 * iy[i] + (i + 1 == y->len)];
+
+		if (rx != ry)
+			return rx < ry ? -1 : 1;
+		if (i + 1 == x->len) /* both end here: equal lines */
+			return (x->off > y->off) - (x->off < y->off);
+	}
+}
+
+static bool fline_eq(const struct flines *fl, const struct fline *a, const struct fline *b)
+{
+	return a->len == b->len && !memcmp(fl->ids + a->off, fl->ids + b->off, a->len * sizeof(*fl->ids));
 }
 
 /* Appends every sample of p with a non-zero count (render__count_unit's
  * value, undivided: lines are summed first, then divided) to fl, counted
- * on side `side`. */
+ * on side `side`. The first call builds fl->ft from p; later ones map
+ * their names into it. */
 static int flines_add(struct flines *fl, const struct profile *p, int side)
 {
-	struct frametab ft;
+	struct frametab own, *ft = &own;
 	struct count_unit cu;
-	uint32_t *ids = NULL, cap = 0;
+	uint32_t *ids = NULL, *map = NULL, cap = 0, nmap = 0, cap_map = 0;
 	uint32_t vi;
 	int rc;
 
 	render__count_unit(p, &cu);
 	vi = cu.vi;
-	rc = frametab__build(&ft, p);
+	if (!fl->have_ft) {
+		ft = &fl->ft;
+		fl->have_ft = true;
+		rc = frametab__build(ft, p);
+	} else {
+		rc = frametab__build(&own, p);
+	}
 	if (rc)
 		goto out;
 	for (uint32_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];
 		int64_t v = p->nvalues ? s->values[vi] : 0;
-		size_t start = fl->text.len;
 		int n;
 
 		if (!v)
 			continue;
-		n = frametab__stack(&ft, p, s, true, &ids, &cap);
+		n = frametab__stack(ft, p, s, true, &ids, &cap);
 		if (n < 0) {
 			rc = n;
 			goto out;
 		}
-		for (int k = 0; k < n; k++) {
-			if (k)
-				buf__put(&fl->text, ";", 1);
-			buf__puts(&fl->text, frametab__name(&ft, ids[k]));
-		}
-		if (fl->text.err) {
-			rc = fl->text.err;
+		if (GROW(fl->ids, &fl->cap_ids, fl->nids + n) || GROW(fl->v, &fl->cap, fl->n + 1) ||
+		    (ft == &own && GROW(map, &cap_map, own.nnames))) {
+			rc = -ENOMEM;
 			goto out;
 		}
-		if (fl->n == fl->cap) {
-			size_t nc = fl->cap ? fl->cap * 2 : 1024;
-			struct fline *nv = realloc(fl->v, nc * sizeof(*nv));
+		/* own grows as frametab__stack interns comm labels */
+		for (; ft == &own && nmap < own.nnames; nmap++)
+			map[nmap] = UINT32_MAX;
+		for (int k = 0; k < n; k++) {
+			uint32_t id = ids[k];
 
-			if (!nv) {
-				rc = -ENOMEM;
-				goto out;
+			if (ft == &own) { /* into the first side's names */
+				if (map[id] == UINT32_MAX)
+					map[id] = frametab__intern(&fl->ft, frametab__name(&own, id), own.len[id]);
+				if (map[id] == UINT32_MAX) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				id = map[id];
 			}
-			fl->v = nv;
-			fl->cap = nc;
+			fl->ids[fl->nids + k] = id;
 		}
-		fl->v[fl->n] = (struct fline){ .off = start, .len = (uint32_t)(fl->text.len - start) };
+		fl->v[fl->n] = (struct fline){ .off = fl->nids, .len = (uint32_t)n };
 		fl->v[fl->n].v[side] = v;
+		fl->nids += n;
 		fl->n++;
 	}
 	rc = 0;
 out:
 	free(ids);
-	frametab__free(&ft);
+	free(map);
+	if (ft == &own)
+		frametab__free(&own);
 	return rc;
 }
 
-/* Sorts and sums equal stacks in place; returns the new count. */
-static size_t flines_merge(struct flines *fl)
+/* Sorts and sums equal stacks in place; returns the new count, or -ENOMEM. */
+static long flines_merge(struct flines *fl)
 {
 	size_t w = 0;
 
 	if (!fl->n)
 		return 0;
-	qsort_r(fl->v, fl->n, sizeof(*fl->v), fline_cmp, fl->text.data);
+	if (flines_rank(fl))
+		return -ENOMEM;
+	qsort_r(fl->v, fl->n, sizeof(*fl->v), fline_cmp, fl);
 	for (size_t r = 1; r < fl->n; r++) {
 		struct fline *a = &fl->v[w], *b = &fl->v[r];
 
-		if (a->len == b->len && !memcmp(fl->text.data + a->off, fl->text.data + b->off, a->len)) {
+		if (fline_eq(fl, a, b)) {
 			a->v[0] += b->v[0];
 			a->v[1] += b->v[1];
 		} else {
 			fl->v[++w] = *b;
 		}
 	}
-	return w + 1;
+	return (long)(w + 1);
+}
+
+static void flines_put(const struct flines *fl, const struct fline *l, struct buf *out)
+{
+	for (uint32_t k = 0; k < l->len; k++) {
+		uint32_t id = fl->ids[l->off + k];
+
+		if (k)
+			buf__put(out, ";", 1);
+		buf__put(out, frametab__name(&fl->ft, id), fl->ft.len[id]);
+	}
 }
 
 static void flines_free(struct flines *fl)
 {
-	buf__free(&fl->text);
+	frametab__free(&fl->ft);
+	free(fl->ids);
 	free(fl->v);
+	free(fl->rank);
 }
 
 int render__folded(const struct profile *p, struct buf *out)
 {
 	struct flines fl = { 0 };
 	struct count_unit cu;
-	size_t n;
+	long n;
 	int rc;
 
 	render__count_unit(p, &cu);
@@ -143,12 +236,16 @@ int render__folded(const struct profile *p, struct buf *out)
 	if (rc)
 		goto out;
 	n = flines_merge(&fl);
-	for (size_t i = 0; i < n; i++) {
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
+	}
+	for (long i = 0; i < n; i++) {
 		int64_t v = render__count(&cu, fl.v[i].v[0]);
 
 		if (v <= 0)
 			continue;
-		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
+		flines_put(&fl, &fl.v[i], out);
 		buf__printf(out, " %" PRId64 "\n", v);
 	}
 	rc = out->err;
@@ -162,7 +259,7 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 {
 	struct flines fl = { 0 };
 	struct count_unit ca, cb;
-	size_t n;
+	long n;
 	int rc;
 
 	/* Both sides of a diff have one type, so one unit. */
@@ -174,12 +271,16 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 	if (rc)
 		goto out;
 	n = flines_merge(&fl);
-	for (size_t i = 0; i < n; i++) {
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
+	}
+	for (long i = 0; i < n; i++) {
 		int64_t va = render__count(&ca, fl.v[i].v[0]), vb = render__count(&cb, fl.v[i].v[1]);
 
 		if (!va && !vb)
 			continue;
-		buf__put(out, fl.text.data + fl.v[i].off, fl.v[i].len);
+		flines_put(&fl, &fl.v[i], out);
 		buf__printf(out, " %" PRId64 " %" PRId64 "\n", va, vb);
 	}
 	rc = out->err;

@@ -190,12 +190,69 @@ static int count(const char *hay, const char *needle)
 	return n;
 }
 
+/* folded.txt is sorted by ranks of frame names, not by text: random
+ * stacks over names that are prefixes of one another, followed by bytes
+ * below and above ';' (' ', ':', '<', 'b'), must still come out in byte
+ * order, every line once, the counts summed. */
+static void folded_order(void)
+{
+	static const char *const names[] = { "a", "a:b", "a b", "ab", "a;c", "b", "a<", "", "zz", "a:" };
+	const int nn = sizeof(names) / sizeof(names[0]);
+	const char *types[] = { "samples", "cpu" }, *units[] = { "count", "nanoseconds" };
+	struct profile *p = profile__new();
+	struct prof_mapping m = { .start = 0x400000, .limit = 0x500000,
+				  .file = profile__intern_str(p, "/usr/bin/x"), .has_functions = true };
+	uint64_t map, loc[10], stack[6], total = 0, seed = 42, sum = 0;
+	struct buf out = { 0 };
+	int sorted = 1, lines = 0;
+	const char *prev = NULL, *l;
+
+	profile__set_value_types(p, 2, types, units);
+	map = profile__add_mapping(p, &m);
+	for (int i = 0; i < nn; i++)
+		loc[i] = fn_loc(p, map, names[i], 0x401000 + 16 * i);
+	for (int i = 0; i < 3000; i++) {
+		uint32_t d = 1;
+
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		d += (seed >> 33) % 6;
+		for (uint32_t k = 0; k < d; k++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			stack[k] = loc[(seed >> 33) % nn];
+		}
+		add(p, (seed >> 40) & 1 ? "x" : "x:", NULL, 1 + (int64_t)(i % 3), d, stack);
+		total += 1 + i % 3;
+	}
+	CHECK(render__folded(p, &out) == 0, "folded of 3000 random stacks over prefix names");
+	for (l = out.data; l && *l; l = strchr(l, '\n') + 1) {
+		const char *e = strchr(l, '\n'), *sp = e;
+
+		while (sp > l && *sp != ' ')
+			sp--;
+		sum += strtoull(sp + 1, NULL, 10);
+		if (prev) {
+			size_t lp = (size_t)(strrchr(prev, ' ') - prev), lc = (size_t)(sp - l);
+			int c = memcmp(prev, l, lp < lc ? lp : lc);
+
+			if (c > 0 || (c == 0 && lp >= lc))
+				sorted = 0; /* out of order, or a line twice */
+		}
+		prev = l;
+		lines++;
+	}
+	CHECK(sorted && sum == total, "%d lines in strict byte order of their text, counts sum to %llu (%llu)",
+	      lines, (unsigned long long)sum, (unsigned long long)total);
+	buf__free(&out);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct profile *a = build(1), *b = build(2), *d = NULL;
 	struct buf f1 = { 0 }, f2 = { 0 }, t = { 0 }, fd = { 0 }, s1 = { 0 }, s2 = { 0 }, sd = { 0 }, td = { 0 };
 	long long flat, cum;
 
+	folded_order();
 	/* folded.txt */
 	CHECK(render__folded(a, &f1) == 0, "render folded");
 	CHECK(f1.data && !strcmp(f1.data, expect_folded), "folded output is exactly as worked out:\n%s", f1.data);
