@@ -30,6 +30,27 @@ render_rows() {
 	echo "| $l: in-process parts: render__folded | $(v ${p}_in_folded_first_ms) | $(v ${p}_in_folded_median_ms) | |"
 }
 
+# Sections of other scripts kept between runs: each sits between
+# "<!-- section:NAME -->" and "<!-- end:NAME -->" in BENCHMARKS.md. A run
+# that measured NAME writes its fresh section (notes written by hand into
+# the old one go with the old figures); one that did not (SKIP_EXTRA=1, or
+# a section no script writes, e.g. compare.sh's) carries the old one over.
+PREV_SECTIONS=()
+if [[ -f $OUT ]]; then
+	mkdir -p "$W/prev"
+	awk -v d="$W/prev" '
+		/^<!-- section:[a-z0-9_-]+ -->$/ { n = $2; sub(/^section:/, "", n); f = d "/" n ".md"; printf "" > f; next }
+		/^<!-- end:[a-z0-9_-]+ -->$/ { close(f); f = ""; next }
+		f != "" { print >> f }' "$OUT"
+	for f in "$W"/prev/*.md; do [[ -e $f ]] && PREV_SECTIONS+=("$(basename "$f" .md)"); done
+fi
+section() { # NAME FILE
+	echo
+	echo "<!-- section:$1 -->"
+	cat "$2"
+	echo "<!-- end:$1 -->"
+}
+
 {
 cat <<EOF
 # proffs benchmarks
@@ -207,7 +228,10 @@ if [[ -f $ROOT/scripts/bench/NOTES.md ]]; then
 	cat "$ROOT/scripts/bench/NOTES.md"
 fi
 for n in "${EXTRA[@]}"; do
-	echo
-	cat "$W/extra.$n.md"
+	section "$n" "$W/extra.$n.md"
 done
-} > "$OUT"
+for n in "${PREV_SECTIONS[@]}"; do
+	[[ " ${EXTRA[*]} " == *" $n "* ]] && continue
+	section "$n" "$W/prev/$n.md"
+done
+} > "$OUT.new" && mv "$OUT.new" "$OUT"

@@ -8,7 +8,9 @@
 # minutes. Env: BUILD (default build), BENCH_DIR (scratch, default a fresh
 # mktemp -d under /var/tmp, removed at the end unless KEEP=1), OUT (default
 # $ROOT/BENCHMARKS.md), SKIP_DAY=1 / SKIP_MOUNT=1 / SKIP_EXTRA=1 (the other
-# scripts/bench/*.sh, e.g. sampler.sh) to leave parts out,
+# scripts/bench/*.sh, e.g. sampler.sh) to leave parts out, ONLY_EXTRA="unwind
+# memory" to run only those of them (sections not run are carried over
+# from the BENCHMARKS.md being rewritten: report.sh),
 # PERF=0 to skip the perf profiles of renders and ingest put in the report,
 # REPORT_ONLY=1 (with the BENCH_DIR of a KEEP=1 run) to rewrite the report.
 set -euo pipefail
@@ -184,6 +186,7 @@ for f in "$ROOT"/scripts/bench/*.sh; do
 	case $n in run|lib|mount|report|compare) continue ;; esac
 	[[ -x $f ]] || continue
 	[[ ${SKIP_EXTRA:-0} = 1 ]] && continue
+	[[ -z ${ONLY_EXTRA:-} || " $ONLY_EXTRA " == *" $n "* ]] || continue
 	log "running scripts/bench/$n.sh"
 	rc=0
 	BUILD=$BUILD "$f" > "$W/extra.$n.md" 2> "$W/extra.$n.err" || rc=$?
