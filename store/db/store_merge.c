@@ -82,15 +82,16 @@ struct mctx {
 	uint64_t *locpool;
 	size_t npool, cappool;
 	struct u64map ser;   /* series -> label set index */
-	struct u64map lsidx; /* (comm sid << 32 | pid sid) -> label set index */
-	struct prof_label (*lab)[2];
+	struct hidx lsidx;   /* (comm, pid, state) sids -> label set index */
+	uint32_t (*lskey)[3]; /* per label set: its (comm, pid, state) sids */
+	struct prof_label (*lab)[3];
 	uint8_t *nlab;
 	size_t nls, caplab;
 	struct u64map agg; /* (label set << 32 | stack) -> entry */
 	uint64_t *akey;
 	int64_t *aval;
 	size_t nagg, capagg;
-	uint32_t comm_key, pid_key; /* store sids */
+	uint32_t comm_key, pid_key, state_key; /* store sids (0: not in this store) */
 	void *zd;                   /* ZSTD_DCtx for this call */
 	uint8_t *rbuf;              /* one symbol record (symcache__read) */
 	size_t rcap;
@@ -270,12 +271,20 @@ static bool m_want(void *ctx, uint32_t series)
 	return series_set__has(m->ss, series);
 }
 
-/* Label set of a series: its comm and pid. */
+static bool lskey_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct mctx *m = ctx;
+
+	return !memcmp(m->lskey[idx], key, sizeof(m->lskey[idx]));
+}
+
+/* Label set of a series: its comm and pid, and offcpu's state (the
+ * sample labels pprof filters on: -tagfocus state=disk). */
 static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 {
 	struct series_rec r;
-	uint32_t comm = 0, pid = 0;
-	uint64_t v, lk;
+	uint32_t comm = 0, pid = 0, state = 0, key[3], idx;
+	uint64_t v, h;
 	int rc;
 
 	if (u64map__get(&m->ser, series, &v)) {
@@ -291,15 +300,24 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 			comm = vs;
 		else if (ns && ns == m->pid_key)
 			pid = vs;
+		else if (ns && ns == m->state_key)
+			state = vs;
 	}
-	lk = (uint64_t)comm << 32 | pid;
-	if (!u64map__get(&m->lsidx, lk, &v)) {
+	key[0] = comm;
+	key[1] = pid;
+	key[2] = state;
+	h = hash64(key, sizeof(key), 0x15e7);
+	idx = hidx__find(&m->lsidx, h, lskey_eq, m, key);
+	if (idx != UINT32_MAX) {
+		v = idx;
+	} else {
 		uint8_t n = 0;
+		size_t cap = m->caplab, cap2 = m->caplab; /* lab, lskey and nlab grow in step */
 
-		size_t cap = m->caplab; /* lab and nlab grow in step */
-
-		if (GROW(m->lab, &cap, m->nls + 1) || GROW(m->nlab, &m->caplab, m->nls + 1))
+		if (GROW(m->lab, &cap, m->nls + 1) || GROW(m->lskey, &cap2, m->nls + 1) ||
+		    GROW(m->nlab, &m->caplab, m->nls + 1))
 			return -ENOMEM;
+		memcpy(m->lskey[m->nls], key, sizeof(key));
 		/* An empty value cannot be a string label: left out. */
 		if (comm) {
 			m->lab[m->nls][n] = (struct prof_label){ 0 };
@@ -315,9 +333,16 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 				return rc;
 			n++;
 		}
+		if (state) {
+			m->lab[m->nls][n] = (struct prof_label){ 0 };
+			if ((rc = m_str(m, m->state_key, &m->lab[m->nls][n].key)) ||
+			    (rc = m_str(m, state, &m->lab[m->nls][n].str)))
+				return rc;
+			n++;
+		}
 		m->nlab[m->nls] = n;
 		v = m->nls++;
-		if ((rc = u64map__put(&m->lsidx, lk, v)))
+		if ((rc = hidx__insert(&m->lsidx, h, (uint32_t)v)))
 			return rc;
 	}
 	*ls = (uint32_t)v;
@@ -498,7 +523,8 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	    (rc = idmap_init(&m.stk, s, m.txn, DB_STACK)))
 		goto out;
 	if ((rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "comm", 4, &m.comm_key)) ||
-	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)))
+	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)) ||
+	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "state", 5, &m.state_key)))
 		goto out;
 
 	if (snap__type(sel->type) && !(m.snap = snap__new(t.nvalues))) {
@@ -589,7 +615,8 @@ out:
 	idmap_free(&m.map);
 	idmap_free(&m.loc);
 	u64map__free(&m.ser);
-	u64map__free(&m.lsidx);
+	hidx__free(&m.lsidx);
+	free(m.lskey);
 	u64map__free(&m.agg);
 	free(m.spath);
 	idmap_free(&m.stk);

@@ -133,6 +133,11 @@ types=$(awk '/^sample_type/ { getline a; getline b; print a, b }' "$WORK/sleeper
 strs=$(grep '^string_table' "$WORK/sleeper.txt" | sed -n '2,5p' | tr '\n' ' ')
 [[ $types == " type: 1 unit: 2; type: 3 unit: 4;" && $strs == 'string_table: "events" string_table: "count" string_table: "offcpu" string_table: "nanoseconds" ' ]] &&
 	ok "profile.pb: sample types events/count, offcpu/nanoseconds" || fail "profile.pb: sample types '$types' '$strs'"
+# state is a pprof sample label too: pprof -tags lists it, -tagfocus narrows.
+HOME=$WORK go tool pprof -tags -sample_index=offcpu "$pbw" >"$WORK/sleeper.tags" 2>/dev/null
+grep -Eq '^ *state:' "$WORK/sleeper.tags" && grep -Eq '[0-9.]+%.*sleep' "$WORK/sleeper.tags" &&
+	ok "profile.pb: samples carry the state label (pprof -tags: $(grep -A3 'state:' "$WORK/sleeper.tags" | tr -s ' \n' ' '))" ||
+	{ fail "profile.pb: no state label on samples"; cat "$WORK/sleeper.tags"; }
 HOME=$WORK PPROF_BINARY_PATH=/nonexistent go tool pprof -top -nodefraction=0 -sample_index=offcpu "$pbw" >"$WORK/sleeper.top" 2>"$WORK/pprof.err" ||
 	{ cat "$WORK/pprof.err"; fail "go tool pprof -top failed"; }
 pl=$(awk '$6 == "waitLong" { print $4 }' "$WORK/sleeper.top"); psh=$(awk '$6 == "waitShort" { print $4 }' "$WORK/sleeper.top")
