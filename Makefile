@@ -43,7 +43,7 @@ PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs fuse3 libbpf))$(PKG_L
 DEFS    := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DPROFFS_VERSION='"$(VERSION)"'
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PROFFS_CFLAGS = -std=gnu11 $(WARN) $(DEFS) $(SANFLAGS) -I. -I$(BUILD) $(PKG_CFLAGS)
-LDLIBS  = $(PKG_LIBS) -ldw -lelf -lz -lzstd -llmdb -lprotobuf-c -lcurl -lpthread -lm
+LDLIBS  = $(PKG_LIBS) -ldw -lelf -lz -lzstd -llmdb -lprotobuf-c -lpthread -lm
 LDFLAGS += $(SANFLAGS)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -138,7 +138,7 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) 
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
-	sampler/unwind/table.c sampler/unwind/twin.c
+	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)

@@ -20,7 +20,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include <curl/curl.h>
+#include "sampler/http/curl_lazy.h"
 
 #include "sampler/push/push.h"
 #include "store/util/prom.h"
@@ -428,6 +428,8 @@ int pusher__start(struct pusher **out, struct store *s, const struct pusher_opts
 
 	if (!o->url || !*o->url)
 		return -EINVAL;
+	if (curl_lazy__load())
+		return -ELIBACC;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT))
 		return -ENOMEM;
 	p = calloc(1, sizeof(*p));

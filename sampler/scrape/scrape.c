@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
+#include "sampler/http/curl_lazy.h"
 
 #include "sampler/scrape/scrape.h"
 #include "store/profile/pprof.h"
@@ -318,6 +318,10 @@ struct scraper *scraper__new(const struct scrape_opts *o)
 	if (!s->o.max_body)
 		s->o.max_body = SCRAPE_MAX_BODY;
 	pthread_mutex_init(&s->mu, NULL);
+	if (curl_lazy__load()) {
+		err = ELIBACC;
+		goto fail;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		err = EIO;
 		goto fail;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
+#include "sampler/http/curl_lazy.h"
 
 #include "sampler/scrape/scrape.h"
 
@@ -33,6 +33,11 @@ int scrape_target__parse(const char *spec, struct scrape_target *t, char *err, s
 	int rc = -EINVAL;
 
 	memset(t, 0, sizeof(*t));
+	/* Before any exit through out: its curl_free calls need libcurl. */
+	if (curl_lazy__load()) {
+		snprintf(err, errsz, "libcurl cannot be loaded");
+		return -ELIBACC;
+	}
 	if (!strncmp(spec, "job=", 4)) {
 		const char *at = strchr(spec + 4, '@');
 

@@ -55,4 +55,9 @@ for cmd in run mount import cat check version; do
 	[[ $rc == 0 && -s $T/out && ! -s $T/err ]] && ok "$cmd --help: exit 0, usage on stdout" ||
 		fail "$cmd --help: exit $rc"
 done
+# libcurl (and its 28 libraries) is mapped on first use, not at start-up.
+if command -v ldd >/dev/null; then
+	ldd "$PROFFS" | grep -q libcurl && fail "proffs links libcurl at start-up: $(ldd "$PROFFS" | wc -l) libraries" ||
+		ok "proffs starts without libcurl ($(ldd "$PROFFS" | wc -l) libraries)"
+fi
 finish
