@@ -100,6 +100,10 @@ static int rd(const struct img *im, uint64_t vaddr, void *buf, size_t n)
 	return pread(im->fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -EINVAL;
 }
 
+/* Relocation sections longer than this are not searched (a libpython has
+ * ~40,000 entries): a file cannot make each pointer read cost more. */
+#define MAX_RELA (1u << 20)
+
 /* The addend of a RELATIVE relocation at vaddr, if a RELA section has one. */
 static bool relative_at(const struct img *im, uint64_t vaddr, uint64_t *val)
 {
@@ -118,7 +122,7 @@ static bool relative_at(const struct img *im, uint64_t vaddr, uint64_t *val)
 		    sh.sh_offset > im->fsize || sh.sh_size > im->fsize - sh.sh_offset)
 			continue;
 		d = elf_getdata(scn, NULL);
-		if (!d)
+		if (!d || sh.sh_size / sh.sh_entsize > MAX_RELA)
 			continue;
 		for (size_t i = 0, n = sh.sh_size / sh.sh_entsize; i < n; i++) {
 			GElf_Rela r;

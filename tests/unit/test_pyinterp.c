@@ -4,12 +4,17 @@
  * (sampler/python/layout.c). Files: Debian's /usr/bin/python3.11 (static
  * interpreter, non-PIE, stripped) and pyenv's shared-library builds
  * (lib/libpython3.X.so.1.0) of 3.10.13, 3.11.7, 3.12.1, 3.13.0; a file
- * not installed prints SKIP and why. Non-Python files are refused. */
+ * not installed prints SKIP and why. A copy of libpython3.12 with
+ * tp_members zeroed reads the same table through its relocation.
+ * Non-Python files are refused. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sampler/python/interp.h"
@@ -122,6 +127,40 @@ static void one(const struct file *f, int *ran)
 	close(fd);
 }
 
+/* A shared library's pointers are stored in the file and relocated
+ * (RELATIVE) at load: with PyCode_Type.tp_members zeroed in a copy, the
+ * member table is still found, through the relocation's addend. */
+static void relocated(const char *path)
+{
+	struct pymember m[PYINTERP_MAX_MEMBERS], m2[PYINTERP_MAX_MEMBERS];
+	struct pyinterp pi;
+	uint64_t basic, zero = 0;
+	size_t n = 0, n2 = 0;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), copy = -1, err;
+	off_t at = 0;
+
+	if (fd < 0) {
+		printf("SKIP relocation: %s: %s\n", path, strerror(errno));
+		return;
+	}
+	copy = memfd_create("pyinterp", MFD_CLOEXEC);
+	err = copy < 0 || fstat(fd, &st) || sendfile(copy, fd, &at, st.st_size) != st.st_size ||
+	      pyinterp__read(copy, path, &pi) ||
+	      pyinterp__code_members(copy, &pi, m, PYINTERP_MAX_MEMBERS, &n, &basic) ||
+	      pwrite(copy, &zero, 8, (off_t)pi.code_type_off + 240) != 8;
+	if (!err)
+		err = pyinterp__code_members(copy, &pi, m2, PYINTERP_MAX_MEMBERS, &n2, &basic);
+	for (size_t i = 0; !err && i < n2 && i < n; i++)
+		err = strcmp(m[i].name, m2[i].name) || m[i].offset != m2[i].offset;
+	CHECK(!err && n > 10 && n2 == n,
+	      "%s with tp_members zeroed: the same %zu members through its RELATIVE relocation", path,
+	      n2);
+	if (copy >= 0)
+		close(copy);
+	close(fd);
+}
+
 static void not_python(const char *path, int want)
 {
 	struct pyinterp pi;
@@ -143,6 +182,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		one(&files[i], &ran);
+	relocated("/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0");
 	not_python("/bin/true", -ENOENT);
 	not_python("/root/.pyenv/versions/3.12.1/bin/python3.12", -ENOENT); /* uses libpython */
 	not_python("/root/.pyenv/versions/3.12.1/lib/libpython3.so", -ENOENT);
