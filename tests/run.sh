@@ -83,7 +83,7 @@ for d in build build-san; do
 	fi
 done
 for b in build/tests/test_*; do
-	[[ -x $b && $b != *.d ]] && run_one "unit/$(basename "$b")" "$b"
+	[[ -x $b && $b != *.d ]] && start_job "unit/$(basename "$b")" "$b"
 done
 for b in build-san/tests/test_*; do
 	[[ -x $b && $b != *.d ]] && start_job "san/unit/$(basename "$b")" "$b"
