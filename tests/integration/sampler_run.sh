@@ -19,11 +19,6 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
 PERIOD=$((1000000000 / HZ))
-# These programs are built with frame pointers and this test is about
-# symbols, labels and batches: the kernel's frame-pointer walk serves it.
-# The unwinder (the default) has its own test, sampler_unwind.sh; its
-# deep-recursion marker is a known gap of issue 8 (see the stop notes).
-export PROFFS_UNWIND=fp
 FOLDED_SCALE=$PERIOD # folded.txt counts samples
 TRUTH_SECS=62      # at least 60 s of sampling at 99 Hz...
 TRUTH_CPU=40       # ...and, on a busy host, until truth had 40 s of CPU
