@@ -68,6 +68,8 @@ for i in $(seq "$NBIN"); do
 	printf '%040x' "$i" | xxd -r -p | dd of="$b" bs=1 seek="$off" conv=notrunc status=none
 	"$b" 3 >/dev/null
 	rm -f "$b"
+	# Flat or growing? A figure halfway through the distinct binaries.
+	((i == NBIN / 2)) && mem "after $i distinct binaries"
 done
 ((FORKS > 0)) && wait "${PIDS[-1]}" 2>/dev/null
 sleep "${SETTLE:-12}" # at least one more drain
