@@ -29,16 +29,20 @@ cleanup() {
 trap cleanup EXIT
 log() { printf '# %s\n' "$*" >&2; }
 
+# VmRSS counts the pages of BPF maps the daemon has mmapped (the unwind
+# rows) and memlock counts them again: "RSS+BPF" adds the two minus those
+# pages (their Rss in smaps), so each byte is counted once.
 mem() { # label
-	local rss anon ml=0 m fd
+	local rss anon ml=0 m fd bm
 	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status")
 	anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$DPID/status")
 	for fd in /proc/$DPID/fdinfo/*; do
 		m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null)
 		[[ -n $m ]] && ml=$((ml + m))
 	done
-	printf '%-28s VmRSS %6d KiB  RssAnon %6d KiB  BPF memlock %5d KiB  RSS+BPF %5.1f MiB\n' \
-		"$1" "$rss" "$anon" $((ml / 1024)) "$(awk -v r="$rss" -v m="$ml" 'BEGIN { print (r * 1024 + m) / 1048576 }')"
+	bm=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { b = ($NF == "anon_inode:bpf-map") } b && /^Rss:/ { s += $2 } END { print s + 0 }' "/proc/$DPID/smaps")
+	printf '%-30s VmRSS %6d KiB  RssAnon %6d KiB  BPF memlock %5d KiB  (mmapped, in both: %5d KiB)  RSS+BPF %5.1f MiB\n' \
+		"$1" "$rss" "$anon" $((ml / 1024)) "$bm" "$(awk -v r="$rss" -v m="$ml" -v b="$bm" 'BEGIN { print ((r - b) * 1024 + m) / 1048576 }')"
 }
 
 mkdir -p "$W/mp" "$W/bin"
