@@ -53,18 +53,37 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	run_one old "$WT" "$i"
 	run_one new "$ROOT" "$i"
 done
+# The same work without run.sh (whose steps differ between the commits and
+# shift what runs before a timed step): each build ingests the same
+# synthetic hour (bench_gen, seeded) and renders it in process
+# (bench_render), three rounds alternating.
+H=$(( $(date +%s) / 3600 * 3600 - 3 * 3600 ))
+for ((i = 1; i <= 3; i++)); do
+	for side in old new; do
+		tree=$ROOT
+		[[ $side == old ]] && tree=$WT
+		rm -rf "$W/ab-store"
+		{
+			"$tree/build/tests/bench_gen" hour --start "$H" --store "$W/ab-store" 2>/dev/null |
+				grep -E '^ingest_samples_per_(s|cpu_s)='
+			"$tree/build/tests/bench_render" --store "$W/ab-store" --repeat 5 --from "$H" --to $((H + 3600)) 2>/dev/null |
+				grep -E '^(merge|encode|folded)_median_ms='
+		} | sed 's/^/ab_/; s/per_cpu_s/cpu_per_s/; s/=/ /' >"$W/$side.ab$i.kv"
+	done
+done
 
 echo "## Layout refactor: store and mount figures, $BASE against $(git -C "$ROOT" describe --always --dirty)"
 echo
 echo "Command: \`scripts/bench/compare.sh $BASE $ROUNDS\` ($(date -u +%Y-%m-%dT%H:%MZ), load at end $(cut -d' ' -f1-3 /proc/loadavg));"
 echo "each side is run.sh (SKIP_EXTRA=1 PERF=0) built from its commit, rounds alternating old/new;"
 echo "a value is the median over rounds; noise is the larger spread (max/min - 1) of the two sides' rounds."
+echo "Rows ab_*: the same seeded hour ingested (bench_gen) and rendered in process (bench_render) by each build, 3 rounds."
 echo
 echo "| figure | old | new | new / old | noise | verdict |"
 echo "|---|---:|---:|---:|---:|---|"
 cat "$W"/old.*.kv "$W"/new.*.kv | cut -d' ' -f1 | sort -u | while read -r k; do
-	o=$(grep -h "^$k " "$W"/old.*.kv | cut -d' ' -f2 | sort -g)
-	n=$(grep -h "^$k " "$W"/new.*.kv | cut -d' ' -f2 | sort -g)
+	o=$(grep -h "^$k " "$W"/old.*kv | cut -d' ' -f2 | sort -g)
+	n=$(grep -h "^$k " "$W"/new.*kv | cut -d' ' -f2 | sort -g)
 	[[ -n $o && -n $n ]] || continue
 	awk -v k="$k" -v o="$(echo $o)" -v n="$(echo $n)" 'function med(s, a, c) {
 		c = split(s, a, " "); return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
