@@ -140,7 +140,7 @@ FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
-	sampler/python/linetable.c
+	sampler/python/linetable.c sampler/push/retry_after.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)

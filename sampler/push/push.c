@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "sampler/http/curl_lazy.h"
+#include "sampler/push/retry_after.h"
 
 #include "sampler/push/push.h"
 #include "store/util/prom.h"
@@ -94,14 +95,10 @@ static size_t on_header(char *b, size_t size, size_t n, void *ctx)
 	struct resp *r = ctx;
 	size_t len = size * n;
 
-	if (len > 12 && !strncasecmp(b, "Retry-After:", 12)) {
-		char *end;
-		long v = strtol(b + 12, &end, 10);
+	int64_t v = retry_after__parse(b, len); /* b is not NUL-terminated */
 
-		/* Seconds only; an HTTP date counts as "no hint". */
-		if (end != b + 12 && v >= 0)
-			r->retry_after = v > 3600 ? 3600 : v;
-	}
+	if (v >= 0)
+		r->retry_after = v;
 	return len;
 }
 

@@ -11,6 +11,7 @@
 
 #include "gen/push.pb-c.h"
 #include "sampler/push/push.h"
+#include "sampler/push/retry_after.h"
 #include "store/db/store.h"
 #include "store/profile/pprof.h"
 #include "store/profile/profile.h"
@@ -26,8 +27,42 @@ static const char *label(const struct push_item *it, const char *name)
 	return NULL;
 }
 
+/* Retry-After as libcurl hands header lines over: not NUL-terminated. */
+static void retry_after(void)
+{
+	static const struct {
+		const char *line;
+		int64_t want;
+	} c[] = {
+		{ "Retry-After: 120\r\n", 120 },   { "retry-after:7", 7 },
+		{ "Retry-After: 99999\r\n", RETRY_AFTER_MAX },
+		{ "Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n", -1 },
+		{ "Retry-After: 12abc\r\n", -1 }, { "Retry-After:\r\n", -1 },
+		{ "Content-Type: text/plain\r\n", -1 }, { "Retry-After: -5\r\n", -1 },
+	};
+	int bad = 0;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		size_t n = strlen(c[i].line);
+		char *b = malloc(n + 8);
+
+		/* digits right after the line: a parser reading past it would take them */
+		memcpy(b, c[i].line, n);
+		memcpy(b + n, "1234567", 8);
+		if (retry_after__parse(b, n) != c[i].want) {
+			printf("  '%s' -> %lld, want %lld\n", c[i].line, (long long)retry_after__parse(b, n),
+			       (long long)c[i].want);
+			bad++;
+		}
+		free(b);
+	}
+	CHECK(!bad, "Retry-After lines: seconds read, capped at %d, dates and garbage ignored, nothing read past the line",
+	      RETRY_AFTER_MAX);
+}
+
 int main(void)
 {
+	retry_after();
 	static const char *const types[] = { "samples", "cpu" }, *const units[] = { "count", "nanoseconds" };
 	char dir[] = "/tmp/test_push.XXXXXX", cmd[64];
 	struct store_opts o = { .dir = dir };
