@@ -11,11 +11,11 @@
 # Prints VmRSS, RssAnon and the memlock of the BPF maps (fdinfo), after
 # the churn and after the walk.
 #
-#   scripts/bench/memory.sh [PROFFS [N_BINARIES]]
+#   scripts/bench/memory.sh [PROFFS [N_BINARIES]]   (or NBIN=N in the environment)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PROFFS=${1:-$ROOT/build/proffs}
-NBIN=${2:-200}
+NBIN=${2:-${NBIN:-200}}
 TB=$ROOT/build/tests
 W=$(mktemp -d /tmp/proffs-mem.XXXXXX)
 PIDS=()
