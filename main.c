@@ -1,5 +1,6 @@
 /* main.c - dispatches `proffs SUBCOMMAND`; every subcommand lives in the
  * module it belongs to (see cmd.h). */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,13 @@ int main(int argc, char **argv)
 
 	if (dbg && *dbg && strcmp(dbg, "0"))
 		log_level = LOG_DEBUG;
+	/* Renders allocate and free blocks of MBs from many threads. A fixed
+	 * mmap threshold hands blocks over 256 KiB back at free (glibc's
+	 * default raises the threshold to the largest block freed, keeping
+	 * later ones in the heap), and two arenas bound what idle threads
+	 * hold. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	mallopt(M_ARENA_MAX, 2);
 	if (argc < 2) {
 		fprintf(stderr, "proffs: no command given (run, mount, import, cat, check, version; try --help)\n");
 		return 2;

@@ -93,7 +93,10 @@ for mode in fp tables; do
 	CPU[$mode]=$(awk -v c=$((k1 - k0)) -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')
 	rss=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$D/status"); ml=0
 	for fd in /proc/$D/fdinfo/*; do m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null || true); [[ -n $m ]] && ml=$((ml + m)); done
-	MEM[$mode]="$((rss / 1048576)) MiB RSS + $((ml / 1048576)) MiB maps = $(((rss + ml) / 1048576)) MiB"
+	# The map pages the daemon mmaps (unwind rows, ring buffer) are in
+	# VmRSS and in memlock: count them once.
+	bm=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { b = ($NF == "anon_inode:bpf-map") } b && /^Rss:/ { s += $2 } END { print (s + 0) * 1024 }' "/proc/$D/smaps")
+	MEM[$mode]="$(((rss - bm) / 1048576)) MiB RSS (less $((bm / 1048576)) MiB of mmapped maps) + $((ml / 1048576)) MiB maps = $(((rss - bm + ml) / 1048576)) MiB"
 	sleep 6
 	cp "$W/mp/merged/cpu/pid=$PY/last-5m/folded.txt" "$W/py.$mode" && PYR[$mode]=$(reach "$W/py.$mode") || PYR[$mode]=nan
 	cp "$W/mp/merged/cpu/pid=$GZ/last-5m/folded.txt" "$W/gz.$mode" && GZR[$mode]=$(reach "$W/gz.$mode") || GZR[$mode]=nan
