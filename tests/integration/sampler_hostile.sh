@@ -48,7 +48,11 @@ command -v setpriv >/dev/null || skip "setpriv (util-linux) is needed to run cas
 PS_SYSCTL=/proc/sys/fs/protected_symlinks
 OLD_PS=$(cat $PS_SYSCTL 2>/dev/null || echo)
 restore_sysctl() { [[ -n $OLD_PS ]] && echo "$OLD_PS" >$PS_SYSCTL 2>/dev/null; }
-trap 'rc=$?; restore_sysctl; (exit $rc); s_cleanup' EXIT
+declare -A CASE=()
+# The cases are killed, so their perf maps in /tmp (a FIFO, a 100 GB sparse
+# file, links) are not removed by them: the trap does.
+rm_perfmaps() { local p; for p in "${CASE[@]}"; do rm -f "/tmp/perf-$p.map"; done; }
+trap 'rc=$?; restore_sysctl; rm_perfmaps; (exit $rc); s_cleanup' EXIT
 [[ -n $OLD_PS ]] && { echo 0 >$PS_SYSCTL || skip "cannot set fs.protected_symlinks"; }
 
 # The helper where nobody can run it; the root-only file where nobody
@@ -70,7 +74,6 @@ chmod 600 "$ROOTFILE"
 
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
-declare -A CASE
 start_case() { # NAME CMD...: runs CMD as nobody, remembers its pid
 	local name=$1; shift
 	"${NOBODY[@]}" "$@" >"$WORK/$name.out" 2>&1 &
