@@ -807,7 +807,8 @@ void symbolizer__trim(struct symbolizer *s, uint64_t budget)
 		}
 		cand[n++] = t; /* a table of several dsos comes more than once */
 	}
-	qsort(cand, n, sizeof(*cand), by_used);
+	if (n)
+		qsort(cand, n, sizeof(*cand), by_used);
 	for (size_t i = 0; i < n && s->tab_bytes > budget / 4 * 3; i++) {
 		struct symtab *t = cand[i];
 
