@@ -125,6 +125,9 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		mem.len = 0;
 	else if (mem.len > size - head)
 		mem.len = size - head;
+	/* BPF copies up to UNW_STACK_COPY bytes, fewer only where the stack's
+	 * vma ends: a full copy means the stack may go on past it. */
+	mem.capped = mem.len >= UNW_STACK_COPY;
 	memcpy(o, ev, head);
 	/* Each file the walk reaches unknown is asked for, then looked at
 	 * again (small files take a millisecond); an address outside the

@@ -15,14 +15,23 @@ static int rd(const struct twin_mem *m, uint64_t addr, uint64_t *v)
 	return 0;
 }
 
+/* The end for a read that failed: past a copy cut at its size cap, the
+ * stack goes on (deeper than we copied): truncated, not a bad frame. */
+static int rd_end(const struct twin_mem *m, uint64_t addr)
+{
+	return m->capped && addr >= m->base + m->len ? PROF_UE_TRUNC : PROF_UE_BAD_FRAME;
+}
+
 static int fp_step(struct twin_regs *r, const struct twin_mem *mem)
 {
 	uint64_t ra, nbp;
 
 	if (!r->bp_ok || r->bp == 0)
 		return PROF_UE_FP_END;
-	if (r->bp < r->sp || rd(mem, r->bp + 8, &ra) || rd(mem, r->bp, &nbp))
+	if (r->bp < r->sp)
 		return PROF_UE_BAD_FRAME;
+	if (rd(mem, r->bp + 8, &ra) || rd(mem, r->bp, &nbp))
+		return rd_end(mem, r->bp + 8);
 	if (ra == 0)
 		return PROF_UE_FP_END;
 	r->sp = r->bp + 16;
@@ -61,7 +70,7 @@ static int table_step(struct twin_regs *r, const struct twin_map *m, uint64_t lo
 		break;
 	case UNW_CFA_DEREF_SP:
 		if (rd(mem, r->sp + (int64_t)u->cfa_off, &cfa))
-			return PROF_UE_BAD_FRAME;
+			return rd_end(mem, r->sp + (int64_t)u->cfa_off);
 		break;
 	case UNW_CFA_NONE:
 		return PROF_UE_NO_RULE;
@@ -73,11 +82,11 @@ static int table_step(struct twin_regs *r, const struct twin_map *m, uint64_t lo
 		return PROF_UE_ROOT;
 	case UNW_RA_CFA:
 		if (rd(mem, cfa + (int64_t)u->ra_off, &ra))
-			return PROF_UE_BAD_FRAME;
+			return rd_end(mem, cfa + (int64_t)u->ra_off);
 		break;
 	case UNW_RA_SP:
 		if (rd(mem, r->sp + (int64_t)u->ra_off, &ra))
-			return PROF_UE_BAD_FRAME;
+			return rd_end(mem, r->sp + (int64_t)u->ra_off);
 		break;
 	default: /* UNW_RA_REG: only a live leaf has the registers */
 		(void)n;

@@ -46,6 +46,7 @@ struct twin_mem {
 	uint64_t base;
 	const uint8_t *buf;
 	size_t len;
+	bool capped; /* the copy stopped at its size cap, not at the stack's end */
 };
 
 /*

@@ -441,6 +441,19 @@ static void epilogue(void)
 
 	CHECK(end == PROF_UE_ROOT && n == 2 && out[1] == 0x1101,
 	      "epilogue: an unreadable saved rbp does not end the walk (end %d, %d frames)", end, n);
+
+	/* A return address past the copy: the stack goes on if the copy
+	 * was cut at its cap ([truncated]), else the frame is bad. */
+	for (int capped = 0; capped < 2; capped++) {
+		struct twin_mem none = { 0x7000, (const uint8_t *)stack, 0, capped };
+
+		r = (struct twin_regs){ .pc = 0x1010, .sp = 0x7000, .bp_ok = false, .exact = true };
+		n = 0;
+		end = twin__walk(&r, &none, epilogue_map, NULL, out, &n, 8);
+		CHECK(end == (capped ? PROF_UE_TRUNC : PROF_UE_BAD_FRAME) && n == 1,
+		      "a read past a %s stack copy ends the walk as %s (end %d)", capped ? "capped" : "whole",
+		      capped ? "truncated" : "a bad frame", end);
+	}
 }
 
 int main(void)
