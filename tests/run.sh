@@ -20,7 +20,7 @@ logs=$root/build/test-logs
 mkdir -p "$logs"
 pass=0 fail=0 skip=0
 failed=()
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${FUZZ_SECONDS:-12}
 JOBS=${JOBS:-3}
 
 selected() { [[ -z "${TESTS:-}" || "$1" == *"$TESTS"* ]]; }

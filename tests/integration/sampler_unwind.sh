@@ -13,6 +13,9 @@
 #    fresh copies of a binary (each a file with no table yet, so its
 #    first samples are finished in user space): >= 90% complete
 #  - /prof/metrics has the unwind tables and stacks by how walks ended
+#
+# alone: yes (shares of whole stacks: the walk finishes in user space when
+# a table waits behind other tests' table builds on a loaded host)
 source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
