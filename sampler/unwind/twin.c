@@ -126,6 +126,10 @@ int twin__walk(struct twin_regs *r, const struct twin_mem *mem, twin_map_fn map,
 		uint64_t look = r->pc - (r->exact ? 0 : 1);
 		int end;
 
+		/* The budget first: past it, where the next pc lies is moot
+		 * (the BPF walk's loop bound says the same). */
+		if (!r->stored && *n >= max)
+			return PROF_UE_TRUNC;
 		if (map(ctx, look, &m))
 			return PROF_UE_BAD_PC;
 		if (m.kind == TWIN_WAIT)
