@@ -19,6 +19,12 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
 PERIOD=$((1000000000 / HZ))
+# These programs are built with frame pointers and this test is about
+# symbols, labels and batches: the kernel's frame-pointer walk serves it.
+# With the unwinder, deep150's stack (past the 127-frame budget) still
+# sometimes ends in a marker other than [truncated] right at the budget
+# (issue 8, open); the unwinder's own test is sampler_unwind.sh.
+export PROFFS_UNWIND=fp
 FOLDED_SCALE=$PERIOD # folded.txt counts samples
 TRUTH_SECS=62      # at least 60 s of sampling at 99 Hz...
 TRUTH_CPU=40       # ...and, on a busy host, until truth had 40 s of CPU
