@@ -55,6 +55,7 @@ static __always_inline void count(__u32 idx)
 }
 
 #include "bpf/unwind_walk.h"
+#include "bpf/python_walk.h"
 
 /*
  * The user stack, innermost first, into ev->frames[nk...] (max
@@ -108,6 +109,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	ev->period = ctx->sample_period;
 	ev->flags = 0;
 	ev->uend = PROF_UE_NONE;
+	ev->pyend = PY_END_NONE;
+	ev->npy = 0;
 	ev->ustack_len = 0;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 
@@ -144,7 +147,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	ev->nkern = nk;
 	ev->nuser = nu;
-	size = __builtin_offsetof(struct prof_sample_ev, frames) + (nk + nu) * sizeof(__u64);
+	if (want_user && nk >= 0 && nu >= 0 && nk + nu <= 2 * PROF_MAX_FRAMES)
+		py_walk(ev, tgid, nk + nu);
+	size = __builtin_offsetof(struct prof_sample_ev, frames) +
+	       (nk + nu + 2 * (ev->npy & 0xff)) * sizeof(__u64);
 	/* A walk to finish in user space carries the stack copy. */
 	if (ev->uend == PROF_UE_PENDING)
 		size = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x3fff);
@@ -179,9 +185,13 @@ static __always_inline void task_event(__u32 type, __u32 tgid, __u32 ppid,
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	/* Its old interpreter (if any) is gone with the old image. */
+	bpf_map_delete_elem(&py_procs, &tgid);
 	/* A new image must be read from /proc before a short-lived process
 	 * is gone: wake the reader now. */
-	task_event(PROF_EV_EXEC, BPF_CORE_READ(p, tgid), 0, p, BPF_RB_FORCE_WAKEUP);
+	task_event(PROF_EV_EXEC, tgid, 0, p, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -189,20 +199,30 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	/* Fires per thread; only the group's end matters. */
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (BPF_CORE_READ(p, pid) != tgid)
 		return 0;
-	task_event(PROF_EV_EXIT, BPF_CORE_READ(p, tgid), 0, p, BPF_RB_NO_WAKEUP);
+	bpf_map_delete_elem(&py_procs, &tgid);
+	task_event(PROF_EV_EXIT, tgid, 0, p, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
+	__u32 ctgid = BPF_CORE_READ(child, tgid), ptgid = BPF_CORE_READ(parent, tgid);
+	struct py_proc *py;
+
 	/* Threads share their process's info already. */
-	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+	if (BPF_CORE_READ(child, pid) != ctgid)
 		return 0;
+	/* The child runs the same interpreter at the same addresses: its
+	 * first samples walk Python as the parent's do. */
+	py = bpf_map_lookup_elem(&py_procs, &ptgid);
+	if (py)
+		bpf_map_update_elem(&py_procs, &ctgid, py, BPF_ANY);
 	/* A child is a copy of its parent (known to user space): no hurry. */
-	task_event(PROF_EV_FORK, BPF_CORE_READ(child, tgid), BPF_CORE_READ(parent, tgid), child,
-		   BPF_RB_NO_WAKEUP);
+	task_event(PROF_EV_FORK, ctgid, ptgid, child, BPF_RB_NO_WAKEUP);
 	return 0;
 }

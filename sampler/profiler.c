@@ -15,6 +15,7 @@
 #include "sampler/proc/labels.h"
 #include "sampler/proc/procinfo.h"
 #include "sampler/profiler.h"
+#include "sampler/python/pyproc.h"
 #include "sampler/ring/sampler.h"
 #include "sampler/batch/stack.h"
 #include "sampler/symbols/symbolize.h"
@@ -48,6 +49,8 @@ struct profiler {
 	struct offcpu *oc; /* NULL without --offcpu */
 	struct minutes *omins; /* offcpu's open batches, by window */
 	struct frame *frames;
+	struct frame *pyframes; /* frames with Python's merged in */
+	struct pyprocs *py;     /* NULL: Python walking off (PROFFS_PYTHON=off) */
 	struct unwinder *unw; /* NULL: frame pointers only (PROFFS_UNWIND=fp) */
 	struct pending *pend;
 	bool unw_running; /* unwinder__run() was called */
@@ -82,7 +85,7 @@ static bool waits_for_load(const struct proc *p, const struct frame *fr, int n)
 /* Keeps a copy of ev for later; false when too many wait already. */
 static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns, bool offcpu)
 {
-	size_t nf = (size_t)ev->nkern + ev->nuser, sz;
+	size_t nf = prof_sample_slots(ev), sz;
 	struct deferred *d;
 
 	if (pr->ndeferred >= DEFER_MAX || nf > 2 * PROF_MAX_FRAMES)
@@ -113,10 +116,18 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
 	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
 	struct batch *b = minutes__batch(pr->mins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
+	const struct frame *fr = pr->frames;
 	char comm[PROF_COMM_LEN + 1];
 
 	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns, false))
 		return;
+	if (pr->py && p) {
+		pyprocs__see(pr->py, p, pr->frames, n, now_mono_ns());
+		if (ev->npy) {
+			n = pyprocs__merge(pr->py, p, ev, pr->frames, n, pr->pyframes, STACK_MAX_FRAMES);
+			fr = pr->pyframes;
+		}
+	}
 	pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
 	/* Tables in use stay; the rest age out. */
 	if (pr->unw && ev->nuser) {
@@ -136,7 +147,7 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 	}
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
-	if (!b || batch__add(b, p, ev->tgid, comm, pr->frames, n))
+	if (!b || batch__add(b, p, ev->tgid, comm, fr, n))
 		pr->nomem++;
 	else
 		pr->samples++;
@@ -221,6 +232,8 @@ static void on_task(void *ctx, const struct prof_task_ev *ev)
 	comm[PROF_COMM_LEN] = 0;
 	switch (ev->type) {
 	case PROF_EV_EXEC:
+		if (pr->py)
+			pyprocs__forget(pr->py, ev->tgid);
 		procs__exec(pr->ps, ev->tgid, comm, ev->cgroup_id);
 		/* Build the new image's tables before its first samples. */
 		if (pr->pend)
@@ -232,6 +245,8 @@ static void on_task(void *ctx, const struct prof_task_ev *ev)
 		procs__fork(pr->ps, ev->tgid, ev->ppid, comm, ev->cgroup_id);
 		break;
 	case PROF_EV_EXIT:
+		if (pr->py)
+			pyprocs__forget(pr->py, ev->tgid);
 		procs__exit(pr->ps, ev->tgid);
 		break;
 	}
@@ -280,6 +295,16 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	err = sampler__open(&pr->s, &so);
 	if (err)
 		goto err;
+	/* PROFFS_PYTHON=off: native frames only, for comparison. */
+	mode = getenv("PROFFS_PYTHON");
+	if (!mode || strcmp(mode, "off")) {
+		pr->py = pyprocs__new(pr->s, pr->ps);
+		pr->pyframes = calloc(STACK_MAX_FRAMES, sizeof(*pr->pyframes));
+		if (!pr->py || !pr->pyframes) {
+			err = -ENOMEM;
+			goto err;
+		}
+	}
 	if (o->offcpu) {
 		static const char *const types[] = { "events", "offcpu" };
 		static const char *const units[] = { "count", "nanoseconds" };
@@ -365,6 +390,10 @@ static void update_stats(struct profiler *pr)
 		st.offcpu_ustack_errors = oc[OFFCPU_CNT_USTACK_ERR];
 	}
 	st.offcpu_samples = pr->offcpu_samples;
+	if (pr->py) {
+		pyprocs__stats(pr->py, &st.py);
+		sampler__py_ends(pr->s, st.py.ends);
+	}
 	pthread_mutex_lock(&pr->lock);
 	pr->st = st;
 	pthread_mutex_unlock(&pr->lock);
@@ -475,6 +504,8 @@ void profiler__close(struct profiler *pr)
 	labeler__free(pr->lab);
 	symbolizer__free(pr->sym);
 	free(pr->frames);
+	free(pr->pyframes);
+	pyprocs__free(pr->py);
 	pthread_mutex_destroy(&pr->lock);
 	free(pr);
 }

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "bpf/profile.h"
+#include "sampler/python/pyproc.h"
 #include "sampler/unwind/unwinder.h"
 #include "sampler/batch/minutes.h"
 #include "store/profile/profile.h"
@@ -46,6 +47,7 @@ struct profiler_stats {
 	uint64_t offcpu_samples;  /* blocks aggregated into batches */
 	uint64_t offcpu_switches, offcpu_short, offcpu_short_ns, offcpu_lost_ring_full,
 		offcpu_lost_nostorage, offcpu_kstack_errors, offcpu_ustack_errors;
+	struct pyprocs_stats py; /* all 0 with PROFFS_PYTHON=off */
 };
 
 struct profiler;

@@ -83,7 +83,7 @@ struct batch *batch__new_typed(int64_t period_ns, const char *const types[2],
 	b->types = types;
 	b->units = units;
 	b->p = new_profile(b);
-	b->stack = malloc(2 * PROF_MAX_FRAMES * sizeof(*b->stack));
+	b->stack = malloc(STACK_MAX_FRAMES * sizeof(*b->stack));
 	if (!b->p || !b->stack) {
 		batch__free(b);
 		errno = ENOMEM;
@@ -191,8 +191,45 @@ static uint64_t user_mapping(struct batch *b, const struct vma *v)
 	return profile__add_mapping(b->p, &m);
 }
 
+/* A Python frame: one location per (code object, line) of a process,
+ * its function "qualname (file)" with the file's path and first line, so
+ * pprof's -lines and -list work. No mapping: the code is not in a file's
+ * text. */
+static uint64_t python_location(struct batch *b, struct proc *p, pid_t pid, const struct frame *f)
+{
+	uint64_t key[4] = { (uint64_t)pid + 1, p ? p->gen : 0, f->addr, (uint32_t)f->line };
+	uint64_t k = hash64(key, sizeof(key), 0x9e7), id;
+	struct prof_function fn = { 0 };
+	struct prof_location loc = { 0 };
+	struct prof_line line = { 0 };
+
+	k = k ? k : 1;
+	id = (uintptr_t)hmap__get(&b->locs, k);
+	if (id)
+		return id;
+	fn.name = profile__intern_str(b->p, f->name);
+	fn.system_name = profile__intern_str(b->p, f->sysname ? f->sysname : f->name);
+	fn.filename = profile__intern_str(b->p, f->file ? f->file : "");
+	fn.start_line = f->start_line;
+	if (fn.name == UINT32_MAX || fn.system_name == UINT32_MAX || fn.filename == UINT32_MAX)
+		return 0;
+	line.function_id = profile__add_function(b->p, &fn);
+	line.line = f->line;
+	if (!line.function_id)
+		return 0;
+	loc.nlines = 1;
+	loc.lines = &line;
+	id = profile__add_location(b->p, &loc);
+	if (id && hmap__put(&b->locs, k, (void *)(uintptr_t)id))
+		return 0;
+	return id;
+}
+
 static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const struct frame *f)
 {
+	if (f->python)
+		return python_location(b, p, pid, f);
+
 	/* Kernel frames are the same in every process; a marker frame (no
 	 * address) gets a key no real frame has. */
 	uint64_t key[3] = { f->kernel ? 0 : (uint64_t)pid + 1, f->kernel || !p ? 0 : p->gen, f->addr };
@@ -282,7 +319,7 @@ int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *co
 			return -ENOMEM;
 		nl++;
 	}
-	for (int i = 0; i < n && k < 2 * PROF_MAX_FRAMES; i++) {
+	for (int i = 0; i < n && k < STACK_MAX_FRAMES; i++) {
 		uint64_t id = location_for(b, p, pid, &fr[i]);
 
 		if (!id)

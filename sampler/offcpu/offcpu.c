@@ -101,6 +101,8 @@ static void join(struct offcpu *oc, const struct prof_sample_ev *k, const struct
 	memcpy(j, k, hdr + k->nkern * sizeof(__u64));
 	j->flags &= ~OFFCPU_F_USER_NEXT;
 	j->nuser = 0;
+	j->npy = 0; /* no Python walk off-CPU */
+	j->pyend = PY_END_NONE;
 	if (u) {
 		memcpy(&j->frames[k->nkern], u->frames, u->nuser * sizeof(__u64));
 		j->nuser = u->nuser;

@@ -331,6 +331,7 @@ void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_
 		return;
 	}
 	p->exit_ns = 0;
+	memset(&p->py, 0, sizeof(p->py)); /* BPF forgot it too */
 	proc__fill(ps, p, comm, cgroup_id);
 	maps__put(p->maps);
 	p->maps = NULL;
@@ -396,6 +397,8 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 	}
 	/* Until it execs, a child maps what its parent mapped: borrow that
 	 * in case the child is gone before we read its own. */
+	if (parent)
+		p->py = parent->py; /* and BPF copied its walk's entry */
 	if (parent && parent->maps) {
 		p->maps = parent->maps;
 		p->maps->refs++;

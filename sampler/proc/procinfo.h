@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "sampler/proc/labels.h"
+#include "sampler/python/pyproc.h"
 #include "sampler/symbols/symbolize.h"
 
 struct vma {
@@ -46,6 +47,7 @@ struct proc {
 	int64_t exit_ns;             /* 0 while alive */
 	bool own_maps;               /* read from its own /proc (not inherited) */
 	int64_t reread_ns;           /* maps read at exec: read again then (0: no) */
+	struct pyproc py;            /* its interpreter (sampler/python/pyproc.h) */
 };
 
 struct procs;

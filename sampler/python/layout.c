@@ -15,6 +15,7 @@
  *   PyThreadState, _PyCFrame: Include/cpython/pystate.h
  *   PyASCIIObject, PyCompactUnicodeObject: Include/cpython/unicodeobject.h
  *   _Py_DebugOffsets (3.13): Include/internal/pycore_runtime.h
+ *   _PyRuntimeState (autoTSSkey; gilstate.autoTSSkey before 3.12): same
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +26,7 @@
 
 static const struct pylayout rows[] = {
 	{
-		.minor = 10,
+		.minor = 10, .rt_tss_key = 584,
 		.co_argcount = 16, .co_flags = 36, .co_firstlineno = 40,
 		.co_filename = 104, .co_name = 112, .co_qualname = PYL_NONE,
 		.co_linetable = 120, .co_code = 48, .co_code_adaptive = PYL_NONE,
@@ -35,7 +36,7 @@ static const struct pylayout rows[] = {
 		.bytes_sval = 32, .ascii_data = 48, .compact_data = 72,
 	},
 	{
-		.minor = 11,
+		.minor = 11, .rt_tss_key = 592,
 		.co_argcount = 56, .co_flags = 48, .co_firstlineno = 72,
 		.co_filename = 112, .co_name = 120, .co_qualname = 128,
 		.co_linetable = 136, .co_code = PYL_NONE, .co_code_adaptive = 184,
@@ -45,7 +46,7 @@ static const struct pylayout rows[] = {
 		.bytes_sval = 32, .ascii_data = 48, .compact_data = 72,
 	},
 	{
-		.minor = 12,
+		.minor = 12, .rt_tss_key = 1544,
 		.co_argcount = 52, .co_flags = 48, .co_firstlineno = 68,
 		.co_filename = 112, .co_name = 120, .co_qualname = 128,
 		.co_linetable = 136, .co_code = PYL_NONE, .co_code_adaptive = 192,
@@ -55,7 +56,7 @@ static const struct pylayout rows[] = {
 		.bytes_sval = 32, .ascii_data = 40, .compact_data = 56,
 	},
 	{
-		.minor = 13,
+		.minor = 13, .rt_tss_key = 2160,
 		.co_argcount = 52, .co_flags = 48, .co_firstlineno = 68,
 		.co_filename = 112, .co_name = 120, .co_qualname = 128,
 		.co_linetable = 136, .co_code = PYL_NONE, .co_code_adaptive = 200,

@@ -34,6 +34,9 @@ struct pylayout {
 			      * 3.13 instr_ptr (pointer, the one running) */
 	int16_t fr_is_entry; /* 3.11 only (char) */
 	int16_t fr_owner;    /* 3.11+ (char); 3 = a C-stack shim (3.12+) */
+	/* _PyRuntime's autoTSSkey (a Py_tss_t: int _is_initialized, then the
+	 * pthread key): each thread's own thread state is that key's value. */
+	int16_t rt_tss_key;
 	/* Objects */
 	int16_t bytes_sval;	/* PyBytesObject ob_sval */
 	int16_t ascii_data;	/* compact ASCII str: data after PyASCIIObject */

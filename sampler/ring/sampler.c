@@ -52,7 +52,8 @@ static int handle(void *ctx, void *data, size_t size)
 
 		/* Never trust lengths beyond what arrived. */
 		if (offsetof(struct prof_sample_ev, frames) +
-			    ((size_t)ev->nkern + ev->nuser) * sizeof(__u64) > size)
+			    (size_t)prof_sample_slots(ev) * sizeof(__u64) > size ||
+		    prof_sample_slots(ev) > 2 * PROF_MAX_FRAMES)
 			return 0;
 		/* A stack copy is trusted only as far as it arrived. */
 		if (ev->uend == PROF_UE_PENDING) {
@@ -242,23 +243,46 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	return m < 0 ? m : n + m;
 }
 
-int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX])
+/* Sums a per-CPU array map's first n slots into out. */
+static int sum_percpu(struct sampler *s, struct bpf_map *m, uint64_t *out, __u32 n)
 {
 	int np = s->ncpus_possible;
 	__u64 *vals = calloc(np, sizeof(*vals));
 
 	if (!vals)
 		return -ENOMEM;
-	for (__u32 k = 0; k < PROF_CNT_MAX; k++) {
+	for (__u32 k = 0; k < n; k++) {
 		out[k] = 0;
-		if (bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), vals,
-					 np * sizeof(*vals), 0))
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), vals, np * sizeof(*vals), 0))
 			continue;
 		for (int c = 0; c < np; c++)
 			out[k] += vals[c];
 	}
 	free(vals);
 	return 0;
+}
+
+int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX])
+{
+	return sum_percpu(s, s->skel->maps.counters, out, PROF_CNT_MAX);
+}
+
+int sampler__py_ends(struct sampler *s, uint64_t out[PY_END_MAX])
+{
+	return sum_percpu(s, s->skel->maps.py_ends, out, PY_END_MAX);
+}
+
+int sampler__py_set(struct sampler *s, pid_t tgid, const struct py_proc *c)
+{
+	__u32 k = (__u32)tgid;
+	int err;
+
+	if (!c)
+		err = bpf_map__delete_elem(s->skel->maps.py_procs, &k, sizeof(k), 0);
+	else
+		err = bpf_map__update_elem(s->skel->maps.py_procs, &k, sizeof(k), c, sizeof(*c),
+					   BPF_ANY);
+	return err == -ENOENT && !c ? 0 : err;
 }
 
 int sampler__ncpus(struct sampler *s)

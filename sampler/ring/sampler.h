@@ -36,6 +36,13 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o);
 int sampler__poll(struct sampler *s, int timeout_ms);
 /* Sums the per-CPU loss/volume counters (enum prof_counter). */
 int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX]);
+/* Python walks by how they ended (enum py_end), summed over CPUs. */
+int sampler__py_ends(struct sampler *s, uint64_t out[PY_END_MAX]);
+/* Tells BPF how to walk tgid's Python frames (c copied), or stops it
+ * (c NULL). Returns 0 or -errno (-E2BIG: PY_MAX_PROCS are walked). The
+ * BPF side forgets a process itself at exec and exit, and copies its
+ * entry to a forked child. */
+int sampler__py_set(struct sampler *s, pid_t tgid, const struct py_proc *c);
 /* Number of CPUs with an attached event. */
 int sampler__ncpus(struct sampler *s);
 /* Detaches and frees. */

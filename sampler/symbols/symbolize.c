@@ -16,6 +16,7 @@
 
 #include "store/util/hmap.h"
 #include "sampler/proc/safefile.h"
+#include "sampler/python/pyproc.h"
 #include "sampler/symbols/symbolize.h"
 #include "store/util/util.h"
 
@@ -253,6 +254,7 @@ static void symtab__free(struct symtab *t)
 	if (!t)
 		return;
 	elfsym__fini(&t->elf);
+	free(t->py);
 	free(t);
 }
 
@@ -463,6 +465,18 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 		safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
 	load_debug(s, t);
 	t->has_syms = t->elf.nsyms > 0;
+	/* The walker's facts about a file come with its symbols: whether it
+	 * is an interpreter, and a libc's version (its TLS layout). */
+	t->py = pyfile__detect(fd, j->path, &t->elf);
+	{
+		const char *b = strrchr(j->path, '/');
+
+		if (!strncmp(b ? b + 1 : j->path, "libc.so", 7)) {
+			int m = pyfile__glibc_minor(fd);
+
+			t->glibc_minor = m > 0 ? m : 0;
+		}
+	}
 out:
 	close(fd);
 	pthread_mutex_lock(&s->lock);
@@ -470,7 +484,8 @@ out:
 		return hmap__get(&s->symtabs, bk);
 	if (t)
 		t->bytes = t->elf.nsyms * sizeof(*t->elf.syms) + t->elf.strs_len +
-			   t->elf.nloads * sizeof(*t->elf.loads) + sizeof(*t);
+			   t->elf.nloads * sizeof(*t->elf.loads) + sizeof(*t) +
+			   (t->py ? sizeof(*t->py) : 0);
 	if (t && bk && hmap__get(&s->symtabs, bk) != t) {
 		struct symtab *old = hmap__get(&s->symtabs, bk);
 

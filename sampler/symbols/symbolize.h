@@ -24,6 +24,8 @@
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/perfmap.h"
 
+struct pyfile;
+
 /* A load waiting on I/O longer than this is abandoned. */
 #define SYM_LOAD_TIMEOUT_MS 2000
 
@@ -33,6 +35,8 @@ struct symtab {
 	bool has_syms;
 	size_t bytes;     /* what it holds (symbols, names, load table) */
 	uint64_t used;    /* symbolizer's clock at its last lookup (sampler thread) */
+	struct pyfile *py; /* a CPython interpreter (sampler/python/pyproc.h), else NULL */
+	int glibc_minor;  /* a libc.so: N of its GLIBC_2.N, else 0 */
 };
 
 /* Symbol tables held at most (bytes), least recently used dropped first

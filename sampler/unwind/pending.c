@@ -158,6 +158,20 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 			break;
 		}
 	}
+	/* The Python frames BPF wrote after its part of the user stack
+	 * follow the finished one, as many as still fit. */
+	if (ev->npy) {
+		size_t from = (size_t)ev->nkern + ev->nuser, to = (size_t)o->nkern + n;
+		size_t fit = to < 2 * PROF_MAX_FRAMES ? (2 * PROF_MAX_FRAMES - to) / 2 : 0;
+
+		o->npy = ev->npy < fit ? ev->npy : (uint16_t)fit;
+		if (from + 2 * (size_t)ev->npy > 2 * PROF_MAX_FRAMES)
+			o->npy = 0;
+		else
+			memcpy(&o->frames[to], &ev->frames[from], 2 * (size_t)o->npy * sizeof(o->frames[0]));
+		if (o->npy < ev->npy)
+			o->pyend = PY_END_TRUNC;
+	}
 	o->nuser = n;
 	o->uend = end;
 	o->ustack_len = 0;

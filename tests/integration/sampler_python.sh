@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# sampler_python: Python code shows as Python (SPEC §3), through the
+# mounted tree of `proffs run --hz 99`:
+#  - a known answer (tests/helpers/py_known.py: three functions with the
+#    same loop called 10:1:1, the third as a sorted() key function), run
+#    20 s on Debian's python3.11 and pyenv's 3.10, 3.12 and 3.13: each
+#    function's share within 3 pp of the program's own thread-CPU figures;
+#    every cb stack runs <module>;main;via_c;<native sorted frames>;cb; no
+#    impossible stack (cb under heavy or light); >= 95% of the process's
+#    samples carry Python frames
+#  - lines (py_lines.py): a hot loop after a try/except and one inside a
+#    generator: >= 95% of their samples carry a line of the loop body, read
+#    with `go tool pprof -lines`
+#  - threads (py_threads.py): the hashing thread's samples (GIL released)
+#    never show the spinner's function
+#  - an interpreter whose layout row is withheld (PROFFS_PY_WITHHOLD):
+#    native frames only, counted as unsupported in /prof/metrics
+# A version that is not installed prints SKIP for its part and why.
+#
+# alone: yes (shares are judged on samples; four interpreters share two cores)
+source "$(dirname "$0")/sampler_lib.bash"
+
+HZ=99
+SECS=20
+HELP=$ROOT/tests/helpers
+STORE=$WORK/store
+MP=$WORK/mp
+mkdir -p "$MP"
+PYENV=${PYENV_ROOT:-/root/.pyenv}/versions
+declare -A PYBIN=(
+	[3.11]=/usr/bin/python3.11
+	[3.10]=$PYENV/3.10.13/bin/python3.10
+	[3.12]=$PYENV/3.12.1/bin/python3.12
+	[3.13]=$PYENV/3.13.0/bin/python3.13
+)
+[[ -x ${PYBIN[3.11]} ]] || skip "Debian's python3.11 is not installed"
+command -v go >/dev/null || skip "go is not installed (go tool pprof reads the lines)"
+
+# known VERSION PID OUT: checks of one known-answer run.
+known() {
+	local v=$1 pid=$2 out=$3 F=$WORK/known-$1.folded tot py h l c want
+	cp "$MP/merged/cpu/pid=$pid/last-15m/folded.txt" "$F" || { fail "$v: cannot read its folded.txt"; return; }
+	tot=$(fsum "$F")
+	log "$v: $tot samples; the program says: $(cat "$out")"
+	((tot >= 500)) || { fail "$v: only $tot samples (want >= 500: the host is too busy to judge)"; return; }
+	py=$(fsum "$F" ' \(py_known\.py\)')
+	within "$(pct "$py" "$tot")" 95 100 && ok "$v: $(pct "$py" "$tot")% of samples carry Python frames" ||
+		{ fail "$v: only $(pct "$py" "$tot")% of samples carry Python frames"; sort -t' ' -k2 -n "$F" | tail -5; }
+	for fn in heavy light cb; do
+		local got want
+		got=$(pct "$(fsum "$F" ";$fn \\(py_known\\.py\\)(;|\$)")" "$tot")
+		want=$(sed -n "s/.*$fn=\([0-9.]*\).*/\1/p" "$out")
+		[[ -n $want ]] || { fail "$v: the program printed no figure for $fn"; continue; }
+		within "$got" "$(awk -v w="$want" 'BEGIN{print w-3}')" "$(awk -v w="$want" 'BEGIN{print w+3}')" &&
+			ok "$v: $fn $got% of samples (program: $want%)" || fail "$v: $fn $got% of samples, the program says $want% (+- 3 pp)"
+	done
+	c=$(fsum "$F" ';cb \(py_known\.py\)(;|$)')
+	want=$(fsum "$F" '<module> \(py_known\.py\);main \(py_known\.py\);via_c \(py_known\.py\);[^;]*[^)];([^;]*;)*cb \(py_known\.py\)(;|$)')
+	((c > 0)) && [[ $c == "$want" ]] && ok "$v: every cb stack runs <module>;main;via_c;<native>;cb ($c samples)" ||
+		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb"; grep 'cb (py_known' "$F" | grep -v 'via_c (py_known.py);[^;]*[^)];' | head -3; }
+	h=$(fsum "$F" '(heavy|light) \(py_known\.py\);(.*;)?cb \(py_known\.py\)')
+	[[ $h == 0 ]] && ok "$v: no impossible stack (cb under heavy or light)" || fail "$v: $h samples of cb under heavy or light"
+}
+
+# --- phase 1: Debian's 3.11, 3.12 and 3.13 known answers, lines, threads;
+# 3.10 withheld (an interpreter whose layout we do not know) ---
+PROFFS_PY_WITHHOLD=3.10 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
+log "daemon up (pid $RUN_PID)"
+declare -A KPID=()
+for v in 3.11 3.12 3.13; do
+	if [[ ! -x ${PYBIN[$v]} ]]; then echo "SKIP $v: ${PYBIN[$v]} is not installed"; continue; fi
+	"${PYBIN[$v]}" "$HELP/py_known.py" $SECS >"$WORK/out-$v" & KPID[$v]=$!; PIDS+=("${KPID[$v]}")
+done
+"${PYBIN[3.11]}" "$HELP/py_lines.py" $SECS >"$WORK/lines.out" & LP=$!; PIDS+=("$LP")
+"${PYBIN[3.11]}" "$HELP/py_threads.py" 10 & TH=$!; PIDS+=("$TH")
+W=
+if [[ -x ${PYBIN[3.10]} ]]; then
+	"${PYBIN[3.10]}" "$HELP/py_known.py" 10 >/dev/null & W=$!; PIDS+=("$W")
+else
+	echo "SKIP withheld layout: ${PYBIN[3.10]} is not installed"
+fi
+for v in "${!KPID[@]}"; do wait "${KPID[$v]}" || fail "py_known.py on $v failed"; done
+wait "$LP" || fail "py_lines.py failed"
+wait "$TH" || fail "py_threads.py failed"
+[[ -n $W ]] && { wait "$W" || fail "py_known.py on 3.10 failed"; }
+sleep 6
+kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+
+for v in 3.11 3.12 3.13; do [[ -n ${KPID[$v]:-} ]] && known "$v" "${KPID[$v]}" "$WORK/out-$v"; done
+
+# --- lines ---
+PB=$WORK/lines.pb
+cp "$MP/merged/cpu/pid=$LP/last-15m/profile.pb" "$PB" || die "read py_lines profile.pb"
+go tool pprof -lines -top -cum -nodecount=100000 "$PB" 2>/dev/null >"$WORK/lines.top"
+for fn in after_try squares; do
+	body=$(sed -n "s/^$fn //p" "$WORK/lines.out")
+	[[ -n $body ]] || { fail "py_lines.py printed no body lines for $fn"; continue; }
+	# rows: flat flat% sum% cum cum% name (file) path:line
+	read -r inb all < <(awk -v fn="$fn (py_lines.py)" -v body=" $body " '
+		index($0, fn) { n = $NF; sub(/.*:/, "", n); c = $4; sub(/[a-z]+$/, "", c);
+			all += c; if (index(body, " " n " ")) inb += c }
+		END { printf "%g %g\n", inb, all }' "$WORK/lines.top")
+	share=$(pct "$inb" "$all")
+	within "$share" 95 100 && ok "lines: $fn: $share% of its samples on a line of its loop body ($body)" ||
+		{ fail "lines: $fn: $share% of its samples on its loop body ($body), want >= 95"; grep -F "$fn (py_lines.py)" "$WORK/lines.top" | head -8; }
+done
+
+# --- threads ---
+F=$WORK/threads.folded
+cp "$MP/merged/cpu/pid=$TH/last-15m/folded.txt" "$F" || die "read py_threads folded.txt"
+hs=$(fsum "$F" ';hasher \(py_threads\.py\)(;|$)')
+sp=$(fsum "$F" ';spinner \(py_threads\.py\)(;|$)')
+both=$(fsum "$F" '(spinner \(py_threads\.py\).*hasher|hasher \(py_threads\.py\).*spinner) \(py_threads\.py\)')
+hsha=$(fsum "$F" 'sha256|SHA256')
+shasp=$(awk '/sha256|SHA256/ && /spinner \(py_threads\.py\)/' "$F" | wc -l)
+log "threads: hasher $hs, spinner $sp samples, $hsha in sha256 code"
+((hs > 50 && sp > 50)) && ok "threads: both threads' own functions show ($hs hasher, $sp spinner)" || fail "threads: hasher $hs, spinner $sp samples (want > 50 each)"
+((hsha > 0 && shasp == 0 && both == 0)) && ok "threads: no hashing sample shows the spinner ($hsha in sha256)" ||
+	{ fail "threads: $shasp sha256 stacks show the spinner ($hsha sha256 samples, $both mixed)"; grep -E 'sha256|SHA256' "$F" | grep spinner | head -3; }
+
+# --- the withheld layout ---
+M=$WORK/metrics
+cp "$MP/metrics" "$M" || die "read metrics"
+if [[ -n $W ]]; then
+	F=$WORK/withheld.folded
+	cp "$MP/merged/cpu/pid=$W/last-15m/folded.txt" "$F" || die "read the 3.10 folded.txt"
+	n=$(fsum "$F"); p=$(fsum "$F" '\(py_known\.py\)')
+	((n > 100 && p == 0)) && grep -q '_PyEval_EvalFrameDefault' "$F" &&
+		ok "withheld 3.10: $n samples, native frames only (_PyEval_EvalFrameDefault kept), no Python frame" ||
+		fail "withheld 3.10: $n samples, $p with Python frames"
+	u=$(awk '/^proffs_python_processes_total\{state="unsupported_version"\}/ { print $2 }' "$M")
+	((${u:-0} >= 1)) && ok "metrics: $u processes with an unsupported interpreter" || fail "metrics: unsupported interpreters counted ${u:-none}"
+fi
+for k in 'proffs_python_processes_total{state="walked"}' 'proffs_python_frames_total' 'proffs_python_walks_total{end="complete"}' 'proffs_python_name_cache_total{result="hit"}'; do
+	v=$(awk -v k="$k" '$1 == k { print $2 }' "$M")
+	((${v:-0} > 0)) && ok "metrics: $k $v" || fail "metrics: $k is ${v:-missing}"
+done
+run_stop "$RUN_PID" "$MP"
+
+# --- phase 2: 3.10 (frame objects) ---
+if [[ -x ${PYBIN[3.10]} ]]; then
+	run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
+	"${PYBIN[3.10]}" "$HELP/py_known.py" $SECS >"$WORK/out-3.10" & K=$!; PIDS+=("$K")
+	wait "$K" || fail "py_known.py on 3.10 failed"
+	sleep 6
+	known 3.10 "$K" "$WORK/out-3.10"
+	run_stop "$RUN_PID" "$MP"
+else
+	echo "SKIP 3.10: ${PYBIN[3.10]} is not installed"
+fi
+finish
