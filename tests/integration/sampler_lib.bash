@@ -38,7 +38,7 @@ s_cleanup() {
 		fi
 	done
 	for ((i = ${#CGROUPS[@]} - 1; i >= 0; i--)); do rmdir "${CGROUPS[i]}" 2>/dev/null; done
-	rm -rf "$WORK" 2>/dev/null
+	[[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK" 2>/dev/null
 	exit "$rc"
 }
 trap s_cleanup EXIT

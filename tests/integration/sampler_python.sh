@@ -54,10 +54,14 @@ known() {
 		within "$got" "$(awk -v w="$want" 'BEGIN{print w-3}')" "$(awk -v w="$want" 'BEGIN{print w+3}')" &&
 			ok "$v: $fn $got% of samples (program: $want%)" || fail "$v: $fn $got% of samples, the program says $want% (+- 3 pp)"
 	done
+	# A stack whose native walk ended early (a marker) cannot show the
+	# native frames of sorted(): counted apart, and must stay rare.
 	c=$(fsum "$F" ';cb \(py_known\.py\)(;|$)')
-	want=$(fsum "$F" '<module> \(py_known\.py\);main \(py_known\.py\);via_c \(py_known\.py\);[^;]*[^)];([^;]*;)*cb \(py_known\.py\)(;|$)')
-	((c > 0)) && [[ $c == "$want" ]] && ok "$v: every cb stack runs <module>;main;via_c;<native>;cb ($c samples)" ||
-		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb"; grep 'cb (py_known' "$F" | grep -v 'via_c (py_known.py);[^;]*[^)];' | head -3; }
+	cm=$(fsum "$F" '\[(unwind|truncated)[^;]*\];(.*;)?cb \(py_known\.py\)(;|$)')
+	want=$(fsum "$F" '<module> \(py_known\.py\);(.*;)?main \(py_known\.py\);(.*;)?via_c \(py_known\.py\);([^;]*;)*[^;]*[^);];([^;]*;)*cb \(py_known\.py\)(;|$)')
+	((c > 0)) && [[ $((c - cm)) == "$want" ]] && within "$(pct "$cm" "$c")" 0 10 &&
+		ok "$v: every cb stack runs <module>;main;via_c;<native>;cb ($want samples; $cm more whose native walk ended in a marker)" ||
+		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb ($cm end in a marker, want <= 10%)"; grep 'cb (py_known' "$F" | head -3; }
 	h=$(fsum "$F" '(heavy|light) \(py_known\.py\);(.*;)?cb \(py_known\.py\)')
 	[[ $h == 0 ]] && ok "$v: no impossible stack (cb under heavy or light)" || fail "$v: $h samples of cb under heavy or light"
 }
@@ -67,7 +71,7 @@ known() {
 PROFFS_PY_WITHHOLD=3.10 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 log "daemon up (pid $RUN_PID)"
 declare -A KPID=()
-for v in 3.11 3.12 3.13; do
+for v in ${KNOWN_VERSIONS:-3.11 3.12 3.13}; do
 	if [[ ! -x ${PYBIN[$v]} ]]; then echo "SKIP $v: ${PYBIN[$v]} is not installed"; continue; fi
 	"${PYBIN[$v]}" "$HELP/py_known.py" $SECS >"$WORK/out-$v" & KPID[$v]=$!; PIDS+=("${KPID[$v]}")
 done
@@ -138,7 +142,7 @@ done
 run_stop "$RUN_PID" "$MP"
 
 # --- phase 2: 3.10 (frame objects) ---
-if [[ -x ${PYBIN[3.10]} ]]; then
+if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
 	run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 	"${PYBIN[3.10]}" "$HELP/py_known.py" $SECS >"$WORK/out-3.10" & K=$!; PIDS+=("$K")
 	wait "$K" || fail "py_known.py on 3.10 failed"
