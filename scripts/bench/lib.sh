@@ -128,3 +128,31 @@ db_sizes() {
 			sort -t'|' -k1,1nr | cut -d'|' -f3- | sed 's/^/|/'
 	} > "$2"
 }
+
+# bpf_prog_stats PID PROG: "run_time_ns run_cnt" of the BPF program named
+# PROG that process PID holds (found through its fds' prog_id; bpftool
+# here lists no pids). Needs kernel.bpf_stats_enabled=1.
+bpf_prog_stats() {
+	local id
+	for id in $(awk '/^prog_id:/ { print $2 }' /proc/"$1"/fdinfo/* 2>/dev/null | sort -u); do
+		bpftool prog show id "$id" -j 2>/dev/null | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+if p.get("name") == sys.argv[1]:
+    print(p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$2"
+	done | head -1 | grep . || echo 0 0
+}
+
+# daemon_mem_bytes PID: VmRSS plus the BPF maps' memlock, counting once
+# the map pages the process mmaps (unwind rows, ring buffer), which are in
+# both.
+daemon_mem_bytes() {
+	local rss ml=0 m fd bm
+	rss=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status")
+	for fd in /proc/"$1"/fdinfo/*; do
+		m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null || true)
+		[[ -n $m ]] && ml=$((ml + m))
+	done
+	bm=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { b = ($NF == "anon_inode:bpf-map") } b && /^Rss:/ { s += $2 } END { print (s + 0) * 1024 }' "/proc/$1/smaps")
+	echo $((rss - bm + ml))
+}

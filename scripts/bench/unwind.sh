@@ -14,6 +14,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$ROOT/scripts/bench/lib.sh"
 BUILD=${BUILD:-build}
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
 PROFFS=$BUILD/proffs
@@ -33,7 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-log() { printf 'bench: %s\n' "$*" >&2; }
 TCK=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
@@ -50,19 +50,6 @@ PY
 python3 "$W/loop.py" & PY=$!; PIDS+=("$PY")
 sh -c 'exec gzip -9 </dev/urandom >/dev/null' & GZ=$!; PIDS+=("$GZ")
 sleep 1
-
-# prog_stats PID: "run_time_ns run_cnt" of the on_sample program PID
-# holds (found through its fds' prog_id; bpftool here lists no pids).
-prog_stats() {
-	local id
-	for id in $(awk '/^prog_id:/ { print $2 }' /proc/"$1"/fdinfo/* 2>/dev/null | sort -u); do
-		bpftool prog show id "$id" -j 2>/dev/null | python3 -c '
-import json, sys
-p = json.load(sys.stdin)
-if p.get("name") == "on_sample":
-    print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'
-	done | head -1 | grep . || echo 0 0
-}
 
 # reach FOLDED: % of samples with a user stack that reach the root.
 reach() {
@@ -84,19 +71,15 @@ for mode in fp tables; do
 	D=$!; PIDS+=("$D")
 	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
 	sleep 3
-	read -r r0 c0 <<<"$(prog_stats "$D")"
+	read -r r0 c0 <<<"$(bpf_prog_stats "$D" on_sample)"
 	k0=$(cpu_ticks "$D"); t0=$EPOCHREALTIME
 	sleep "$SECS"
-	read -r r1 c1 <<<"$(prog_stats "$D")"
+	read -r r1 c1 <<<"$(bpf_prog_stats "$D" on_sample)"
 	k1=$(cpu_ticks "$D"); t1=$EPOCHREALTIME
 	NS[$mode]=$(awk -v r=$((r1 - r0)) -v c=$((c1 - c0)) 'BEGIN { if (c) printf "%.0f", r / c; else print "nan" }')
 	CPU[$mode]=$(awk -v c=$((k1 - k0)) -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')
-	rss=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$D/status"); ml=0
-	for fd in /proc/$D/fdinfo/*; do m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null || true); [[ -n $m ]] && ml=$((ml + m)); done
-	# The map pages the daemon mmaps (unwind rows, ring buffer) are in
-	# VmRSS and in memlock: count them once.
-	bm=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { b = ($NF == "anon_inode:bpf-map") } b && /^Rss:/ { s += $2 } END { print (s + 0) * 1024 }' "/proc/$D/smaps")
-	MEM[$mode]="$(((rss - bm) / 1048576)) MiB RSS (less $((bm / 1048576)) MiB of mmapped maps) + $((ml / 1048576)) MiB maps = $(((rss - bm + ml) / 1048576)) MiB"
+	m=$(daemon_mem_bytes "$D")
+	MEM[$mode]="$((m / 1048576)) MiB (RSS + BPF maps, mmapped map pages counted once)"
 	sleep 6
 	cp "$W/mp/merged/cpu/pid=$PY/last-5m/folded.txt" "$W/py.$mode" && PYR[$mode]=$(reach "$W/py.$mode") || PYR[$mode]=nan
 	cp "$W/mp/merged/cpu/pid=$GZ/last-5m/folded.txt" "$W/gz.$mode" && GZR[$mode]=$(reach "$W/gz.$mode") || GZR[$mode]=nan
