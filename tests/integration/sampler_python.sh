@@ -66,6 +66,21 @@ known() {
 	[[ $h == 0 ]] && ok "$v: no impossible stack (cb under heavy or light)" || fail "$v: $h samples of cb under heavy or light"
 }
 
+# threads VERSION PID: the hasher thread never shows the spinner.
+threads() {
+	local v=$1 F=$WORK/threads-$1.folded hs sp both hsha shasp
+	cp "$MP/merged/cpu/pid=$2/last-15m/folded.txt" "$F" || { fail "$v: cannot read py_threads' folded.txt"; return; }
+	hs=$(fsum "$F" ';hasher \(py_threads\.py\)(;|$)')
+	sp=$(fsum "$F" ';spinner \(py_threads\.py\)(;|$)')
+	both=$(fsum "$F" '(spinner \(py_threads\.py\).*hasher|hasher \(py_threads\.py\).*spinner) \(py_threads\.py\)')
+	hsha=$(fsum "$F" 'sha256|SHA256')
+	shasp=$(awk '/sha256|SHA256/ && /spinner \(py_threads\.py\)/' "$F" | wc -l)
+	log "$v threads: hasher $hs, spinner $sp samples, $hsha in sha256 code"
+	((hs > 50 && sp > 50)) && ok "$v threads: both threads' own functions show ($hs hasher, $sp spinner)" || fail "$v threads: hasher $hs, spinner $sp samples (want > 50 each)"
+	((hsha > 0 && shasp == 0 && both == 0)) && ok "$v threads: no hashing sample shows the spinner ($hsha in sha256)" ||
+		{ fail "$v threads: $shasp sha256 stacks show the spinner ($hsha sha256 samples, $both mixed)"; grep -E 'sha256|SHA256' "$F" | grep spinner | head -3; }
+}
+
 # --- phase 1: Debian's 3.11, 3.12 and 3.13 known answers, lines, threads;
 # 3.10 withheld (an interpreter whose layout we do not know) ---
 PROFFS_PY_WITHHOLD=3.10 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
@@ -110,17 +125,7 @@ for fn in after_try squares; do
 done
 
 # --- threads ---
-F=$WORK/threads.folded
-cp "$MP/merged/cpu/pid=$TH/last-15m/folded.txt" "$F" || die "read py_threads folded.txt"
-hs=$(fsum "$F" ';hasher \(py_threads\.py\)(;|$)')
-sp=$(fsum "$F" ';spinner \(py_threads\.py\)(;|$)')
-both=$(fsum "$F" '(spinner \(py_threads\.py\).*hasher|hasher \(py_threads\.py\).*spinner) \(py_threads\.py\)')
-hsha=$(fsum "$F" 'sha256|SHA256')
-shasp=$(awk '/sha256|SHA256/ && /spinner \(py_threads\.py\)/' "$F" | wc -l)
-log "threads: hasher $hs, spinner $sp samples, $hsha in sha256 code"
-((hs > 50 && sp > 50)) && ok "threads: both threads' own functions show ($hs hasher, $sp spinner)" || fail "threads: hasher $hs, spinner $sp samples (want > 50 each)"
-((hsha > 0 && shasp == 0 && both == 0)) && ok "threads: no hashing sample shows the spinner ($hsha in sha256)" ||
-	{ fail "threads: $shasp sha256 stacks show the spinner ($hsha sha256 samples, $both mixed)"; grep -E 'sha256|SHA256' "$F" | grep spinner | head -3; }
+threads 3.11 "$TH"
 
 # --- the withheld layout ---
 M=$WORK/metrics
@@ -141,13 +146,20 @@ for k in 'proffs_python_processes_total{state="walked"}' 'proffs_python_frames_t
 done
 run_stop "$RUN_PID" "$MP"
 
-# --- phase 2: 3.10 (frame objects) ---
+# --- phase 2: 3.10 (frame objects); the other versions' threads ---
 if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
 	run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 	"${PYBIN[3.10]}" "$HELP/py_known.py" $SECS >"$WORK/out-3.10" & K=$!; PIDS+=("$K")
+	declare -A TPID=()
+	for v in 3.10 3.12 3.13; do
+		[[ -x ${PYBIN[$v]} ]] || continue
+		"${PYBIN[$v]}" "$HELP/py_threads.py" 8 & TPID[$v]=$!; PIDS+=("${TPID[$v]}")
+	done
+	for v in "${!TPID[@]}"; do wait "${TPID[$v]}" || fail "py_threads.py on $v failed"; done
 	wait "$K" || fail "py_known.py on 3.10 failed"
 	sleep 6
 	known 3.10 "$K" "$WORK/out-3.10"
+	for v in 3.10 3.12 3.13; do [[ -n ${TPID[$v]:-} ]] && threads "$v" "${TPID[$v]}"; done
 	run_stop "$RUN_PID" "$MP"
 else
 	echo "SKIP 3.10: ${PYBIN[3.10]} is not installed"
