@@ -155,11 +155,23 @@ if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
 		[[ -x ${PYBIN[$v]} ]] || continue
 		"${PYBIN[$v]}" "$HELP/py_threads.py" 8 & TPID[$v]=$!; PIDS+=("${TPID[$v]}")
 	done
+	"${PYBIN[3.10]}" "$HELP/py_fork.py" 6 >"$WORK/fork.out" & FK=$!; PIDS+=("$FK")
 	for v in "${!TPID[@]}"; do wait "${TPID[$v]}" || fail "py_threads.py on $v failed"; done
+	wait "$FK" || fail "py_fork.py failed"
 	wait "$K" || fail "py_known.py on 3.10 failed"
 	sleep 6
 	known 3.10 "$K" "$WORK/out-3.10"
 	for v in 3.10 3.12 3.13; do [[ -n ${TPID[$v]:-} ]] && threads "$v" "${TPID[$v]}"; done
+	# A forked child walks from its first sample (BPF copies the entry).
+	C=$(head -1 "$WORK/fork.out")
+	F=$WORK/fork.folded
+	if [[ -n $C ]] && cp "$MP/merged/cpu/pid=$C/last-15m/folded.txt" "$F"; then
+		n=$(fsum "$F"); cw=$(fsum "$F" ';child_work \(py_fork\.py\)(;|$)')
+		((n >= 100)) && within "$(pct "$cw" "$n")" 90 100 && ok "fork: the child's $n samples: $(pct "$cw" "$n")% in child_work" ||
+			{ fail "fork: the child's $n samples: $(pct "$cw" "$n")% in child_work (want >= 90)"; head -3 "$F"; }
+	else
+		fail "fork: no profile of the child (pid '$C')"
+	fi
 	run_stop "$RUN_PID" "$MP"
 else
 	echo "SKIP 3.10: ${PYBIN[3.10]} is not installed"
