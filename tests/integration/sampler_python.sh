@@ -155,7 +155,7 @@ if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
 		[[ -x ${PYBIN[$v]} ]] || continue
 		"${PYBIN[$v]}" "$HELP/py_threads.py" 8 & TPID[$v]=$!; PIDS+=("${TPID[$v]}")
 	done
-	"${PYBIN[3.10]}" "$HELP/py_fork.py" 6 >"$WORK/fork.out" & FK=$!; PIDS+=("$FK")
+	"${PYBIN[3.10]}" "$HELP/py_fork.py" 10 >"$WORK/fork.out" & FK=$!; PIDS+=("$FK")
 	for v in "${!TPID[@]}"; do wait "${TPID[$v]}" || fail "py_threads.py on $v failed"; done
 	wait "$FK" || fail "py_fork.py failed"
 	wait "$K" || fail "py_known.py on 3.10 failed"
@@ -167,7 +167,7 @@ if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
 	F=$WORK/fork.folded
 	if [[ -n $C ]] && cp "$MP/merged/cpu/pid=$C/last-15m/folded.txt" "$F"; then
 		n=$(fsum "$F"); cw=$(fsum "$F" ';child_work \(py_fork\.py\)(;|$)')
-		((n >= 100)) && within "$(pct "$cw" "$n")" 90 100 && ok "fork: the child's $n samples: $(pct "$cw" "$n")% in child_work" ||
+		((n >= 50)) && within "$(pct "$cw" "$n")" 90 100 && ok "fork: the child's $n samples: $(pct "$cw" "$n")% in child_work" ||
 			{ fail "fork: the child's $n samples: $(pct "$cw" "$n")% in child_work (want >= 90)"; head -3 "$F"; }
 	else
 		fail "fork: no profile of the child (pid '$C')"
