@@ -38,7 +38,7 @@
 #define PYCODE_FILE_EMPTY 8u /* the object's file name is "": filename is PYCODE_UNNAMED */
 
 struct pycode {
-	const char *qualname;	  /* valid UTF-8, never empty */
+	const char *qualname;	  /* co_qualname (3.10: co_name); valid UTF-8, never empty */
 	const char *filename;	  /* valid UTF-8, never empty */
 	int32_t firstlineno;
 	uint32_t stamp;		  /* py_stamp() of the object when read */

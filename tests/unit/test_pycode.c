@@ -13,7 +13,9 @@
  * a wrong stamp is -ESTALE; hits and misses are counted; a small budget
  * evicts and still names right; a freed code object whose address
  * another took is -ESTALE for the old stamp; a pid that exited is an
- * error. Plus the str decoder on synthetic bytes of every layout. */
+ * error. Plus the str decoder on synthetic bytes of every layout, and
+ * forged objects in our own memory before an unreadable page: read-ahead
+ * stopped short, forged table sizes and bytes, strings refused. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
