@@ -133,14 +133,15 @@ $(BUILD)/tests/%: tests/helpers/%.c
 
 # Fuzz targets: clang + libFuzzer, always with ASan/UBSan, over the
 # FUSE-free part of the library and the sampler's parsers of files that
-# local users write (perf maps, ELF) and of other processes' memory
-# (Python line tables).
+# local users write (perf maps, ELF, Python interpreters) and of other
+# processes' memory (Python line tables and strings).
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
-	sampler/python/linetable.c sampler/push/retry_after.c
+	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \
+	sampler/python/interp.c sampler/push/retry_after.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS) $(PROTO_C)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@) && $(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(PROTO_C) $(LDLIBS)
