@@ -46,6 +46,8 @@
  * after this, doubling up to a second. */
 #define WAIT_FIRST_NS (20 * 1000000LL)
 #define WAIT_MAX_NS (1000 * 1000000LL)
+/* ... that many times (about a minute) before giving up on it. */
+#define WAIT_TRIES 64
 
 /* Bytes of display names one merge may write. */
 #define NAMES_BYTES (64u << 10)
@@ -193,8 +195,16 @@ static int rmem(pid_t pid, uint64_t addr, void *buf, size_t n)
 
 static void enter(struct pyprocs *pp, struct proc *p, int state)
 {
+	static const char *const names[PYP_MAX] = {
+		[PYP_WALKED] = "walked", [PYP_UNSUPPORTED] = "unsupported",
+		[PYP_LAYOUT] = "layout check failed", [PYP_TLS] = "unknown TLS layout",
+		[PYP_FAILED] = "failed",
+	};
+
 	p->py.state = (uint8_t)state;
 	pp->st.procs[state]++;
+	pr_debug("python: pid %d (%s): %s after %d looks", (int)p->pid, p->comm,
+		 names[state] ? names[state] : "?", p->py.tries + 1);
 }
 
 /* The glibc of p, once its symbols are loaded: GLIBC_2.N's N, 0 while
@@ -253,7 +263,9 @@ static void setup(struct pyprocs *pp, struct proc *p, const struct vma *v, const
 	bias = v->start - va;
 	g = glibc_of(pp, p);
 	if (g == 0) {
-		wait_more(p, now_ns);
+		/* libc's symbols are loading: not a try of this process. */
+		p->py.state = PYP_WAIT;
+		p->py.next_ns = now_ns + WAIT_FIRST_NS;
 		return;
 	}
 	if (g != GLIBC_TSD_MINOR) {
@@ -264,7 +276,7 @@ static void setup(struct pyprocs *pp, struct proc *p, const struct vma *v, const
 	err = rmem(p->pid, pf->pi.runtime + bias + (uint64_t)l->rt_tss_key, &tss, sizeof(tss));
 	if (err || tss.init != 1) {
 		/* Not initialised yet (or gone: the wait ends with it). */
-		if (p->py.tries > 12 || p->exit_ns)
+		if (p->py.tries >= WAIT_TRIES || p->exit_ns)
 			enter(pp, p, PYP_FAILED);
 		else
 			wait_more(p, now_ns);

@@ -59,9 +59,9 @@ known() {
 	c=$(fsum "$F" ';cb \(py_known\.py\)(;|$)')
 	cm=$(fsum "$F" '\[(unwind|truncated)[^;]*\];(.*;)?cb \(py_known\.py\)(;|$)')
 	want=$(fsum "$F" '<module> \(py_known\.py\);(.*;)?main \(py_known\.py\);(.*;)?via_c \(py_known\.py\);([^;]*;)*[^;]*[^);];([^;]*;)*cb \(py_known\.py\)(;|$)')
-	((c > 0)) && [[ $((c - cm)) == "$want" ]] && within "$(pct "$cm" "$c")" 0 10 &&
+	((c > 0)) && [[ $((c - cm)) == "$want" ]] && within "$(pct "$cm" "$c")" 0 25 &&
 		ok "$v: every cb stack runs <module>;main;via_c;<native>;cb ($want samples; $cm more whose native walk ended in a marker)" ||
-		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb ($cm end in a marker, want <= 10%)"; grep 'cb (py_known' "$F" | head -3; }
+		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb ($cm end in a marker, want <= 25%)"; grep 'cb (py_known' "$F" | head -3; }
 	h=$(fsum "$F" '(heavy|light) \(py_known\.py\);(.*;)?cb \(py_known\.py\)')
 	[[ $h == 0 ]] && ok "$v: no impossible stack (cb under heavy or light)" || fail "$v: $h samples of cb under heavy or light"
 }
@@ -83,7 +83,7 @@ threads() {
 
 # --- phase 1: Debian's 3.11, 3.12 and 3.13 known answers, lines, threads;
 # 3.10 withheld (an interpreter whose layout we do not know) ---
-PROFFS_PY_WITHHOLD=3.10 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
+PROFFS_DEBUG=1 PROFFS_PY_WITHHOLD=3.10 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 log "daemon up (pid $RUN_PID)"
 declare -A KPID=()
 for v in ${KNOWN_VERSIONS:-3.11 3.12 3.13}; do
@@ -140,6 +140,7 @@ if [[ -n $W ]]; then
 	u=$(awk '/^proffs_python_processes_total\{state="unsupported_version"\}/ { print $2 }' "$M")
 	((${u:-0} >= 1)) && ok "metrics: $u processes with an unsupported interpreter" || fail "metrics: unsupported interpreters counted ${u:-none}"
 fi
+grep '^proffs_python' "$M" | sed 's/^/metrics: /'
 for k in 'proffs_python_processes_total{state="walked"}' 'proffs_python_frames_total' 'proffs_python_walks_total{end="complete"}' 'proffs_python_name_cache_total{result="hit"}'; do
 	v=$(awk -v k="$k" '$1 == k { print $2 }' "$M")
 	((${v:-0} > 0)) && ok "metrics: $k $v" || fail "metrics: $k is ${v:-missing}"
@@ -173,6 +174,7 @@ if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
 		fail "fork: no profile of the child (pid '$C')"
 	fi
 	run_stop "$RUN_PID" "$MP"
+	grep 'python:' "$WORK"/run-*.log | grep -v withheld | tail -20
 else
 	echo "SKIP 3.10: ${PYBIN[3.10]} is not installed"
 fi
