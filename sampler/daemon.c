@@ -374,6 +374,9 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
  * cut on another CPU may still be being written into the ring. */
 #define CUT_GRACE_NS (100 * 1000000LL)
 
+/* The sampler thread's longest sleep. */
+#define POLL_MAX_MS 250
+
 /* The next cut after wall-clock time `wall`: cuts fall on multiples of the
  * window (a divisor of a minute), so minute boundaries are always cuts. */
 static int64_t next_cut(const struct run *r, int64_t wall)
@@ -391,9 +394,11 @@ static void *sampler_thread(void *arg)
 	int64_t cut = next_cut(r, now_ns()), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		/* At most 100 ms: SIGTERM is seen within that (SPEC: exit within 2 s). */
+		/* At most POLL_MAX_MS: samples wait in the ring (it holds ~2 s)
+		 * and each wakeup costs the daemon more than its records do;
+		 * exec records and the stop (profiler__wake) end a wait early. */
 		int64_t wall = now_ns(), wait = (cut + CUT_GRACE_NS - wall) / 1000000;
-		int n = profiler__poll(r->prof, wait < 0 ? 0 : wait > 100 ? 100 : (int)wait);
+		int n = profiler__poll(r->prof, wait < 0 ? 0 : wait > POLL_MAX_MS ? POLL_MAX_MS : (int)wait);
 		int64_t now = now_mono_ns();
 
 		if (n < 0)
@@ -744,6 +749,7 @@ out:
 	r.scraper = NULL;
 	if (thread_started) {
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+		profiler__wake(r.prof);
 		pthread_join(r.thread, NULL);
 		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	}

@@ -477,6 +477,11 @@ int profiler__take_offcpu(struct profiler *pr, int64_t cut_ns, bool all,
 	return minutes__take(pr->omins, cut_ns, all, out, n);
 }
 
+void profiler__wake(struct profiler *pr)
+{
+	sampler__wake(pr->s);
+}
+
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)
 {
 	pthread_mutex_lock(&pr->lock);

@@ -70,6 +70,8 @@ uint64_t profiler__clock_steps(struct profiler *pr);
  * off-CPU interval is in the window of its end. Sampler thread only. */
 int profiler__take_offcpu(struct profiler *pr, int64_t cut_ns, bool all,
 			  struct minute_batch out[MINUTES_SLOTS], size_t *n);
+/* Ends a profiler__poll's wait now (once: the daemon's stop). Any thread. */
+void profiler__wake(struct profiler *pr);
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
 void profiler__close(struct profiler *pr);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@ struct sampler {
 	struct bpf_link **links;
 	int *pfds;
 	int nlinks, ncpus_possible;
+	int wake_fd; /* an eventfd in the ring's epoll set: sampler__wake */
 	struct sampler_opts o;
 };
 
@@ -122,6 +125,8 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 
 	libbpf_set_print(libbpf_log);
 	s = calloc(1, sizeof(*s));
+	if (s)
+		s->wake_fd = -1;
 	if (!s)
 		return -ENOMEM;
 	s->o = *o;
@@ -220,6 +225,16 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 		err = -errno;
 		goto err;
 	}
+	/* One shot, reported as the ring (libbpf takes an event's data as
+	 * its ring's index): a wake drains the ring once and is spent, so
+	 * no read is needed to clear it. */
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0 ||
+	    epoll_ctl(ring_buffer__epoll_fd(s->rb), EPOLL_CTL_ADD, s->wake_fd,
+		      &(struct epoll_event){ .events = EPOLLIN | EPOLLONESHOT, .data.fd = 0 })) {
+		err = -errno;
+		goto err;
+	}
 	free(online);
 	pr_info("sampler: %d Hz on %d CPUs, ring %zu KiB", s->o.hz, s->nlinks, pow >> 10);
 	*out = s;
@@ -285,6 +300,14 @@ int sampler__py_set(struct sampler *s, pid_t tgid, const struct py_proc *c)
 	return err == -ENOENT && !c ? 0 : err;
 }
 
+void sampler__wake(struct sampler *s)
+{
+	uint64_t one = 1;
+
+	if (s && s->wake_fd >= 0 && write(s->wake_fd, &one, sizeof(one)) < 0)
+		pr_debug("sampler: wake: %s", strerror(errno));
+}
+
 int sampler__ncpus(struct sampler *s)
 {
 	return s->nlinks;
@@ -295,6 +318,8 @@ void sampler__close(struct sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	if (s->links)
 		for (int i = 0; i < s->ncpus_possible; i++)
 			bpf_link__destroy(s->links[i]);

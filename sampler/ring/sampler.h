@@ -43,6 +43,9 @@ int sampler__py_ends(struct sampler *s, uint64_t out[PY_END_MAX]);
  * BPF side forgets a process itself at exec and exit, and copies its
  * entry to a forked child. */
 int sampler__py_set(struct sampler *s, pid_t tgid, const struct py_proc *c);
+/* Makes a sampler__poll waiting now (or the next one) return at once;
+ * once per sampler (the daemon's stop). Any thread. */
+void sampler__wake(struct sampler *s);
 /* Number of CPUs with an attached event. */
 int sampler__ncpus(struct sampler *s);
 /* Detaches and frees. */

@@ -129,9 +129,19 @@ db_sizes() {
 	} > "$2"
 }
 
+# median N...: the median of the numbers.
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# cpu_ticks PID: utime+stime of the whole process (all threads), in
+# clock ticks (getconf CLK_TCK).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 # bpf_prog_stats PID PROG: "run_time_ns run_cnt" of the BPF program named
 # PROG that process PID holds (found through its fds' prog_id; bpftool
-# here lists no pids). Needs kernel.bpf_stats_enabled=1.
+# here lists no pids). Needs kernel.bpf_stats_enabled=1. It starts
+# bpftool and python3: a daemon that profiles every process reads their
+# /proc entries, so read a daemon's CPU time before calling this, or a
+# second after.
 bpf_prog_stats() {
 	local id
 	for id in $(awk '/^prog_id:/ { print $2 }' /proc/"$1"/fdinfo/* 2>/dev/null | sort -u); do

@@ -16,6 +16,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$ROOT/scripts/bench/lib.sh"
 BUILD=${BUILD:-build}
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
 PROFFS=$BUILD/proffs
@@ -39,9 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-log() { printf 'bench: %s\n' "$*" >&2; }
 TCK=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 daemon_start() { # ARGS...
 	mkdir -p "$W/mp"
@@ -110,7 +109,6 @@ for i in $(seq "$RUNS"); do
 	daemon_stop
 done
 
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # shellcheck disable=SC2086
 MN=$(median ${T[none]}); MC=$(median ${T[cpu]}); MO=$(median ${T[offcpu]}); MA=$(median ${T[all]})
 pctd() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", 100 * (b - a) / a }'; }

@@ -36,7 +36,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 sysctl -qw kernel.bpf_stats_enabled=1
 TCK=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # phase NAME ENV...: a daemon with ENV, SECS s of whatever runs now.
 declare -A NS CPU
@@ -49,10 +48,11 @@ phase() {
 	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
 	sleep 3
 	read -r r0 c0 <<<"$(bpf_prog_stats "$d" on_sample)"
+	sleep 1 # the daemon reads bpftool's /proc entries: not in the window
 	k0=$(cpu_ticks "$d"); t0=$EPOCHREALTIME
 	sleep "$SECS"
-	read -r r1 c1 <<<"$(bpf_prog_stats "$d" on_sample)"
 	k1=$(cpu_ticks "$d"); t1=$EPOCHREALTIME
+	read -r r1 c1 <<<"$(bpf_prog_stats "$d" on_sample)"
 	NS[$name]=$(awk -v r=$((r1 - r0)) -v c=$((c1 - c0)) 'BEGIN { if (c) printf "%.0f", r / c; else print "nan" }')
 	CPU[$name]=$(awk -v c=$((k1 - k0)) -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')
 	[[ $name == python ]] && grep -E '^proffs_python' "$W/mp/metrics" >"$W/metrics" || true

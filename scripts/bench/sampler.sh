@@ -13,6 +13,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$ROOT/scripts/bench/lib.sh"
 BUILD=${BUILD:-build}
 [[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
 PROFFS=$BUILD/proffs
@@ -34,11 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-log() { printf 'bench: %s\n' "$*" >&2; }
 TCK=$(getconf CLK_TCK)
 
-# cpu_ticks PID: utime+stime of the whole process (all threads).
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # measure PID SECS: % of one core PID used over SECS seconds.
 measure() {
@@ -123,7 +121,6 @@ for i in $(seq "$RUNS"); do
 	ON+=("$(job)")
 	daemon_stop
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 MOFF=$(median "${OFF[@]}"); MON=$(median "${ON[@]}")
 SLOW=$(awk -v a="$MOFF" -v b="$MON" 'BEGIN { printf "%.2f", 100 * (b - a) / a }')
 RATIO=$(awk -v p="$PERF" -v d="${CPU[99]}" 'BEGIN { if (d > 0 && p != "nan") printf "%.1f", p / d; else print "n/a" }')

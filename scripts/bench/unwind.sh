@@ -35,7 +35,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 TCK=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
@@ -72,10 +71,11 @@ for mode in fp tables; do
 	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
 	sleep 3
 	read -r r0 c0 <<<"$(bpf_prog_stats "$D" on_sample)"
+	sleep 1 # the daemon reads bpftool's /proc entries: not in the window
 	k0=$(cpu_ticks "$D"); t0=$EPOCHREALTIME
 	sleep "$SECS"
-	read -r r1 c1 <<<"$(bpf_prog_stats "$D" on_sample)"
 	k1=$(cpu_ticks "$D"); t1=$EPOCHREALTIME
+	read -r r1 c1 <<<"$(bpf_prog_stats "$D" on_sample)"
 	NS[$mode]=$(awk -v r=$((r1 - r0)) -v c=$((c1 - c0)) 'BEGIN { if (c) printf "%.0f", r / c; else print "nan" }')
 	CPU[$mode]=$(awk -v c=$((k1 - k0)) -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')
 	m=$(daemon_mem_bytes "$D")
@@ -116,7 +116,6 @@ for _ in $(seq "$RUNS"); do
 		kill -TERM "$D"; wait "$D" || true
 	done
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 MOFF=$(median "${OFF[@]}"); MFP=$(median "${FP[@]}"); MTAB=$(median "${TAB[@]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b != "nan") printf "%.2f", b / a; else print "n/a" }'; }
 slow() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", 100 * (b - a) / a }'; }
