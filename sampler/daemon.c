@@ -47,6 +47,7 @@ struct run {
 	int64_t retention_s;
 	bool offcpu;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
+	int64_t trim_ns;   /* flush()'s last malloc_trim (sampler thread) */
 	pthread_t thread;
 	struct pusher *pusher; /* --push, else NULL */
 	/* set by fsmount__start() before the first request, read by /metrics */
@@ -335,6 +336,9 @@ static void drop_in_fuse_thread(void *ctx)
  * dropped (and counted): keeping it would grow without bound if the store
  * stays sick. Unless wait, returns -EBUSY (batches untouched) while the
  * scrape thread is appending; the caller tries again at its next poll. */
+/* How often flush() gives freed heap back to the kernel. */
+#define TRIM_EVERY_NS (60 * 1000000000LL)
+
 static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 {
 	struct minute_batch mb[MINUTES_SLOTS];
@@ -365,8 +369,14 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 	pthread_mutex_unlock(&r->store_mu);
 	/* A batch and the maps re-read since are freed in bulk: give the
 	 * pages back, so the resident figure is what the daemon holds (the
-	 * budget), not what its threads' malloc arenas once touched. */
-	malloc_trim(0);
+	 * budget), not what its threads' malloc arenas once touched. Once a
+	 * minute: each trim is a walk of the arenas and a madvise per free
+	 * run, whose TLB shootdowns interrupt every CPU (after each 10 s
+	 * batch it was a tenth of the daemon's CPU time). */
+	if (now_mono_ns() - r->trim_ns >= TRIM_EVERY_NS) {
+		malloc_trim(0);
+		r->trim_ns = now_mono_ns();
+	}
 	return 0;
 }
 
