@@ -23,7 +23,7 @@
  * truncation marker: PY_END_TRUNC). */
 #define PY_MAX_FRAMES 48
 /* Python processes the BPF map holds at most. */
-#define PY_MAX_PROCS 4096
+#define PY_MAX_PROCS 1024
 /* Bytes of a frame and of a code object read in one go (the fields a
  * row names must lie within them; layout.c's rows do). */
 #define PY_FRAME_READ 104
