@@ -13,6 +13,8 @@
 #    with `go tool pprof -lines`
 #  - threads (py_threads.py): the hashing thread's samples (GIL released)
 #    never show the spinner's function
+#  - a Python process already running when the daemon starts, and a
+#    forked child: walked from their first samples
 #  - an interpreter whose layout row is withheld (PROFFS_PY_WITHHOLD):
 #    native frames only, counted as unsupported in /prof/metrics
 # A version that is not installed prints SKIP for its part and why.
@@ -38,7 +40,7 @@ command -v go >/dev/null || skip "go is not installed (go tool pprof reads the l
 
 # known VERSION PID OUT: checks of one known-answer run.
 known() {
-	local v=$1 pid=$2 out=$3 F=$WORK/known-$1.folded tot py h l c want
+	local v=$1 pid=$2 out=$3 only=${4:-} F=$WORK/known-$1.folded tot py h l c want
 	cp "$MP/merged/cpu/pid=$pid/last-15m/folded.txt" "$F" || { fail "$v: cannot read its folded.txt"; return; }
 	tot=$(fsum "$F")
 	log "$v: $tot samples; the program says: $(cat "$out")"
@@ -47,6 +49,7 @@ known() {
 	within "$(pct "$py" "$tot")" 95 100 && ok "$v: $(pct "$py" "$tot")% of samples carry Python frames" ||
 		{ fail "$v: only $(pct "$py" "$tot")% of samples carry Python frames"; sort -t' ' -k2 -n "$F" | tail -5; }
 	for fn in heavy light cb; do
+		[[ -n $only ]] && break
 		local got want
 		got=$(pct "$(fsum "$F" ";$fn \\(py_known\\.py\\)(;|\$)")" "$tot")
 		want=$(sed -n "s/.*$fn=\([0-9.]*\).*/\1/p" "$out")
@@ -149,6 +152,9 @@ run_stop "$RUN_PID" "$MP"
 
 # --- phase 2: 3.10 (frame objects); the other versions' threads ---
 if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
+	# A Python process already running when the daemon starts.
+	"${PYBIN[3.11]}" "$HELP/py_known.py" $SECS >"$WORK/out-3.11-before" & PRE=$!; PIDS+=("$PRE")
+	sleep 1
 	run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 	"${PYBIN[3.10]}" "$HELP/py_known.py" $SECS >"$WORK/out-3.10" & K=$!; PIDS+=("$K")
 	declare -A TPID=()
@@ -160,8 +166,12 @@ if [[ -x ${PYBIN[3.10]} && -z ${ONLY_PHASE1:-} ]]; then
 	for v in "${!TPID[@]}"; do wait "${TPID[$v]}" || fail "py_threads.py on $v failed"; done
 	wait "$FK" || fail "py_fork.py failed"
 	wait "$K" || fail "py_known.py on 3.10 failed"
+	wait "$PRE" || fail "py_known.py on 3.11 (running before the daemon) failed"
 	sleep 6
 	known 3.10 "$K" "$WORK/out-3.10"
+	# Its share figures count CPU from its start, a second before the
+	# daemon's: only the Python-frame share and the stacks are judged.
+	known 3.11-before "$PRE" "$WORK/out-3.11-before" frames-only
 	for v in 3.10 3.12 3.13; do [[ -n ${TPID[$v]:-} ]] && threads "$v" "${TPID[$v]}"; done
 	# A forked child walks from its first sample (BPF copies the entry).
 	C=$(head -1 "$WORK/fork.out")
