@@ -3,6 +3,8 @@
 # (SPEC §3), checked through the mounted tree of one `proffs run` at 99 Hz:
 #  - the 10:1 truth program built -O2 -fomit-frame-pointer: iterateLong
 #    90.9% +- 2 pp, and the stack _start;...;main;iterateLong;iterate
+#  - deep recursion (150 frames, past the 127-frame budget): every stack
+#    cut at the budget with a marker, no frame the program lacks
 #  - a callback under libc's qsort (main -> chainA -> chainB -> qsort ->
 #    cmpKeys): the whole chain in >= 95% of cmpKeys' samples
 #  - a SIGPROF handler: the walk continues through the signal trampoline
@@ -29,6 +31,7 @@ run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 log "daemon up (pid $RUN_PID)"
 
 "$TESTS_BIN/truth_nofp" 30 20 60 & TP=$!; PIDS+=("$TP")
+"$TESTS_BIN/deep" 150 6 & DP=$!; PIDS+=("$DP")
 "$TESTS_BIN/qsortcb" 6 || fail "qsortcb failed"
 "$TESTS_BIN/qsortcb" 4 signal >/dev/null 2>&1 & QS=$!; PIDS+=("$QS")
 cat >"$WORK/loop.py" <<'PY'
@@ -121,6 +124,26 @@ for c in python3:$PY gzip:$GZ sha256sum:$SH; do
 	within "$rp" 95 100 && ok "$comm: $rp% of $nsamp samples with a user stack reach _start/__libc_start_call_main" ||
 		{ fail "$comm: only $rp% of $nsamp samples reach the root"; grep -v '_start' "$WORK/$comm.folded" | sort -t' ' -k2 -n | tail -5 | cut -c1-300; }
 done
+
+# --- deep recursion: past the frame budget, a marker ---
+# Every stack is cut at the budget (127 user frames, then the marker) and
+# holds only the program's frames. KNOWN GAP (issue 8): on a busy host the
+# marker often reads [unwind: outside mappings] where it should read
+# [truncated]; the share is printed, not judged.
+wait "$DP" || fail "deep 150 failed"
+F=$WORK/deep150.folded
+cp "$MP/merged/cpu/pid=$DP/$R/folded.txt" "$F" || die "read deep150 folded.txt"
+# (its start-up samples, in ld.so before main, are not judged)
+n=$(FOLDED_SCALE=1 fsum "$F" ';recurse;'); tr=$(FOLDED_SCALE=1 fsum "$F" '^deep150;\[truncated\];(recurse;)+burn(;touch)?(;[^;]*_\[k\])*$')
+cut=$(awk '/;recurse;/ { n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); u = 0
+	for (i = 3; i <= k; i++) u += (f[i] !~ /_\[k\]$/)
+	if (f[2] ~ /^\[(truncated|unwind: [a-z ]+)\]$/ && u == 127) s += n } END { print s + 0 }' "$F")
+# A PLT stub (clock_gettime's) is named after the symbol before it, _init.
+odd=$(awk '/;recurse;/ { sub(/ [0-9]+$/, ""); k = split($0, f, ";"); for (i = 3; i <= k; i++) if (f[i] !~ /^(recurse|burn|touch|now|_init|clock_gettime|__clock_gettime.*|.*_\[k\])$/) { print f[i]; exit } }' "$F" | head -1)
+log "deep150: $n samples, $(pct "$tr" "$n")% end in [truncated], the rest in another marker"
+((n >= 100)) && [[ $cut == "$n" && -z $odd ]] &&
+	ok "deep150: all $n stacks cut at the budget (127 frames, then a marker), no frame the program lacks" ||
+	{ fail "deep150: $cut of $n stacks cut at the budget with a marker; frame not in the program: '${odd}'"; awk '{ k = split($0, f, ";"); print f[2], k, $NF }' "$F" | sort | uniq -c | sort -n | tail -3; }
 
 # --- short-lived processes ---
 for comm in fknofp frnofp; do
