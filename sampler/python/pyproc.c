@@ -207,8 +207,9 @@ static void enter(struct pyprocs *pp, struct proc *p, int state)
 		 names[state] ? names[state] : "?", p->py.tries + 1);
 }
 
-/* The glibc of p, once its symbols are loaded: GLIBC_2.N's N, 0 while
- * loading, -1 when p maps no libc.so (static or musl). */
+/* The glibc of p, once its symbols are loaded: GLIBC_2.N's N; 0 while
+ * they are not (loading, or a failed load the loader tries again); -1
+ * when p maps no libc.so (static, musl) or one that is not glibc. */
 static int glibc_of(struct pyprocs *pp, struct proc *p)
 {
 	if (!p->maps)
@@ -222,8 +223,10 @@ static int glibc_of(struct pyprocs *pp, struct proc *p)
 			continue;
 		v = procs__vma(pp->ps, p, v->start);
 		t = v ? dso__tab(v->dso) : NULL;
+		/* Loading, or a load that failed (it is tried again): not
+		 * known yet, never "not glibc". */
 		if (!t)
-			return v && v->dso && v->dso->state == DSO_DONE ? -1 : 0;
+			return 0;
 		return t->glibc_minor ? t->glibc_minor : -1;
 	}
 	return -1;
@@ -263,9 +266,11 @@ static void setup(struct pyprocs *pp, struct proc *p, const struct vma *v, const
 	bias = v->start - va;
 	g = glibc_of(pp, p);
 	if (g == 0) {
-		/* libc's symbols are loading: not a try of this process. */
-		p->py.state = PYP_WAIT;
-		p->py.next_ns = now_ns + WAIT_FIRST_NS;
+		/* libc's symbols are not loaded (yet): look again. */
+		if (p->py.tries >= WAIT_TRIES || p->exit_ns)
+			enter(pp, p, PYP_FAILED);
+		else
+			wait_more(p, now_ns);
 		return;
 	}
 	if (g != GLIBC_TSD_MINOR) {
