@@ -468,15 +468,15 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	/* The walker's facts about a file come with its symbols: whether it
 	 * is an interpreter, and a libc's version (its TLS layout). */
 	t->py = pyfile__detect(fd, j->path, &t->elf);
-	{
-		const char *b = strrchr(j->path, '/');
-
-		if (!strncmp(b ? b + 1 : j->path, "libc.so", 7)) {
+	/* glibc by what it defines, not by its file's name (a table is
+	 * shared by build id, whatever path first brought it). */
+	for (size_t i = 0; i < t->elf.nsyms; i++)
+		if (!strcmp(t->elf.strs + t->elf.syms[i].name, "gnu_get_libc_version")) {
 			int m = pyfile__glibc_minor(fd);
 
 			t->glibc_minor = m > 0 ? m : 0;
+			break;
 		}
-	}
 out:
 	close(fd);
 	pthread_mutex_lock(&s->lock);
