@@ -166,3 +166,19 @@ daemon_mem_bytes() {
 	bm=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { b = ($NF == "anon_inode:bpf-map") } b && /^Rss:/ { s += $2 } END { print (s + 0) * 1024 }' "/proc/$1/smaps")
 	echo $((rss - bm + ml))
 }
+
+# measure_daemon PID SECS: "NS CPU" over SECS s of the daemon PID: its
+# on_sample program's ns per sample (bpf_stats) and its CPU in % of one
+# core, the CPU read between (not during) the bpftool calls.
+measure_daemon() {
+	local r0 c0 r1 c1 k0 k1 t0 t1 tck
+	tck=$(getconf CLK_TCK)
+	read -r r0 c0 <<<"$(bpf_prog_stats "$1" on_sample)"
+	sleep 1 # the daemon reads bpftool's /proc entries: not in the window
+	k0=$(cpu_ticks "$1"); t0=$EPOCHREALTIME
+	sleep "$2"
+	k1=$(cpu_ticks "$1"); t1=$EPOCHREALTIME
+	read -r r1 c1 <<<"$(bpf_prog_stats "$1" on_sample)"
+	awk -v r=$((r1 - r0)) -v c=$((c1 - c0)) -v k=$((k1 - k0)) -v hz="$tck" -v a="$t0" -v b="$t1" \
+		'BEGIN { printf "%s %.3f\n", c ? sprintf("%.0f", r / c) : "nan", 100 * k / hz / (b - a) }'
+}

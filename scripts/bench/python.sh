@@ -37,27 +37,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 sysctl -qw kernel.bpf_stats_enabled=1
-TCK=$(getconf CLK_TCK)
 
 # phase NAME ENV...: a daemon with ENV, SECS s of whatever runs now;
 # appends to NS[NAME] and CPU[NAME].
 declare -A NS CPU
 phase() {
-	local name=$1 d r0 c0 r1 c1 k0 k1 t0 t1 ns cpu
+	local name=$1 d ns cpu
 	shift
 	rm -rf "$W/store"; mkdir -p "$W/mp"
 	env "$@" "$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
 	d=$!; PIDS+=("$d")
 	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
 	sleep 3
-	read -r r0 c0 <<<"$(bpf_prog_stats "$d" on_sample)"
-	sleep 1 # the daemon reads bpftool's /proc entries: not in the window
-	k0=$(cpu_ticks "$d"); t0=$EPOCHREALTIME
-	sleep "$SECS"
-	k1=$(cpu_ticks "$d"); t1=$EPOCHREALTIME
-	read -r r1 c1 <<<"$(bpf_prog_stats "$d" on_sample)"
-	ns=$(awk -v r=$((r1 - r0)) -v c=$((c1 - c0)) 'BEGIN { if (c) printf "%.0f", r / c; else print "nan" }')
-	cpu=$(awk -v c=$((k1 - k0)) -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')
+	read -r ns cpu <<<"$(measure_daemon "$d" "$SECS")"
 	NS[$name]+="$ns "; CPU[$name]+="$cpu "
 	[[ $name == python ]] && grep -E '^proffs_python' "$W/mp/metrics" >"$W/metrics" || true
 	kill -TERM "$d"; wait "$d" || true

@@ -34,7 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-TCK=$(getconf CLK_TCK)
 
 OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
@@ -70,14 +69,8 @@ for mode in fp tables; do
 	D=$!; PIDS+=("$D")
 	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
 	sleep 3
-	read -r r0 c0 <<<"$(bpf_prog_stats "$D" on_sample)"
-	sleep 1 # the daemon reads bpftool's /proc entries: not in the window
-	k0=$(cpu_ticks "$D"); t0=$EPOCHREALTIME
-	sleep "$SECS"
-	k1=$(cpu_ticks "$D"); t1=$EPOCHREALTIME
-	read -r r1 c1 <<<"$(bpf_prog_stats "$D" on_sample)"
-	NS[$mode]=$(awk -v r=$((r1 - r0)) -v c=$((c1 - c0)) 'BEGIN { if (c) printf "%.0f", r / c; else print "nan" }')
-	CPU[$mode]=$(awk -v c=$((k1 - k0)) -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')
+	read -r ns cpu <<<"$(measure_daemon "$D" "$SECS")"
+	NS[$mode]=$ns CPU[$mode]=$cpu
 	m=$(daemon_mem_bytes "$D")
 	MEM[$mode]="$((m / 1048576)) MiB (RSS + BPF maps, mmapped map pages counted once)"
 	sleep 6
