@@ -49,6 +49,10 @@
 /* ... that many times (about a minute) before giving up on it. */
 #define WAIT_TRIES 64
 
+/* A process none of whose frames ran in an interpreter file is looked at
+ * again after this. */
+#define LOOK_AGAIN_NS (100 * 1000000LL)
+
 /* Bytes of display names one merge may write. */
 #define NAMES_BYTES (64u << 10)
 
@@ -66,15 +70,13 @@ static const char *const marker_unreadable = "[python: unreadable]";
 struct pyfile *pyfile__detect(int fd, const char *path, const struct elf_info *e)
 {
 	const char *b = strrchr(path, '/'), *env = getenv("PROFFS_PY_WITHHOLD");
+	const struct elf_sym *cold;
 	struct pyfile *pf;
-	bool eval = false;
 	char v[16];
 	int err;
 
 	/* Cheap first: only a file with the eval loop among its functions. */
-	for (size_t i = 0; i < e->nsyms && !eval; i++)
-		eval = !strcmp(e->strs + e->syms[i].name, "_PyEval_EvalFrameDefault");
-	if (!eval) {
+	if (!elfsym__find(e, "_PyEval_EvalFrameDefault")) {
 		errno = ENOENT;
 		return NULL;
 	}
@@ -87,11 +89,11 @@ struct pyfile *pyfile__detect(int fd, const char *path, const struct elf_info *e
 		errno = -err;
 		return NULL;
 	}
-	for (size_t i = 0; i < e->nsyms; i++)
-		if (!strcmp(e->strs + e->syms[i].name, "_PyEval_EvalFrameDefault.cold")) {
-			pf->cold = e->syms[i].addr;
-			pf->cold_size = e->syms[i].size;
-		}
+	cold = elfsym__find(e, "_PyEval_EvalFrameDefault.cold");
+	if (cold) {
+		pf->cold = cold->addr;
+		pf->cold_size = cold->size;
+	}
 	snprintf(v, sizeof(v), "3.%d", pf->pi.minor);
 	if (err) {
 		pf->status = err == -EOPNOTSUPP ? -EOPNOTSUPP : -EPROTO;
@@ -336,7 +338,7 @@ void pyprocs__see(struct pyprocs *pp, struct proc *p, const struct frame *fr, in
 {
 	if (!p || p->exit_ns)
 		return;
-	if (p->py.state != PYP_UNKNOWN && (p->py.state != PYP_WAIT || now_ns < p->py.next_ns))
+	if ((p->py.state != PYP_UNKNOWN && p->py.state != PYP_WAIT) || now_ns < p->py.next_ns)
 		return;
 	for (int i = 0; i < n; i++) {
 		const struct vma *v = fr[i].vma;
@@ -350,6 +352,10 @@ void pyprocs__see(struct pyprocs *pp, struct proc *p, const struct frame *fr, in
 			return;
 		}
 	}
+	/* None here (a process that is not Python, or a sample outside its
+	 * interpreter, or its file still loading): not every sample of it
+	 * needs this loop on the drain path. */
+	p->py.next_ns = now_ns + LOOK_AGAIN_NS;
 }
 
 void pyprocs__forget(struct pyprocs *pp, pid_t pid)
@@ -424,7 +430,7 @@ static void name_frame(struct pyprocs *pp, struct proc *p, const struct py_frame
 	o->start_line = pc->firstlineno;
 	pycode__line(pc, pf->instr, &line);
 	o->line = line;
-	pp->st.named++;
+	pp->st.frames++;
 }
 
 int pyprocs__merge(struct pyprocs *pp, struct proc *p, const struct prof_sample_ev *ev,
@@ -459,8 +465,6 @@ int pyprocs__merge(struct pyprocs *pp, struct proc *p, const struct prof_sample_
 	}
 	while (k < npy && m < max)
 		name_frame(pp, p, &py[k++], &out[m++], &used);
-	for (int i = 0; i < m; i++)
-		pp->st.frames += out[i].python;
 	return m;
 }
 

@@ -58,7 +58,7 @@ enum pyproc_state {
 struct pyproc {
 	uint8_t state;
 	uint8_t tries;
-	int64_t next_ns;		/* PYP_WAIT: look again then */
+	int64_t next_ns;		/* PYP_UNKNOWN, PYP_WAIT: look again then */
 	const struct pylayout *l;
 	uint64_t eval_lo, eval_hi;	/* _PyEval_EvalFrameDefault, runtime addresses */
 	uint64_t cold_lo, cold_hi;	/* its .cold part, if known */
@@ -74,7 +74,7 @@ struct pyprocs_stats {
 	uint64_t procs[PYP_MAX];	/* processes that reached each state, total */
 	uint64_t frames;		/* Python frames stored */
 	uint64_t ends[PY_END_MAX];	/* filled by the caller from BPF */
-	uint64_t named, stale, unreadable; /* frames by naming outcome */
+	uint64_t stale, unreadable;	/* frames stored as a marker instead, by why */
 	uint64_t name_hits, name_misses, name_errors, name_bytes;
 };
 

@@ -282,6 +282,14 @@ const char *elfsym__lookup(const struct elf_info *e, uint64_t vaddr)
 	return e->strs + s->name;
 }
 
+const struct elf_sym *elfsym__find(const struct elf_info *e, const char *name)
+{
+	for (size_t i = 0; i < e->nsyms; i++)
+		if (e->syms[i].name < e->strs_len && !strcmp(e->strs + e->syms[i].name, name))
+			return &e->syms[i];
+	return NULL;
+}
+
 void elfsym__fini(struct elf_info *e)
 {
 	free(e->loads);

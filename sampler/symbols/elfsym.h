@@ -59,6 +59,10 @@ bool elfsym__off_to_vaddr(const struct elf_info *e, uint64_t off, uint64_t *vadd
 /* Name of the function containing vaddr, or NULL. The string lives in e. */
 const char *elfsym__lookup(const struct elf_info *e, uint64_t vaddr);
 
+/* The function symbol named name (the first one), or NULL: a linear
+ * scan, for the loader's few questions about a file. Lives in e. */
+const struct elf_sym *elfsym__find(const struct elf_info *e, const char *name);
+
 void elfsym__fini(struct elf_info *e);
 
 #endif

@@ -470,13 +470,11 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	t->py = pyfile__detect(fd, j->path, &t->elf);
 	/* glibc by what it defines, not by its file's name (a table is
 	 * shared by build id, whatever path first brought it). */
-	for (size_t i = 0; i < t->elf.nsyms; i++)
-		if (!strcmp(t->elf.strs + t->elf.syms[i].name, "gnu_get_libc_version")) {
-			int m = pyfile__glibc_minor(fd);
+	if (elfsym__find(&t->elf, "gnu_get_libc_version")) {
+		int m = pyfile__glibc_minor(fd);
 
-			t->glibc_minor = m > 0 ? m : 0;
-			break;
-		}
+		t->glibc_minor = m > 0 ? m : 0;
+	}
 out:
 	close(fd);
 	pthread_mutex_lock(&s->lock);
