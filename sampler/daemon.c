@@ -260,10 +260,13 @@ static void metrics_cb(struct buf *out, void *ctx)
 		    st.unw.table_bytes);
 	prom__gauge(out, "proffs_unwind_map_bytes", "Bytes preallocated for the unwind BPF maps.",
 		    st.unw.map_bytes);
+	prom__gauge(out, "proffs_unwind_builds_queued", "Files waiting for their unwind table to be built.",
+		    st.unw.queued);
 	prom__family(out, "proffs_unwind_builds_total", PROM_COUNTER,
 		     "Unwind tables built, and freed (unused or for room).");
 	prom__u64_by(out, "proffs_unwind_builds_total", "event", "built", st.unw.built);
 	prom__u64_by(out, "proffs_unwind_builds_total", "event", "freed", st.unw.evicted);
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "requester_exited", st.unw.requester_gone);
 	prom__family(out, "proffs_unwind_build_seconds_total", PROM_COUNTER,
 		     "Time the worker spent building tables.");
 	prom__f64(out, "proffs_unwind_build_seconds_total", NULL, 0, st.unw.build_ns / 1e9);

@@ -286,7 +286,13 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	/* PROFFS_UNWIND=fp: the kernel's frame-pointer walk, for comparison. */
 	const char *mode = getenv("PROFFS_UNWIND");
 	if (!mode || strcmp(mode, "fp")) {
-		pr->unw = unwinder__new(&(struct unwinder_opts){ 0 });
+		/* PROFFS_UNWIND_DELAY=MS:PATH (tests): a slow build of one
+		 * file, so a short process can exit before its table is read. */
+		const char *d = getenv("PROFFS_UNWIND_DELAY"), *colon = d ? strchr(d, ':') : NULL;
+
+		pr->unw = unwinder__new(&(struct unwinder_opts){
+			.delay_path = colon ? colon + 1 : NULL,
+			.build_delay_ns = colon ? strtoll(d, NULL, 10) * 1000000LL : 0 });
 		pr->pend = pr->unw ? pending__new(pr->unw, pr->ps) : NULL;
 		if (!pr->unw || !pr->pend)
 			goto err;

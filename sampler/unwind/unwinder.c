@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -34,15 +35,22 @@ enum { E_QUEUED, E_TABLE, E_FP, E_NONE };
 #define EVICT_MIN_IDLE_NS (10 * 1000000000LL)
 #define RETRY_NS (10 * 1000000000LL)
 
+struct src {
+	pid_t pid;
+	uint64_t start, end; /* the mapping in that process */
+	char *path;
+};
+
 struct entry {
 	uint64_t kdev, ino;
 	int state;
 	uint32_t base, nrows;
 	int64_t used_ns;
-	/* where to read it (E_QUEUED) */
-	pid_t pid;
-	uint64_t start, end;
-	char *path;
+	int64_t failed_ns; /* E_NONE: when; retried RETRY_NS later, used or not */
+	/* where to read it (E_QUEUED): the newest process that asked, the
+	 * likeliest to be alive when the worker comes to it; pid 0 once the
+	 * worker took it */
+	struct src src;
 	struct entry *next_q;
 	bool deferred; /* a big file sent to the back of the queue once */
 	bool too_big;  /* over the per-file cap: not retried until idle */
@@ -196,7 +204,7 @@ static void drop_entry(struct unwinder *u, struct entry *e)
 		u->st.failed_files--;
 	}
 	hmap__del(&u->files, fkey(e->kdev, e->ino));
-	free(e->path);
+	free(e->src.path);
 	free(e);
 }
 
@@ -319,21 +327,21 @@ static int install(struct unwinder *u, struct entry *e, const struct unw_table *
  * files only, never a blocking open, refusals counted. No owner rule:
  * only the unwind rules of the file are used, nothing of its content
  * reaches the tree. The identity must match what was mapped. */
-static int open_mapped(const struct entry *e)
+static int open_mapped(const struct entry *e, const struct src *src)
 {
 	char p[128];
 	struct stat st;
 	int fd, rfd;
 
-	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)e->pid, e->start,
-		 e->end);
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)src->pid, src->start,
+		 src->end);
 	fd = safefile__open(AT_FDCWD, p, false, false, SF_ELF, NULL, &st);
-	if (fd < 0 && fd != -ECANCELED && e->path && e->path[0] == '/') {
-		snprintf(p, sizeof(p), "/proc/%d/root", (int)e->pid);
+	if (fd < 0 && fd != -ECANCELED && src->path && src->path[0] == '/') {
+		snprintf(p, sizeof(p), "/proc/%d/root", (int)src->pid);
 		rfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rfd < 0)
 			return -errno;
-		fd = safefile__open(rfd, e->path + 1, true, true, SF_ELF, NULL, &st);
+		fd = safefile__open(rfd, src->path + 1, true, true, SF_ELF, NULL, &st);
 		close(rfd);
 	}
 	if (fd < 0)
@@ -360,21 +368,30 @@ static void enqueue(struct unwinder *u, struct entry *e)
  * small ones queued with them, so one cc1 does not hold up a fork storm. */
 #define BIG_FILE (8 << 20)
 
-static void build(struct unwinder *u, struct entry *e)
+/* Builds e's table from src (taken from e by the worker, ours to free). */
+static void build(struct unwinder *u, struct entry *e, struct src *src)
 {
 	struct unw_table *t = NULL;
 	int64_t t0 = now_mono_ns();
 	struct stat st;
 	int fd, err;
 
-	fd = open_mapped(e);
+	if (u->o.delay_path && src->path && !strcmp(src->path, u->o.delay_path))
+		nanosleep(&(struct timespec){ u->o.build_delay_ns / 1000000000,
+					      u->o.build_delay_ns % 1000000000 }, NULL);
+	fd = open_mapped(e, src);
 	if (fd >= 0 && !e->deferred && !fstat(fd, &st) && st.st_size > BIG_FILE) {
 		pthread_mutex_lock(&u->lock);
 		if (u->q_head) {
 			e->deferred = true;
+			if (!e->src.pid) { /* no newer asker: this one again */
+				e->src = *src;
+				src->path = NULL;
+			}
 			enqueue(u, e);
 			pthread_mutex_unlock(&u->lock);
 			close(fd);
+			free(src->path);
 			return;
 		}
 		pthread_mutex_unlock(&u->lock);
@@ -392,20 +409,41 @@ static void build(struct unwinder *u, struct entry *e)
 		if (!err)
 			u->st.built++;
 	}
+	if (fd < 0 && kill(src->pid, 0) && errno == ESRCH) {
+		/* The process we were to read it through has exited (its
+		 * map_files and root are gone): not the file's fault. Read it
+		 * through a process that asked since, or forget the entry so
+		 * the next sample that needs it asks again. Keeping it as "no
+		 * table" left libc unwalked for as long as anything used it. */
+		pr_debug("unwind: %s: pid %d exited before we read it; %s", src->path, (int)src->pid,
+			 e->src.pid ? "read through a newer one" : "asked again on next use");
+		u->st.requester_gone++;
+		if (e->src.pid) {
+			enqueue(u, e);
+		} else {
+			hmap__del(&u->files, fkey(e->kdev, e->ino));
+			free(e);
+		}
+		pthread_mutex_unlock(&u->lock);
+		free(src->path);
+		return;
+	}
 	if (err == -ENODATA) {
-		pr_debug("unwind: %s has no unwind information: frame pointers", e->path);
+		pr_debug("unwind: %s has no unwind information: frame pointers", src->path);
 		set_state(u, e, E_FP);
 	} else if (err) {
-		pr_debug("unwind: no table for %s (pid %d): %s", e->path, (int)e->pid, strerror(-err));
+		pr_debug("unwind: no table for %s (pid %d): %s", src->path, (int)src->pid, strerror(-err));
 		e->too_big = err == -E2BIG || err == -EFBIG;
+		e->failed_ns = now_mono_ns();
 		set_state(u, e, E_NONE);
 	} else if (t->unsupported) {
-		pr_debug("unwind: %s: %u ranges use rules we do not implement", e->path, t->unsupported);
+		pr_debug("unwind: %s: %u ranges use rules we do not implement", src->path, t->unsupported);
 	}
 	e->used_ns = now_mono_ns();
-	free(e->path);
-	e->path = NULL;
+	free(e->src.path); /* a newer asker's, moot now */
+	e->src = (struct src){ 0 };
 	pthread_mutex_unlock(&u->lock);
+	free(src->path);
 	unw_table__free(t);
 }
 
@@ -416,7 +454,10 @@ static void gc(struct unwinder *u, int64_t now)
 
 		if (!u->files.keys[i] || e->state == E_QUEUED || (e->kdev == UNW_VDSO_DEV && e->ino == UNW_VDSO_INO))
 			continue;
-		if (now - e->used_ns > (e->state == E_NONE && !e->too_big ? RETRY_NS : u->o.idle_ns)) {
+		/* A failed file is retried by time since the failure: by idle
+		 * time, a file in constant use (libc) would never be. */
+		if (e->state == E_NONE && !e->too_big ? now - e->failed_ns > RETRY_NS
+						      : now - e->used_ns > u->o.idle_ns) {
 			drop_entry(u, e);
 			i--; /* deletion shifts the probe chain into this slot */
 		}
@@ -449,8 +490,11 @@ static void *worker(void *arg)
 		if (!u->q_head)
 			u->q_tail = NULL;
 		u->queued--;
+		struct src src = e->src;
+
+		e->src = (struct src){ 0 };
 		pthread_mutex_unlock(&u->lock);
-		build(u, e);
+		build(u, e, &src);
 		pthread_mutex_lock(&u->lock);
 	}
 	pthread_mutex_unlock(&u->lock);
@@ -554,7 +598,7 @@ void unwinder__free(struct unwinder *u)
 
 		if (!u->files.keys[i])
 			continue;
-		free(e->path);
+		free(e->src.path);
 		free(e);
 	}
 	hmap__fini(&u->files);
@@ -594,6 +638,16 @@ enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, u
 	e = hmap__get(&u->files, k);
 	if (e) {
 		kind = kind_of(e);
+		if (e->state == E_QUEUED && e->src.pid != pid) {
+			/* The newest asker: the likeliest to be alive when the
+			 * worker reads the file (a shell's children come and go). */
+			char *np = strdup(path ? path : "");
+
+			if (np) {
+				free(e->src.path);
+				e->src = (struct src){ pid, start, end, np };
+			}
+		}
 		goto out;
 	}
 	kind = TWIN_NOTABLE;
@@ -606,13 +660,10 @@ enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, u
 	e->kdev = kdev;
 	e->ino = ino;
 	e->state = E_QUEUED;
-	e->pid = pid;
-	e->start = start;
-	e->end = end;
-	e->path = strdup(path ? path : "");
+	e->src = (struct src){ pid, start, end, strdup(path ? path : "") };
 	e->used_ns = now_mono_ns();
-	if (!e->path || hmap__put(&u->files, k, e)) {
-		free(e->path);
+	if (!e->src.path || hmap__put(&u->files, k, e)) {
+		free(e->src.path);
 		free(e);
 		goto out;
 	}

@@ -24,6 +24,9 @@ struct unwinder_opts {
 	uint32_t max_rules;     /* distinct rules; 0 = 1 << 14 */
 	uint32_t max_files;     /* files with a table; 0 = 4096 */
 	int64_t idle_ns;        /* free a table no sample touched this long; 0 = 10 min */
+	/* tests: builds of this one file first wait build_delay_ns (a slow disk) */
+	const char *delay_path;
+	int64_t build_delay_ns;
 };
 
 struct unwinder_stats {
@@ -34,6 +37,7 @@ struct unwinder_stats {
 	uint64_t table_bytes;  /* rows + rules in use */
 	uint64_t map_bytes;    /* the BPF maps' preallocated size */
 	uint64_t built, evicted, build_ns;
+	uint64_t requester_gone; /* builds given up: the process to read through exited */
 	uint64_t queued;       /* builds waiting */
 };
 

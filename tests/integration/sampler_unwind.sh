@@ -15,6 +15,8 @@
 #    fresh copies of a binary (each a file with no table yet, so its
 #    first samples are finished in user space): >= 90% complete
 #  - /prof/metrics has the unwind tables and stacks by how walks ended
+#  - a file whose first run exited before its table was read (a slow
+#    build, PROFFS_UNWIND_DELAY): its next run gets whole stacks
 #
 # alone: yes (shares of whole stacks: the walk finishes in user space when
 # a table waits behind other tests' table builds on a loaded host)
@@ -173,4 +175,30 @@ grep -Eq '^proffs_unwind_pending_total\{outcome="finished"\} [1-9]' "$M" && ok "
 grep -E '^proffs_(unwind|user_stacks)' "$M"
 
 run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, unmounted"
+
+# --- the first process to need a table exits before it is read ---
+# A slow build of one file (PROFFS_UNWIND_DELAY) lets a fresh binary's
+# first run exit before its table is read through it; the next run of the
+# same file must get its table (the daemon asks again through a live
+# process), not keep "no table" while the file stays in use.
+PROFFS_UNWIND_DELAY=1000:$WORK/once_nofp run_start "$STORE" "$MP" --hz $HZ --batch-interval 1s
+cp "$TESTS_BIN/truth_nofp" "$WORK/once_nofp"
+"$WORK/once_nofp" 0.3 >/dev/null || fail "the short run failed"
+"$WORK/once_nofp" 5 >/dev/null & P2=$!; PIDS+=("$P2")
+wait "$P2" || fail "the second run failed"
+sleep 3
+F=$WORK/once.folded
+if cp "$MP/merged/cpu/pid=$P2/$R/folded.txt" "$F"; then
+	all=$(FOLDED_SCALE=1 fsum "$F" ';iterate(;|$)')
+	whole=$(FOLDED_SCALE=1 fsum "$F" '^once_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterate(Long|Short);iterate(;|$)')
+	log "second run: $whole of $all samples in iterate whole"
+	((all >= 200)) && within "$(pct "$whole" "$all")" 70 100 &&
+		ok "second run of a file whose first reader exited: $(pct "$whole" "$all")% of $all stacks whole" ||
+		{ fail "second run: only $whole of $all stacks whole"; sort -t' ' -k2 -n "$F" | tail -3 | cut -c1-200; }
+else
+	fail "no profile of the second run (pid $P2)"
+fi
+gone=$(awk '$1 == "proffs_unwind_builds_total{event=\"requester_exited\"}" { print $2 }' "$MP/metrics")
+((${gone:-0} >= 1)) && ok "metrics: $gone builds given up for an exited process" || fail "metrics: requester_exited is ${gone:-missing}"
+run_stop "$RUN_PID" "$MP"
 finish
