@@ -9,9 +9,11 @@
 #   a line "# san: yes" in a script runs it again with the sanitizer build;
 #   a line "# alone: yes" runs it with nothing else running (its checks
 #   need a CPU of their own: wall-clock sample counts, stop latencies).
-# The others run JOBS at a time (default 3): most of their time is spent
-# waiting for a sampler or a mount, and each owns its temp dir, ports and
-# mountpoints.
+# The others run JOBS at a time (default 4): most of their time is spent
+# waiting for a sampler, a mount or the clock, and each owns its temp dir,
+# ports and mountpoints. A line "# long: yes" (a test of minutes, mostly
+# waiting) starts it before everything else, so the short ones fill the
+# slots around it instead of trailing after it.
 # TESTS="pattern" runs only tests whose name contains the pattern.
 set -u
 cd "$(dirname "$0")/.."
@@ -20,8 +22,8 @@ logs=$root/build/test-logs
 mkdir -p "$logs"
 pass=0 fail=0 skip=0
 failed=()
-FUZZ_SECONDS=${FUZZ_SECONDS:-12}
-JOBS=${JOBS:-3}
+FUZZ_SECONDS=${FUZZ_SECONDS:-8}
+JOBS=${JOBS:-4}
 
 selected() { [[ -z "${TESTS:-}" || "$1" == *"$TESTS"* ]]; }
 logfile() { printf '%s/%s.log' "$logs" "${1//\//_}"; }
@@ -82,24 +84,32 @@ for d in build build-san; do
 		echo "FAIL $d/ is not built (make all; make SAN=1 all)"
 	fi
 done
+# start_it SCRIPT: one integration script (and its sanitizer twin).
+start_it() {
+	local s=$1 n
+	n=$(basename "$s" .sh)
+	start_job "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
+	if grep -q '^# san: yes' "$s"; then
+		start_job "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
+	fi
+}
+alone=() rest=()
+for s in tests/integration/*.sh; do
+	[[ -f $s ]] || continue
+	if grep -q '^# alone: yes' "$s"; then
+		alone+=("$s")
+	elif grep -q '^# long: yes' "$s"; then
+		start_it "$s"
+	else
+		rest+=("$s")
+	fi
+done
+for s in "${rest[@]}"; do start_it "$s"; done
 for b in build/tests/test_*; do
 	[[ -x $b && $b != *.d ]] && start_job "unit/$(basename "$b")" "$b"
 done
 for b in build-san/tests/test_*; do
 	[[ -x $b && $b != *.d ]] && start_job "san/unit/$(basename "$b")" "$b"
-done
-alone=()
-for s in tests/integration/*.sh; do
-	[[ -f $s ]] || continue
-	n=$(basename "$s" .sh)
-	if grep -q '^# alone: yes' "$s"; then
-		alone+=("$s")
-		continue
-	fi
-	start_job "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
-	if grep -q '^# san: yes' "$s"; then
-		start_job "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
-	fi
 done
 for f in build/fuzz/fuzz_*; do
 	[[ -x $f ]] || continue

@@ -14,6 +14,7 @@
 # profile.pb of a minute carries the minute's bounds. `latest` flips to N+1
 # only once N+1's last batch is stored: read right then and again after a
 # drain interval, directly and through sshfs, the bytes are identical.
+# long: yes (minutes of wall clock, mostly waiting: started first)
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 source "$(dirname "$0")/sampler_lib.bash"
 

@@ -6,6 +6,7 @@
 # stat size == bytes read, two reads identical, same bytes as `proffs cat`,
 # cp, tar and mmap give the same bytes.
 # san: yes
+# long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/mount_lib.bash"
 
 command -v go >/dev/null || skip "go not installed (go tool pprof)"

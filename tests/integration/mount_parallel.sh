@@ -5,6 +5,7 @@
 # No errors, no deadlock, every read equal to the single-threaded render
 # of `proffs cat`; the imported data shows up without a remount.
 # san: yes
+# long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/mount_lib.bash"
 
 STORE=$WORK/store

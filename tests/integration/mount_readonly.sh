@@ -2,6 +2,7 @@
 # mount_readonly: every mutation fails with EROFS (opens for writing with
 # EROFS or EACCES) and the tree is unchanged afterwards.
 # san: yes
+# long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/mount_lib.bash"
 
 STORE=$WORK/store

@@ -17,6 +17,7 @@
 #  - the daemon's own threads are not recorded; metrics count blocks.
 #  - the tree, merged/, diff/, top.txt, flamegraph.svg, profile.pb
 #    (protoc, go tool pprof) and flamegraph.pl (when installed) on offcpu.
+# long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/sampler_lib.bash"
 
 STORE=$WORK/store

@@ -18,6 +18,7 @@
 #  - __name__ is process_cpu; service_name is the unit, else the
 #    container, else the comm
 #  - /prof/metrics counts minutes, bytes, retries and the lag
+# long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/sampler_lib.bash"
 command -v go >/dev/null || skip "go is needed for go tool pprof"
 command -v protoc >/dev/null || skip "protoc is needed"

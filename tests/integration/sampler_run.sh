@@ -15,6 +15,7 @@
 #    cgroup (systemd driver) and a cgroupfs-driver pod, unit for a
 #    .service cgroup; --label env=ci and node on every series
 #  - SIGTERM exits 0, leaves no mount, and stores the batch still open
+# long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
