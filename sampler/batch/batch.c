@@ -231,11 +231,15 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 		return python_location(b, p, pid, f);
 
 	/* Kernel frames are the same in every process; a marker frame (no
-	 * address) gets a key no real frame has. */
+	 * address) gets a key no real frame has, told apart by its text (by
+	 * address alone, the first marker of a batch named every other:
+	 * [truncated] stacks read [unwind: outside mappings]). */
 	uint64_t key[3] = { f->kernel ? 0 : (uint64_t)pid + 1, f->kernel || !p ? 0 : p->gen, f->addr };
 
-	if (f->marker)
+	if (f->marker) {
 		key[0] = key[1] = UINT64_MAX;
+		key[2] = f->name ? hash64(f->name, strlen(f->name), 0x3a4) : 0;
+	}
 	uint64_t k = hash64(key, sizeof(key), f->kernel), id;
 	struct prof_location loc = { .address = f->addr };
 	struct prof_line line = { 0 };

@@ -4,7 +4,7 @@
 #  - the 10:1 truth program built -O2 -fomit-frame-pointer: iterateLong
 #    90.9% +- 2 pp, and the stack _start;...;main;iterateLong;iterate
 #  - deep recursion (150 frames, past the 127-frame budget): every stack
-#    cut at the budget with a marker, no frame the program lacks
+#    cut at the budget with [truncated], no frame the program lacks
 #  - a callback under libc's qsort (main -> chainA -> chainB -> qsort ->
 #    cmpKeys): the whole chain in >= 95% of cmpKeys' samples
 #  - a SIGPROF handler: the walk continues through the signal trampoline
@@ -128,10 +128,10 @@ for c in python3:$PY gzip:$GZ sha256sum:$SH; do
 done
 
 # --- deep recursion: past the frame budget, a marker ---
-# Every stack is cut at the budget (127 user frames, then the marker) and
-# holds only the program's frames. KNOWN GAP (issue 8): on a busy host the
-# marker often reads [unwind: outside mappings] where it should read
-# [truncated]; the share is printed, not judged.
+# Every stack is cut at the budget: 127 user frames, then [truncated],
+# and holds only the program's frames. (A batch once named all its user
+# markers after the first one it met: [truncated] read [unwind: outside
+# mappings] in the minutes where another process's walk ended so.)
 wait "$DP" || fail "deep 150 failed"
 F=$WORK/deep150.folded
 cp "$MP/merged/cpu/pid=$DP/$R/folded.txt" "$F" || die "read deep150 folded.txt"
@@ -139,13 +139,13 @@ cp "$MP/merged/cpu/pid=$DP/$R/folded.txt" "$F" || die "read deep150 folded.txt"
 n=$(FOLDED_SCALE=1 fsum "$F" ';recurse;'); tr=$(FOLDED_SCALE=1 fsum "$F" '^deep150;\[truncated\];(recurse;)+burn(;touch)?(;[^;]*_\[k\])*$')
 cut=$(awk '/;recurse;/ { n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); u = 0
 	for (i = 3; i <= k; i++) u += (f[i] !~ /_\[k\]$/)
-	if (f[2] ~ /^\[(truncated|unwind: [a-z ]+)\]$/ && u == 127) s += n } END { print s + 0 }' "$F")
+	if (f[2] == "[truncated]" && u == 127) s += n } END { print s + 0 }' "$F")
 # A PLT stub (clock_gettime's) is named after the symbol before it, _init.
 odd=$(awk '/;recurse;/ { sub(/ [0-9]+$/, ""); k = split($0, f, ";"); for (i = 3; i <= k; i++) if (f[i] !~ /^(recurse|burn|touch|now|_init|clock_gettime|__clock_gettime.*|.*_\[k\])$/) { print f[i]; exit } }' "$F" | head -1)
-log "deep150: $n samples, $(pct "$tr" "$n")% end in [truncated], the rest in another marker"
+log "deep150: $n samples, $(pct "$tr" "$n")% end in [truncated];recurse...;burn"
 ((n >= 100)) && [[ $cut == "$n" && -z $odd ]] &&
-	ok "deep150: all $n stacks cut at the budget (127 frames, then a marker), no frame the program lacks" ||
-	{ fail "deep150: $cut of $n stacks cut at the budget with a marker; frame not in the program: '${odd}'"; awk '{ k = split($0, f, ";"); print f[2], k, $NF }' "$F" | sort | uniq -c | sort -n | tail -3; }
+	ok "deep150: all $n stacks cut at the budget (127 frames, then [truncated]), no frame the program lacks" ||
+	{ fail "deep150: $cut of $n stacks cut at the budget with [truncated]; frame not in the program: '${odd}'"; awk '{ k = split($0, f, ";"); print f[2], k, $NF }' "$F" | sort | uniq -c | sort -n | tail -3; }
 
 # --- short-lived processes ---
 for comm in fknofp frnofp; do

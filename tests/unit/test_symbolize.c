@@ -78,6 +78,45 @@ static void prod_name(const struct frame *f, char *buf, size_t size)
 	batch__free(b);
 }
 
+/* Two stacks of one process in one batch, each ending in its own user
+ * marker: each keeps its text (the batch once keyed markers by address
+ * alone, so the first marker met named every later one). */
+static void test_markers(void)
+{
+	static const char *names[] = { "[unwind: outside mappings]", "[truncated]", "[unwind: no table]" };
+	struct batch *b = batch__new(1000000);
+	struct profile *p = NULL;
+	char buf[128];
+	int right = 0;
+
+	if (!b) {
+		CHECK(0, "batch__new");
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct frame f[2] = { 0 };
+
+		f[0].addr = 0x401000 + i; /* unresolved: [unknown]+0x... */
+		f[1].name = names[i];
+		f[1].marker = true;
+		batch__add(b, NULL, 7, "m", f, 2);
+	}
+	if (!batch__take(b, 0, 1, &p) && p)
+		for (size_t i = 0; i < p->nsamples && i < 3; i++) {
+			const struct prof_sample *s = &p->samples[i];
+
+			buf[0] = 0;
+			if (s->nlocs == 2)
+				profile__frame_name(p, s->locs[1], 0, false, buf, sizeof(buf));
+			right += !strcmp(buf, names[i]);
+			if (strcmp(buf, names[i]))
+				printf("  sample %zu ends in '%s', want '%s'\n", i, buf, names[i]);
+		}
+	CHECK(p && p->nsamples == 3 && right == 3, "markers: %d of 3 stacks end in their own marker", right);
+	profile__free(p);
+	batch__free(b);
+}
+
 int main(void)
 {
 	struct symbolizer *sym = symbolizer__new(NULL);
@@ -89,6 +128,7 @@ int main(void)
 	char buf[256];
 
 	test_hmap();
+	test_markers();
 	CHECK(sym && lab, "symbolizer and labeler");
 	if (!sym || !lab)
 		return test_done();
