@@ -15,6 +15,7 @@
 struct inotab {
 	pthread_rwlock_t lock;
 	struct hmap map;
+	uint64_t bytes; /* of the entries */
 	bool inited;
 };
 
@@ -39,6 +40,8 @@ char *inotab__path(struct inotab *t, uint64_t ino);
  * its cached size and pages must be dropped.
  */
 bool inotab__swap_fp(struct inotab *t, uint64_t ino, uint64_t fp);
+/* Inodes registered, and the bytes they and the table hold (metrics). */
+void inotab__stats(struct inotab *t, uint64_t *n, uint64_t *bytes);
 /* The inode number key gets, without registering it (readdir's d_ino). */
 uint64_t inotab__peek(const char *key);
 

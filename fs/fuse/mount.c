@@ -306,4 +306,9 @@ void fsmount__metrics(struct fsmount *m, struct buf *out)
 		      "Bytes returned by reads.", m->n_read_bytes);
 	prom__counter(out, "proffs_fuse_render_errors_total",
 		      "Renders that failed while serving a request.", m->n_render_errors);
+	uint64_t ni, ib;
+
+	inotab__stats(&m->inos, &ni, &ib);
+	prom__gauge(out, "proffs_fuse_inodes", "Inode numbers handed out (never forgotten: NFS handles).", ni);
+	prom__gauge(out, "proffs_fuse_inode_bytes", "Memory of the inode table.", ib);
 }
