@@ -650,8 +650,7 @@ static int render_profile(const struct path_query *q, const struct profile *p,
 		err = pprof__encode(p, &pb, &len);
 		if (err)
 			return err;
-		buf__put(out, pb, len);
-		free(pb);
+		buf__take(out, pb, len, len + 1);
 		return out->err;
 	case PF_FOLDED:
 		return render__folded(p, out);

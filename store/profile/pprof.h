@@ -30,7 +30,8 @@ int pprof__decode_max(const void *buf, size_t len, uint64_t max, struct profile 
 
 /*
  * Encodes p as one uncompressed perftools.profiles.Profile message.
- * *out is malloc'd (the caller frees), *outlen its size. Deterministic: the
+ * *out is malloc'd with one spare byte past *outlen (the caller frees; a
+ * struct buf can take it whole, buf__take). Deterministic: the
  * same profile gives the same bytes. Returns 0 or -errno.
  */
 int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen);

@@ -34,6 +34,20 @@ void buf__put(struct buf *b, const void *p, size_t n)
 	b->data[b->len] = '\0';
 }
 
+void buf__take(struct buf *b, void *p, size_t n, size_t cap)
+{
+	if (!b->err && !b->len && cap > n) {
+		free(b->data);
+		b->data = p;
+		b->len = n;
+		b->cap = cap;
+		b->data[n] = '\0';
+		return;
+	}
+	buf__put(b, p, n);
+	free(p);
+}
+
 void buf__puts(struct buf *b, const char *s)
 {
 	buf__put(b, s, strlen(s));

@@ -21,5 +21,11 @@ void buf__puts(struct buf *b, const char *s);
 void buf__printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void buf__free(struct buf *b);
+/* Appends the n bytes of p, a malloc'd block of cap > n bytes that the
+ * buffer takes (the caller must not touch it after): an empty buffer
+ * adopts it whole, without a copy (a 5 MB profile.pb was copied, and its
+ * fresh pages faulted in, for nothing); else its bytes are put and it is
+ * freed. */
+void buf__take(struct buf *b, void *p, size_t n, size_t cap);
 
 #endif
