@@ -748,7 +748,7 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			x->mapping_id = pl->mapping_id;
 			x->address = pl->address;
 			x->n_line = pl->nlines;
-			x->line = &e->lip[n];
+			x->line = e->lip ? &e->lip[n] : NULL; /* (no lines in the part: no array) */
 			for (uint32_t j = 0; j < pl->nlines; j++, n++) {
 				perftools__profiles__line__init(&e->li[n]);
 				e->li[n].function_id = pl->lines[j].function_id;
@@ -777,7 +777,7 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			x->n_value = p->nvalues;
 			x->value = ps->values;
 			x->n_label = ps->nlabels;
-			x->label = &e->lap[n];
+			x->label = e->lap ? &e->lap[n] : NULL;
 			for (uint32_t j = 0; j < ps->nlabels; j++, n++) {
 				const struct prof_label *pl = &ps->labels[j];
 				PbLabel *y = &e->la[n];
