@@ -55,8 +55,9 @@ start_pair() { # phase
 # 50 ms at a time from before it starts to second 0 of N+2.
 wait_until $((N - 9))
 python3 -c 'import sys, time
+print("%.3f" % time.time(), flush=True)
 end = float(sys.argv[1])
-while time.time() < end: time.sleep(0.05)' $((N + 120)) &
+while time.time() < end: time.sleep(0.05)' $((N + 120)) >"$WORK/nap.t0" &
 NAP=$!
 PIDS+=("$NAP")
 wait_until $((N - 7))
@@ -221,7 +222,9 @@ for k in -1 0 1; do
 	got=$(offcpu_of "$f")
 	if ((k == -1)); then
 		within "$got" "$lo" "$hi" && ok "offcpu $(minute $m) (daemon started at second 53): ${got}s off CPU, the ${lo}-${hi}s it ran" ||
-			fail "offcpu $(minute $m): ${got}s off CPU, want ${lo}-${hi}s (the seconds of that minute the daemon ran)"
+			{ fail "offcpu $(minute $m): ${got}s off CPU, want ${lo}-${hi}s (the seconds of that minute the daemon ran)"
+			  log "the napper started napping at $(cat "$WORK/nap.t0" 2>/dev/null), the daemon was up at $OFF_T1, N is $N"
+			  grep -E '^proffs_offcpu' "$WORK/mp-off/metrics" | sed 's/^/  /'; }
 	else
 		within "$got" 58.8 60.1 && ok "offcpu $(minute $m): ${got}s off CPU of a 60 s minute (-2%, +0.1 s)" ||
 			fail "offcpu $(minute $m): ${got}s off CPU, want 58.8-60.1 s"
