@@ -418,12 +418,10 @@ static void build(struct unwinder *u, struct entry *e, struct src *src)
 		pr_debug("unwind: %s: pid %d exited before we read it; %s", src->path, (int)src->pid,
 			 e->src.pid ? "read through a newer one" : "asked again on next use");
 		u->st.requester_gone++;
-		if (e->src.pid) {
+		if (e->src.pid)
 			enqueue(u, e);
-		} else {
-			hmap__del(&u->files, fkey(e->kdev, e->ino));
-			free(e);
-		}
+		else
+			drop_entry(u, e);
 		pthread_mutex_unlock(&u->lock);
 		free(src->path);
 		return;

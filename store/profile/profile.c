@@ -360,11 +360,16 @@ static int label_cmp(const void *a, const void *b)
 	return 0;
 }
 
-static uint64_t sample_hash(const struct samplekey *k)
+/* The stack's hash (stack_hash) seeds the labels': one pass over locs
+ * serves both indexes. */
+static uint64_t stack_hash(const uint64_t *locs, uint32_t nlocs)
 {
-	uint64_t h = hash64(k->locs, (size_t)k->nlocs * sizeof(*k->locs), 5);
+	return hash64(locs, (size_t)nlocs * sizeof(*locs), 5);
+}
 
-	return hash64(k->labels, (size_t)k->nlabels * sizeof(*k->labels), h);
+static uint64_t sample_hash(const struct samplekey *k, uint64_t hs)
+{
+	return hash64(k->labels, (size_t)k->nlabels * sizeof(*k->labels), hs);
 }
 
 struct stackkey {
@@ -402,7 +407,7 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	struct samplekey k = { locs, nlocs, NULL, nlabels };
 	struct prof_sample s = { 0 };
 	uint32_t i;
-	uint64_t h;
+	uint64_t h, hs;
 	int err = -ENOMEM;
 
 	if (nlabels > 8) {
@@ -421,7 +426,8 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	if (nlabels > 1)
 		qsort(sorted, nlabels, sizeof(*sorted), label_cmp);
 	k.labels = sorted;
-	h = sample_hash(&k);
+	hs = stack_hash(locs, nlocs);
+	h = sample_hash(&k, hs);
 	i = hidx__find(&p->idx->samples, h, sample_eq, p, &k);
 	if (i != UINT32_MAX) {
 		for (uint32_t v = 0; v < p->nvalues; v++)
@@ -439,7 +445,6 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	 * stacks; copying each stack per sample was a third of the page
 	 * faults of rendering it. */
 	struct stackkey sk = { locs, nlocs };
-	uint64_t hs = hash64(locs, (size_t)nlocs * sizeof(*locs), 0x5ac);
 	uint32_t shared = nlocs ? hidx__find(&p->idx->stacks, hs, stack_eq, p, &sk) : UINT32_MAX;
 	/* One arena allocation for the arrays (all 8-byte elements or
 	 * multiples of 8: struct prof_label holds 64-bit fields). */
