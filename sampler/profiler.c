@@ -114,19 +114,17 @@ static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t 
 static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
 {
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
-	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
+	/* nn native frames in pr->frames; n stored (Python frames merged) */
+	int nn = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES), n = nn;
 	struct batch *b = minutes__batch(pr->mins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
 	const struct frame *fr = pr->frames;
 	char comm[PROF_COMM_LEN + 1];
 
-	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns, false))
+	if (due_ns && waits_for_load(p, pr->frames, nn) && defer(pr, ev, due_ns, false))
 		return;
-	if (pr->py && p) {
-		pyprocs__see(pr->py, p, pr->frames, n, now_mono_ns());
-		if (ev->npy) {
-			n = pyprocs__merge(pr->py, p, ev, pr->frames, n, pr->pyframes, STACK_MAX_FRAMES);
-			fr = pr->pyframes;
-		}
+	if (pr->py && p && ev->npy) {
+		n = pyprocs__merge(pr->py, p, ev, pr->frames, nn, pr->pyframes, STACK_MAX_FRAMES);
+		fr = pr->pyframes;
 	}
 	pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
 	/* Tables in use stay; the rest age out. */
@@ -135,7 +133,7 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 		const struct vma *last = NULL;
 
 		unwinder__lock(pr->unw);
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < nn; i++) {
 			const struct vma *v = pr->frames[i].vma;
 
 			if (!v || v == last || !v->file)
@@ -151,6 +149,9 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 		pr->nomem++;
 	else
 		pr->samples++;
+	/* Last: it may re-read p's maps, which frees the vmas fr points at. */
+	if (pr->py && p)
+		pyprocs__see(pr->py, p, pr->frames, nn, (int64_t)ev->time_ns);
 }
 
 /* add_sample for an off-CPU block: held back the same way while its

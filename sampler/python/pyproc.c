@@ -209,29 +209,51 @@ static void enter(struct pyprocs *pp, struct proc *p, int state)
 		 names[state] ? names[state] : "?", p->py.tries + 1);
 }
 
-/* The glibc of p, once its symbols are loaded: GLIBC_2.N's N; 0 while
+/* p's mapping of a file named libc.so*, or NULL. */
+static const struct vma *libc_vma(const struct proc *p)
+{
+	for (size_t i = 0; p->maps && i < p->maps->n; i++) {
+		const struct vma *v = &p->maps->v[i];
+		const char *b = strrchr(v->path, '/');
+
+		if (v->file && !strncmp(b ? b + 1 : v->path, "libc.so", 7))
+			return v;
+	}
+	return NULL;
+}
+
+/*
+ * The glibc of p, once its symbols are loaded: GLIBC_2.N's N; 0 while
  * they are not (loading, or a failed load the loader tries again); -1
- * when p maps no libc.so (static, musl) or one that is not glibc. */
+ * when p maps no libc.so (static, musl) or one that is not glibc.
+ *
+ * "Maps no libc" needs maps read after p ran interpreter code: the maps
+ * read at exec (or 10 ms later) may predate ld.so's mapping of libc, and
+ * samples that land in a mapping we know never ask for them again. ld.so
+ * maps every needed library before any of their code runs, so maps read
+ * after p's first sample in the interpreter are whole. Until then they
+ * are read again here (which invalidates vma pointers: see pyprocs__see).
+ */
 static int glibc_of(struct pyprocs *pp, struct proc *p)
 {
-	if (!p->maps)
-		return 0;
-	for (size_t i = 0; i < p->maps->n; i++) {
-		struct vma *v = &p->maps->v[i];
-		const char *b = strrchr(v->path, '/');
-		const struct symtab *t;
+	const struct vma *v = libc_vma(p);
+	const struct symtab *t;
 
-		if (!v->file || strncmp(b ? b + 1 : v->path, "libc.so", 7))
-			continue;
-		v = procs__vma(pp->ps, p, v->start);
-		t = v ? dso__tab(v->dso) : NULL;
-		/* Loading, or a load that failed (it is tried again): not
-		 * known yet, never "not glibc". */
-		if (!t)
-			return 0;
-		return t->glibc_minor ? t->glibc_minor : -1;
+	if (!v && p->maps_ns <= p->py.seen_ns) {
+		procs__refresh(pp->ps, p, true, false);
+		if (p->maps_ns <= p->py.seen_ns)
+			return 0; /* not re-read yet (its back-off): look again */
+		v = libc_vma(p);
 	}
-	return -1;
+	if (!v)
+		return -1;
+	v = procs__vma(pp->ps, p, v->start);
+	t = v ? dso__tab(v->dso) : NULL;
+	/* Loading, or a load that failed (it is tried again): not known
+	 * yet, never "not glibc". */
+	if (!t)
+		return 0;
+	return t->glibc_minor ? t->glibc_minor : -1;
 }
 
 static void wait_more(struct proc *p, int64_t now_ns)
@@ -266,7 +288,9 @@ static void setup(struct pyprocs *pp, struct proc *p, const struct vma *v, const
 		return;
 	}
 	bias = v->start - va;
-	g = glibc_of(pp, p);
+	if (!p->py.seen_ns)
+		p->py.seen_ns = now_ns;
+	g = glibc_of(pp, p); /* v is invalid after this */
 	if (g == 0) {
 		/* libc's symbols are not loaded (yet): look again. */
 		if (p->py.tries >= WAIT_TRIES || p->exit_ns)

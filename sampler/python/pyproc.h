@@ -59,6 +59,7 @@ struct pyproc {
 	uint8_t state;
 	uint8_t tries;
 	int64_t next_ns;		/* PYP_UNKNOWN, PYP_WAIT: look again then */
+	int64_t seen_ns;		/* its first sample in the interpreter */
 	const struct pylayout *l;
 	uint64_t eval_lo, eval_hi;	/* _PyEval_EvalFrameDefault, runtime addresses */
 	uint64_t cold_lo, cold_hi;	/* its .cold part, if known */
@@ -85,7 +86,12 @@ void pyprocs__free(struct pyprocs *pp);
 /*
  * Looks at a sample's symbolized native frames fr[0..n) of p: the first
  * time one runs in an interpreter file, sets up BPF's walk of p (or
- * records why not). Sampler thread.
+ * records why not). now_ns is the sample's time (CLOCK_MONOTONIC), not
+ * the drain's: a busy drain takes a short process's whole life in one
+ * gulp, and looks spaced by drain time would all fall on its start-up.
+ * May re-read p's maps (procs__refresh): the vma pointers of fr, and of
+ * every earlier lookup, are invalid after it; call it last. Sampler
+ * thread.
  */
 void pyprocs__see(struct pyprocs *pp, struct proc *p, const struct frame *fr, int n,
 		  int64_t now_ns);
