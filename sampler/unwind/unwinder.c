@@ -402,8 +402,11 @@ static void build(struct unwinder *u, struct entry *e, struct src *src)
 		err = unw_table__compile(fd, u->o.debug_root, &u->stop, &t);
 		close(fd);
 	}
+	t0 = now_mono_ns() - t0;
+	if (!err)
+		pr_debug("unwind: %s: %zu rows in %" PRId64 " ms", src->path, t->nrows, t0 / 1000000);
 	pthread_mutex_lock(&u->lock);
-	u->st.build_ns += now_mono_ns() - t0;
+	u->st.build_ns += t0;
 	if (!err) {
 		err = install(u, e, t);
 		if (!err)
