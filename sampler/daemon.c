@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,7 +46,7 @@ struct run {
 	int64_t retention_s;
 	bool offcpu;
 	volatile int stop; /* set by the main thread, read by the sampler thread */
-	int64_t trim_ns;   /* flush()'s last malloc_trim (sampler thread) */
+	int64_t trim_ns;   /* flush()'s last heap_trim (sampler thread) */
 	pthread_t thread;
 	struct pusher *pusher; /* --push, else NULL */
 	/* set by fsmount__start() before the first request, read by /metrics */
@@ -377,7 +376,7 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 	 * run, whose TLB shootdowns interrupt every CPU (after each 10 s
 	 * batch it was a tenth of the daemon's CPU time). */
 	if (now_mono_ns() - r->trim_ns >= TRIM_EVERY_NS) {
-		malloc_trim(0);
+		heap_trim();
 		r->trim_ns = now_mono_ns();
 	}
 	return 0;

@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -97,7 +96,7 @@ static int render_cb(void *ctx, struct buf *out)
 	 * freed pages back now, or each thread's arena keeps its peak (a
 	 * walk of a busy tree left 160 MB resident). The cache holds the
 	 * bytes that matter, within its bound. */
-	malloc_trim(0);
+	heap_trim();
 	return err;
 }
 

@@ -1,6 +1,7 @@
 #include "store/util/util.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +229,13 @@ int64_t now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void heap_trim(void)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+	malloc_trim(0);
+#endif
 }
 
 int64_t now_mono_ns(void)
