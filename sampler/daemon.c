@@ -686,6 +686,7 @@ int cmd_run(int argc, char **argv)
 		pr_err("run: cannot build the tree: %s", strerror(errno));
 		goto out;
 	}
+	mo.spill_dir = so.dir;
 	err = fsmount__start(&r.fm, tree, &mo);
 	if (err) {
 		pr_err("run: cannot mount %s: %s", mo.mountpoint, strerror(-err));
@@ -749,9 +750,7 @@ int cmd_run(int argc, char **argv)
 	pr_info("run: sampling at %d Hz%s, store %s, mounted at %s", po.hz,
 		po.offcpu ? " and off-CPU time" : "", so.dir, mo.mountpoint);
 
-	do {
-		err = sigwait(&sigs, &sig);
-	} while (err == EINTR);
+	sig = fsmount__wait_signal(r.fm, &sigs);
 	pr_info("run: %s, storing the last batch and unmounting", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 out:

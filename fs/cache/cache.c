@@ -27,6 +27,7 @@ struct cache {
 	struct cache_entry *head, *tail; /* LRU of ready entries */
 	struct cache_entry *all; /* every live entry, cached or only referenced */
 	size_t bytes, max_bytes;
+	struct spill *spill; /* NULL: bytes in the heap */
 	uint64_t hits, misses, waits, evictions, failures;
 };
 
@@ -60,14 +61,18 @@ static void entry__free(struct cache *c, struct cache_entry *e)
 		c->all = e->anext;
 	if (e->anext)
 		e->anext->aprev = e->aprev;
+	spill__free(c->spill, &e->ext);
 	free((void *)e->data);
 	free(e->key);
 	free(e);
 }
 
+/* A spilled entry holds whole pages of the file (and of page cache). */
 static size_t entry__cost(const struct cache_entry *e)
 {
-	return e->len + e->keylen + ENTRY_OVERHEAD;
+	size_t len = e->ext.f ? (e->len + 4095) / 4096 * 4096 : e->len;
+
+	return len + e->keylen + ENTRY_OVERHEAD;
 }
 
 static struct cache_entry **bucket(struct cache *c, uint64_t hash)
@@ -236,6 +241,11 @@ int cache__get(struct cache *c, const char *key, uint64_t version,
 		err = b.err;
 	if (!err)
 		e->fp = hash64(b.data ? b.data : "", b.len, 0);
+	/* Out of the heap before the lock: the write may take a while. */
+	if (!err && c->spill && b.len && !spill__put(c->spill, b.data, b.len, &e->ext)) {
+		free(b.data);
+		b.data = NULL;
+	}
 
 	pthread_mutex_lock(&c->lock);
 	if (err) {
@@ -249,10 +259,10 @@ int cache__get(struct cache *c, const char *key, uint64_t version,
 		goto err_put;
 	}
 	/* A zero-length render still needs a non-NULL pointer for readers. */
-	e->data = b.data ? b.data : calloc(1, 1);
+	e->data = b.data || e->ext.f ? b.data : calloc(1, 1);
 	e->len = b.len;
 	e->state = 1;
-	if (!e->data) {
+	if (!e->data && !e->ext.f) {
 		e->state = -ENOMEM;
 		table__unlink(c, e);
 		e->cached = 0;
@@ -300,6 +310,17 @@ void cache__put(struct cache *c, struct cache_entry *e)
 	pthread_mutex_unlock(&c->lock);
 }
 
+int cache__spill_to(struct cache *c, const char *dir)
+{
+	return c->spill ? -EALREADY : spill__open(&c->spill, dir);
+}
+
+int cache_entry__fd(const struct cache_entry *e, uint64_t *off)
+{
+	*off = e->ext.off;
+	return e->data ? -1 : spill__fd(&e->ext);
+}
+
 void cache__stats(struct cache *c, struct cache_stats *st)
 {
 	pthread_mutex_lock(&c->lock);
@@ -312,6 +333,7 @@ void cache__stats(struct cache *c, struct cache_stats *st)
 	st->entries = c->nentries;
 	st->max_bytes = c->max_bytes;
 	pthread_mutex_unlock(&c->lock);
+	st->file_bytes = spill__bytes(c->spill);
 }
 
 void cache__free(struct cache *c)
@@ -320,6 +342,7 @@ void cache__free(struct cache *c)
 		return;
 	while (c->all)
 		entry__free(c, c->all);
+	spill__close(c->spill);
 	free(c->table);
 	pthread_cond_destroy(&c->done);
 	pthread_mutex_destroy(&c->lock);

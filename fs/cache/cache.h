@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fs/cache/spill.h"
 #include "store/util/buf.h"
 
 /* SPEC §1: 32M. The kernel keeps served bytes in its page cache too (the
@@ -23,7 +24,8 @@
 struct cache;
 
 /* Rendered bytes. data/len never change once handed out; they stay valid
- * until the holder's reference is dropped with cache__put(). */
+ * until the holder's reference is dropped with cache__put(). data is NULL
+ * when the bytes are in the cache's spill file (cache_entry__fd). */
 struct cache_entry {
 	const char *data;
 	size_t len;
@@ -36,6 +38,7 @@ struct cache_entry {
 	int refs;
 	int state; /* 0 rendering, 1 ready, <0 failed with -errno */
 	int cached; /* linked into the table and LRU */
+	struct spill_ext ext; /* the bytes, when data is NULL */
 	struct cache_entry *hnext;
 	struct cache_entry *prev, *next; /* LRU, most recent at head */
 	struct cache_entry *aprev, *anext; /* every live entry */
@@ -48,10 +51,21 @@ typedef int (*cache_render_fn)(void *ctx, struct buf *out);
 struct cache_stats {
 	uint64_t hits, misses, waits, evictions, failures;
 	uint64_t bytes, entries, max_bytes;
+	uint64_t file_bytes; /* of those, in the spill file (page-rounded) */
 };
 
 /* max_bytes == 0 means CACHE_DEFAULT_BYTES. Returns NULL with errno set. */
 struct cache *cache__new(size_t max_bytes);
+/*
+ * From now on, keeps rendered bytes in an unlinked file in dir (see
+ * spill.h) instead of the heap; a write that fails (a full disk) keeps
+ * that entry's bytes in the heap. Call before the first cache__get.
+ * Returns 0 or -errno: then the cache stays in the heap.
+ */
+int cache__spill_to(struct cache *c, const char *dir);
+/* Where e's bytes are: -1 when in e->data, else a descriptor to pread
+ * them from at *off (valid while the reference on e is held). */
+int cache_entry__fd(const struct cache_entry *e, uint64_t *off);
 /* Frees the cache and every entry, even ones still referenced (files the
  * kernel never released because the connection ended first): no
  * reference may be used afterwards. */

@@ -152,14 +152,13 @@ int cmd_mount(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	mo.spill_dir = dirs[0];
 	err = fsmount__start(&m, t, &mo);
 	if (err) {
 		fprintf(stderr, "proffs mount: cannot mount at %s: %s\n", mo.mountpoint, strerror(-err));
 		goto out_tree;
 	}
-	do {
-		err = sigwait(&sigs, &sig);
-	} while (err == EINTR);
+	sig = fsmount__wait_signal(m, &sigs);
 	pr_info("signal %d, unmounting", sig);
 	fsmount__stop(__atomic_exchange_n(&m, NULL, __ATOMIC_ACQ_REL));
 	rc = 0;

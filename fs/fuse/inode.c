@@ -6,9 +6,16 @@
  * hash64 of the path as looked up for directories (a directory must have
  * exactly one parent in the kernel's dentry cache; two paths naming one
  * query would otherwise be aliases of one directory inode). Both are
- * stable across restarts. The inode -> path table is never pruned on
- * FORGET: NFS file handles carry only the inode number and may come back
- * long after the kernel forgot it.
+ * stable across restarts.
+ *
+ * The inode -> path table holds what the kernel holds: each entry counts
+ * the lookups the kernel was answered (its nlookup) and FORGET takes them
+ * back. An entry the kernel forgot is kept a while longer, because NFS
+ * file handles carry only the inode number and come back after the
+ * kernel dropped it: the last INO_FORGOTTEN forgotten entries stay, older
+ * ones go (a handle to one then answers ESTALE, and the NFS client looks
+ * the path up again). Without this a daemon's table grew by every path
+ * ever read, for as long as it ran.
  */
 #include <fuse_lowlevel.h>
 
@@ -25,6 +32,8 @@
  * three allocations and both strings always stored. */
 struct ino_ent {
 	uint64_t fp;    /* of the bytes whose size the kernel was last told */
+	uint64_t nlookup; /* the kernel's references */
+	uint64_t forgot;  /* its slot in the forgotten ring, + 1; 0: held */
 	bool has_fp;
 	uint32_t path_at; /* where the path starts in s; 0: the path is the key */
 	char s[];       /* key (what was hashed: canon for files, path for
@@ -59,6 +68,8 @@ void inotab__fini(struct inotab *t)
 {
 	if (!t->inited)
 		return;
+	free(t->ring);
+	t->ring = NULL;
 	for (size_t i = 0; i < t->map.cap; i++)
 		if (t->map.keys[i])
 			free(t->map.vals[i]);
@@ -95,7 +106,7 @@ uint64_t inotab__assign(struct inotab *t, const char *key, const char *path)
 		if (!e)
 			break;
 		if (!strcmp(e->s, key))
-			goto out;
+			goto ref;
 		pr_warn("inode collision between '%s' and '%s'", e->s, key);
 	}
 	if (e) /* 64 collisions in a row: not a hash any more */
@@ -108,6 +119,8 @@ uint64_t inotab__assign(struct inotab *t, const char *key, const char *path)
 	if (!e)
 		goto fail;
 	e->fp = 0;
+	e->nlookup = 0;
+	e->forgot = 0;
 	e->has_fp = false;
 	e->path_at = pl ? (uint32_t)kl : 0;
 	memcpy(e->s, key, kl);
@@ -118,7 +131,11 @@ uint64_t inotab__assign(struct inotab *t, const char *key, const char *path)
 		goto fail;
 	}
 	t->bytes += ent_size(e);
-out:
+ref:
+	/* The reference is taken here, under the lock that a forget needs:
+	 * between this and the reply no ring eviction can free it. */
+	e->nlookup++;
+	e->forgot = 0; /* held again: its ring slot, if any, is void */
 	pthread_rwlock_unlock(&t->lock);
 	return ino;
 fail:
@@ -157,6 +174,43 @@ bool inotab__swap_fp(struct inotab *t, uint64_t ino, uint64_t fp)
 	}
 	pthread_rwlock_unlock(&t->lock);
 	return changed;
+}
+
+/* t->lock held for writing. */
+static void forget_one(struct inotab *t, uint64_t ino, uint64_t n)
+{
+	struct ino_ent *e = hmap__get(&t->map, ino);
+	uint64_t slot;
+
+	if (!e || ino == FUSE_ROOT_ID)
+		return;
+	e->nlookup = n < e->nlookup ? e->nlookup - n : 0;
+	if (e->nlookup || e->forgot)
+		return;
+	if (!t->ring && !(t->ring = calloc(INO_FORGOTTEN, sizeof(*t->ring))))
+		return; /* kept: a leak is better than a lost handle */
+	slot = t->nforgot++;
+	/* The slot's previous occupant goes, unless held again since (its
+	 * forgot no longer names this slot). */
+	if (slot >= INO_FORGOTTEN) {
+		uint64_t old = t->ring[slot % INO_FORGOTTEN];
+		struct ino_ent *o = hmap__get(&t->map, old);
+
+		if (o && o->forgot == slot - INO_FORGOTTEN + 1) {
+			t->bytes -= ent_size(o);
+			hmap__del(&t->map, old);
+			free(o);
+		}
+	}
+	t->ring[slot % INO_FORGOTTEN] = ino;
+	e->forgot = slot + 1;
+}
+
+void inotab__forget(struct inotab *t, uint64_t ino, uint64_t nlookup)
+{
+	pthread_rwlock_wrlock(&t->lock);
+	forget_one(t, ino, nlookup);
+	pthread_rwlock_unlock(&t->lock);
 }
 
 void inotab__stats(struct inotab *t, uint64_t *n, uint64_t *bytes)

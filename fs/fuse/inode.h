@@ -11,11 +11,16 @@
 
 #include "store/util/hmap.h"
 
+/* Forgotten inodes kept for NFS handles (see inode.c). */
+#define INO_FORGOTTEN 4096
+
 /* inode number -> struct ino_ent; thread-safe through lock. */
 struct inotab {
 	pthread_rwlock_t lock;
 	struct hmap map;
 	uint64_t bytes; /* of the entries */
+	uint64_t *ring; /* the last INO_FORGOTTEN forgotten inode numbers */
+	uint64_t nforgot; /* forgets that emptied an entry, ever */
 	bool inited;
 };
 
@@ -24,9 +29,11 @@ int inotab__init(struct inotab *t);
 /* Frees every entry; t may be zeroed or half-initialized. */
 void inotab__fini(struct inotab *t);
 /*
- * Registers key (reachable at path) and returns its inode number. A 64-bit
- * collision with another key moves the newcomer to the next seed. Returns 0
- * on allocation failure.
+ * Registers key (reachable at path) and returns its inode number, with one
+ * kernel reference taken on it (the lookup about to be answered; give it
+ * back with inotab__forget(t, ino, 1) if the answer is not sent). A 64-bit
+ * collision with another key moves the newcomer to the next seed. Returns
+ * 0 on allocation failure.
  */
 uint64_t inotab__assign(struct inotab *t, const char *key, const char *path);
 /* A malloc'd copy of the path of ino (the caller frees it), or NULL with
@@ -40,6 +47,9 @@ char *inotab__path(struct inotab *t, uint64_t ino);
  * its cached size and pages must be dropped.
  */
 bool inotab__swap_fp(struct inotab *t, uint64_t ino, uint64_t fp);
+/* The kernel dropped nlookup references on ino (FORGET), or a lookup
+ * that took one was not answered after all (1). */
+void inotab__forget(struct inotab *t, uint64_t ino, uint64_t nlookup);
 /* Inodes registered, and the bytes they and the table hold (metrics). */
 void inotab__stats(struct inotab *t, uint64_t *n, uint64_t *bytes);
 /* The inode number key gets, without registering it (readdir's d_ino). */

@@ -117,6 +117,9 @@ int fsmount__start(struct fsmount **out, struct tree *t,
 		err = -ENOMEM;
 		goto err_free;
 	}
+	if (o->spill_dir && (err = cache__spill_to(m->cache, o->spill_dir)))
+		pr_info("render cache: in memory (%s cannot hold its file: %s)", o->spill_dir,
+			strerror(-err));
 	snprintf(opts, sizeof(opts),
 		 "ro,default_permissions,fsname=proffs,subtype=proffs%s",
 		 o->allow_other ? ",allow_other" : "");
@@ -266,6 +269,35 @@ void fsmount__stop(struct fsmount *m)
 	fsmount__free(m);
 }
 
+int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
+{
+	const struct timespec second = { 1, 0 };
+	uint64_t renders = 0;
+	int64_t busy_ns = now_mono_ns();
+	bool dropped = true;
+
+	for (;;) {
+		struct cache_stats cs;
+		int sig = sigtimedwait(sigs, NULL, &second);
+
+		if (sig > 0)
+			return sig;
+		if (!m)
+			continue;
+		/* Misses and waits: reads that needed a render. */
+		cache__stats(m->cache, &cs);
+		if (cs.misses + cs.waits != renders) {
+			renders = cs.misses + cs.waits;
+			busy_ns = now_mono_ns();
+			dropped = false;
+		} else if (!dropped && now_mono_ns() - busy_ns >= FSMOUNT_IDLE_S * 1000000000LL) {
+			tree__idle(m->t);
+			heap_trim();
+			dropped = true;
+		}
+	}
+}
+
 void fsmount__metrics(struct fsmount *m, struct buf *out)
 {
 	static const char fuse_reqs[] = "proffs_fuse_requests_total";
@@ -286,6 +318,9 @@ void fsmount__metrics(struct fsmount *m, struct buf *out)
 		      "Renders that failed.", cs.failures);
 	prom__gauge(out, "proffs_render_cache_bytes",
 		    "Bytes held by the render cache.", cs.bytes);
+	prom__gauge(out, "proffs_render_cache_file_bytes",
+		    "Of those, bytes in its file (page cache the kernel may reclaim; the rest is heap).",
+		    cs.file_bytes);
 	prom__gauge(out, "proffs_render_cache_entries",
 		    "Entries in the render cache.", cs.entries);
 	prom__gauge(out, "proffs_render_cache_max_bytes",
@@ -309,6 +344,6 @@ void fsmount__metrics(struct fsmount *m, struct buf *out)
 	uint64_t ni, ib;
 
 	inotab__stats(&m->inos, &ni, &ib);
-	prom__gauge(out, "proffs_fuse_inodes", "Inode numbers handed out (never forgotten: NFS handles).", ni);
+	prom__gauge(out, "proffs_fuse_inodes", "Inodes the kernel holds, and the last 4096 it forgot (NFS handles).", ni);
 	prom__gauge(out, "proffs_fuse_inode_bytes", "Memory of the inode table.", ib);
 }

@@ -4,6 +4,7 @@
 #ifndef PROFFS_MOUNT_H
 #define PROFFS_MOUNT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -13,6 +14,10 @@ struct mount_opts {
 	const char *mountpoint;
 	bool allow_other;
 	size_t cache_bytes; /* render cache bound; 0 = CACHE_DEFAULT_BYTES (32 MiB) */
+	/* The render cache's bytes go to an unlinked file here (fs/cache/
+	 * spill.h: page cache, not the daemon's heap); NULL, or a directory
+	 * that cannot take one (read-only): the heap. */
+	const char *spill_dir;
 	/* Called first in the thread that serves the mount, before it starts
 	 * any other (every FUSE thread descends from it and inherits what it
 	 * sets, capabilities included); NULL = none. */
@@ -34,6 +39,15 @@ int fsmount__start(struct fsmount **out, struct tree *t,
 		   const struct mount_opts *o);
 /* Unmounts, joins the FUSE threads and frees m. Safe with open files. */
 void fsmount__stop(struct fsmount *m);
+/*
+ * The main thread's wait: returns the first of sigs (blocked in every
+ * thread) that arrives. Meanwhile, once a second, it notices reads that
+ * have stopped (no render for FSMOUNT_IDLE_S) and lets the stores' read
+ * caches go (tree__idle), so a walk's peak does not stay resident.
+ */
+#define FSMOUNT_IDLE_S 5
+int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs);
+
 /* Appends the render cache's and the FUSE requests' metrics (Prometheus
  * text) to out; m may be NULL (nothing). Both `proffs mount` and `proffs
  * run` append these to /prof/metrics through their tree's metrics_cb. */

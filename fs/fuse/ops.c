@@ -254,15 +254,18 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out_free;
 	}
 	err = node_stat(m, &n, ino, NULL, &ep.attr);
-	if (err)
+	if (err) {
+		inotab__forget(&m->inos, ino, 1);
 		goto out_node;
+	}
 	ep.ino = ino;
 	ep.generation = 0;
 	/* A current file may be re-rendered with a new size within the 1 s;
 	 * open notices (fingerprint) and makes the kernel ask again. */
 	ep.entry_timeout = node_ttl(&n);
 	ep.attr_timeout = node_ttl(&n);
-	fuse_reply_entry(req, &ep);
+	if (fuse_reply_entry(req, &ep))
+		inotab__forget(&m->inos, ino, 1); /* the kernel never got it */
 out_node:
 	node__fini(&n);
 out:
@@ -275,12 +278,15 @@ out_free:
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	inotab__forget(&fsm(req)->inos, ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count,
 			    struct fuse_forget_data *forgets)
 {
+	for (size_t i = 0; i < count; i++)
+		inotab__forget(&fsm(req)->inos, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -539,6 +545,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fsmount *m = fsm(req);
 	struct cache_entry *e = (struct cache_entry *)(uintptr_t)fi->fh;
 	size_t n = 0;
+	uint64_t base;
+	int fd;
 
 	if (!e) {
 		fuse_reply_err(req, EBADF);
@@ -555,7 +563,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * last use of the file, so RELEASE may run on another thread before
 	 * fuse_reply_buf() has returned here: hold the bytes until then. */
 	cache__ref(m->cache, e);
-	fuse_reply_buf(req, n ? e->data + off : NULL, n);
+	fd = cache_entry__fd(e, &base);
+	if (fd >= 0 && n) {
+		/* libfuse preads (or splices) straight from the spill file. */
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = fd;
+		bv.buf[0].pos = (off_t)(base + (uint64_t)off);
+		fuse_reply_data(req, &bv, 0);
+	} else {
+		fuse_reply_buf(req, n ? e->data + off : NULL, n);
+	}
 	cache__put(m->cache, e);
 }
 

@@ -90,4 +90,7 @@ for d in "merged/cpu/last-1h" "merged/cpu/$first..$last" "diff/cpu/$first/vs/$la
 done
 log "walked $n files"
 mem "after the walk"
-grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes)' "$W/mp/metrics" | sed 's/^/# /'
+# Reads have stopped: after FSMOUNT_IDLE_S (5 s) the stores' read caches go.
+sleep 7
+mem "reads stopped 7 s"
+grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes|render_cache_file_bytes|fuse_inode)' "$W/mp/metrics" | sed 's/^/# /'

@@ -137,6 +137,14 @@ int store__complete(struct store *s, int64_t *time_ns);
 /* A number that changes whenever committed data changes (cache keys). */
 uint64_t store__version(struct store *s);
 
+/*
+ * Empties the read side's caches of stack paths and record bytes (they
+ * fill again on use). A burst of reads (a walk of the tree) grows them to
+ * their bounds, 64 MiB each; the mount calls this once reads stop, so an
+ * idle daemon does not keep a walk's peak. Thread-safe beside merges.
+ */
+void store__drop_read_caches(struct store *s);
+
 /* Figures for /prof/metrics. */
 struct store_stats {
 	uint64_t map_size, used_bytes, file_bytes;

@@ -122,3 +122,13 @@ void symcache__free(struct store *s)
 	s->yc_pool = NULL;
 	s->yc_n = s->yc_cap = 0;
 }
+
+void store__drop_read_caches(struct store *s)
+{
+	pthread_rwlock_wrlock(&s->sc_lock);
+	stackcache__free(s);
+	pthread_rwlock_unlock(&s->sc_lock);
+	pthread_rwlock_wrlock(&s->yc_lock);
+	symcache__free(s);
+	pthread_rwlock_unlock(&s->yc_lock);
+}

@@ -1,12 +1,14 @@
 /* test_cache.c - the render cache: hits, versions, the byte bound, LRU
  * order, pinned entries outliving eviction, one render per key under
- * concurrency, failures not cached. */
+ * concurrency, failures not cached; its spill file: bytes read back from
+ * it, blocks given back on eviction, files rotated and closed. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/cache/cache.h"
@@ -63,6 +65,87 @@ static void *getter(void *arg)
 
 	t->err = cache__get(t->c, "/same", 7, render, t->r, &t->e);
 	return NULL;
+}
+
+/* Blocks the file system holds for fd (what hole punching gives back). */
+static long long blocks_of(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? -1 : (long long)st.st_blocks * 512;
+}
+
+static void test_spill(void)
+{
+	char dir[] = "/tmp/test_cache.XXXXXX", want[1000], got[1000];
+	struct rctx r = { .text = "spill", .len = 1000 };
+	struct cache_entry *e, *pin;
+	struct cache_stats st;
+	struct spill *sp;
+	struct spill_ext x[20];
+	uint64_t off;
+	int fd, err;
+	struct cache *c;
+
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < sizeof(want); i++)
+		want[i] = "spill"[i % 5];
+
+	c = cache__new(64 * 1024);
+	CHECK(cache__spill_to(c, "/nonexistent/dir") < 0, "a spill directory that does not exist is refused");
+	err = cache__get(c, "/heap", 1, render, &r, &e);
+	CHECK(!err && e->data && cache_entry__fd(e, &off) < 0, "and the cache keeps its bytes in the heap");
+	cache__put(c, e);
+	cache__free(c);
+
+	c = cache__new(64 * 1024);
+	CHECK(!cache__spill_to(c, dir), "a spill file in %s", dir);
+	err = cache__get(c, "/a", 1, render, &r, &pin);
+	fd = err ? -1 : cache_entry__fd(pin, &off);
+	CHECK(!err && !pin->data && fd >= 0 && pread(fd, got, sizeof(got), (off_t)off) == 1000 &&
+		      !memcmp(got, want, 1000),
+	      "an entry's bytes are in the file, read back with pread");
+	cache__stats(c, &st);
+	CHECK(st.file_bytes == 4096, "its extent is one page (%llu bytes)", (unsigned long long)st.file_bytes);
+	/* Fill past the bound: evicted extents give their blocks back. */
+	for (int i = 0; i < 500; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "/fill/%d", i);
+		if (!cache__get(c, key, 1, render, &r, &e))
+			cache__put(c, e);
+	}
+	cache__stats(c, &st);
+	CHECK(st.evictions > 400 && st.file_bytes <= 64 * 1024,
+	      "500 entries, %llu evicted: %llu bytes in the file", (unsigned long long)st.evictions,
+	      (unsigned long long)st.file_bytes);
+	CHECK(blocks_of(fd) >= 0 && blocks_of(fd) <= (long long)st.file_bytes + 4096,
+	      "the file system holds %lld bytes for it (holes punched where entries left)", blocks_of(fd));
+	memset(got, 0, sizeof(got));
+	CHECK(pread(fd, got, sizeof(got), (off_t)off) == 1000 && !memcmp(got, want, 1000),
+	      "a pinned entry's bytes outlive its eviction");
+	cache__put(c, pin);
+	cache__free(c);
+
+	/* Rotation: a 16 KiB file takes four one-page extents. */
+	CHECK(!spill__open_rotate(&sp, dir, 16 * 1024), "a spill rotating at 16 KiB");
+	for (int i = 0; i < 20; i++)
+		CHECK(!spill__put(sp, want, 1000, &x[i]) && x[i].off == (uint64_t)(i % 4) * 4096,
+		      "put %d at offset %llu", i, (unsigned long long)x[i].off);
+	CHECK(spill__files(sp) == 5, "20 extents in 5 files (%u)", spill__files(sp));
+	for (int i = 0; i < 16; i++)
+		spill__free(sp, &x[i]);
+	CHECK(spill__files(sp) == 1, "retired files close with their last extent (%u open)", spill__files(sp));
+	CHECK(spill__bytes(sp) == 4 * 4096, "the current file's four extents remain (%llu bytes)",
+	      (unsigned long long)spill__bytes(sp));
+	memset(got, 0, sizeof(got));
+	CHECK(pread(spill__fd(&x[19]), got, 1000, (off_t)x[19].off) == 1000 && !memcmp(got, want, 1000),
+	      "and read back");
+	spill__close(sp);
+	rmdir(dir);
 }
 
 int main(void)
@@ -168,6 +251,7 @@ int main(void)
 	CHECK(!err, "entry held across cache__free (ASan checks no leak)");
 	cache__free(c);
 
+	test_spill();
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }
