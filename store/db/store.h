@@ -151,6 +151,7 @@ struct store_stats {
 	uint64_t nseries, nstacks, nlocations, nstrings, nblocks;
 	int64_t last_commit; /* Unix seconds of the last append, 0 = none */
 	uint64_t dropped_blocks; /* deleted by retention or the size bound */
+	uint64_t read_cache_bytes; /* the read side's caches (store__drop_read_caches) */
 };
 int store__stats(struct store *s, struct store_stats *st);
 

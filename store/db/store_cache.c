@@ -132,3 +132,16 @@ void store__drop_read_caches(struct store *s)
 	symcache__free(s);
 	pthread_rwlock_unlock(&s->yc_lock);
 }
+
+uint64_t store__read_cache_bytes(struct store *s)
+{
+	uint64_t b;
+
+	pthread_rwlock_rdlock(&s->sc_lock);
+	b = s->sc_cap * sizeof(*s->sc_pool) + s->sc_map.cap * sizeof(*s->sc_map.e);
+	pthread_rwlock_unlock(&s->sc_lock);
+	pthread_rwlock_rdlock(&s->yc_lock);
+	b += s->yc_cap + s->yc_map.cap * sizeof(*s->yc_map.e);
+	pthread_rwlock_unlock(&s->yc_lock);
+	return b;
+}

@@ -349,6 +349,7 @@ int store__stats(struct store *s, struct store_stats *out)
 		out->last_commit = (int64_t)v;
 	if (!meta__get_u64(s, txn, "dropped", &v))
 		out->dropped_blocks = v;
+	out->read_cache_bytes = store__read_cache_bytes(s);
 	store__txn_abort(s, txn);
 	return 0;
 }

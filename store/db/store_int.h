@@ -187,6 +187,8 @@ void stackcache__free(struct store *s);
 int symcache__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, uint8_t **buf,
 		   size_t *cap, MDB_val *out);
 void symcache__free(struct store *s);
+/* Bytes the two caches above hold. */
+uint64_t store__read_cache_bytes(struct store *s);
 
 /* ---- interned tables ---- */
 /* Finds content b[len] in table dbi (with index idx); *id = 0 if absent.
