@@ -29,7 +29,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --store DIR        a store directory (required; repeatable)\n"
 		"  --allow-other      let users other than root read the mount\n"
-		"  --cache-size SIZE  bound of the render cache (default 32M)\n"
+		"  --cache-size SIZE  bound of the render cache, kept in an unlinked file in\n"
+		"                     the store's directory (default 32M)\n"
 		"  -h, --help         this text\n");
 }
 
