@@ -212,7 +212,9 @@ offcpu_of() { "$PPROFCAT" totals "$1" | awk '$1 == "offcpu/nanoseconds" { printf
 osel=$WORK/mp-off/offcpu/pid=$NAP
 # N-1: from the daemon's start (between OFF_T0 and OFF_T1) to N; a batch
 # cut by the daemon's own 10 s from its start would file ~10 s here.
-lo=$(awk -v n=$N -v t="$OFF_T1" 'BEGIN { printf "%.2f", n - t - 0.3 }')
+# A napper that started napping after the daemon was up (a python3 start
+# slowed by a loaded host) counts from its own start.
+lo=$(awk -v n=$N -v t="$OFF_T1" -v s="$(cat "$WORK/nap.t0" 2>/dev/null)" 'BEGIN { if (s + 0 > t) t = s; printf "%.2f", n - t - 0.3 }')
 hi=$(awk -v n=$N -v t="$OFF_T0" 'BEGIN { printf "%.2f", n - t + 0.15 }')
 for k in -1 0 1; do
 	m=$((N + 60 * k)) f=$WORK/off$k.pb

@@ -9,6 +9,8 @@
 #  - once the kernel drops its dentries (drop_caches=2) the inode table
 #    holds the last 4096 forgotten inodes, not every path ever read
 # san: no (RSS figures of an ASan build say nothing)
+# alone: yes (drop_caches evicts every file's pages host-wide: a parallel
+# test's python3 took 8.7 s to start once)
 source "$(dirname "$0")/mount_lib.bash"
 
 STORE=$WORK/store
