@@ -72,7 +72,9 @@ known() {
 	want=$(fsum "$F" '<module> \(py_known\.py\);(.*;)?main \(py_known\.py\);(.*;)?via_c \(py_known\.py\);([^;]*;)*[^;]*[^);];([^;]*;)*cb \(py_known\.py\)(;|$)')
 	((c > 0)) && [[ $((c - cm)) == "$want" ]] && within "$(pct "$cm" "$c")" 0 25 &&
 		ok "$v: every cb stack runs <module>;main;via_c;<native>;cb ($want samples; $cm more whose native walk ended in a marker)" ||
-		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb ($cm end in a marker, want <= 25%)"; grep 'cb (py_known' "$F" | head -3; }
+		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb ($cm end in a marker, want <= 25%)"
+		  grep 'cb (py_known' "$F" | grep -o '\[[a-z]*[]:][^;]*' | sort | uniq -c
+		  grep -h 'unwind: ' "$WORK"/run-*.log | grep -v ' rows in ' | tail -8; }
 	h=$(fsum "$F" '(heavy|light) \(py_known\.py\);(.*;)?cb \(py_known\.py\)')
 	[[ $h == 0 ]] && ok "$v: no impossible stack (cb under heavy or light)" || fail "$v: $h samples of cb under heavy or light"
 }
