@@ -19,6 +19,9 @@
  *   close   --start T --store DIR: one batch of one sample at T, which
  *           closes the hours before T as the daemon's next batch would
  *           (the store rolls up an hour once a later batch arrives).
+ * --churn N (hour, day): each batch also holds N short-lived processes,
+ * new pids never seen again (a fork storm: a series each), each with 1-3
+ * stacks of 1-4 samples of an executable drawn like the steady ones.
  * The same seed gives the same data; T is Unix seconds.
  */
 #include <errno.h>
@@ -421,6 +424,11 @@ struct batch {
 	uint64_t nseen_stacks;
 	uint8_t *seen_pair;
 	uint64_t nseen_pairs;
+	/* --churn: this batch's short-lived processes' samples */
+	uint32_t churn, next_pid, nchurn, churn_cap;
+	struct churn_sample {
+		uint32_t pid, exe, stack, n;
+	} *cs;
 };
 
 static int batch__init(struct batch *b)
@@ -458,6 +466,39 @@ static void batch__draw(struct batch *b, uint32_t nsamples)
 			b->nseen_pairs++;
 		}
 	}
+}
+
+/* This batch's short-lived processes (b->churn of them, new pids).
+ * Returns their samples. */
+static uint32_t batch__draw_churn(struct batch *b)
+{
+	uint32_t total = 0;
+
+	b->nchurn = 0;
+	for (uint32_t j = 0; j < b->churn; j++) {
+		uint32_t pid = b->next_pid++, e = zipf__draw(&zexe), k = 1 + rndn(3);
+
+		for (uint32_t i = 0; i < k; i++) {
+			struct churn_sample *c;
+
+			if (b->nchurn == b->churn_cap) {
+				uint32_t nc = b->churn_cap ? 2 * b->churn_cap : 256;
+				struct churn_sample *g = realloc(b->cs, nc * sizeof(*g));
+
+				if (!g)
+					return total;
+				b->cs = g;
+				b->churn_cap = nc;
+			}
+			c = &b->cs[b->nchurn++];
+			c->pid = pid;
+			c->exe = e;
+			c->stack = exes[e].s0 + exes[e].perm[zipf__draw(&exes[e].zs)];
+			c->n = 1 + rndn(4);
+			total += c->n;
+		}
+	}
+	return total;
 }
 
 #define CHK(x)                                                   \
@@ -542,6 +583,23 @@ static struct profile *batch__profile(struct batch *b, int64_t t_ns, int64_t dur
 		int64_t v[2] = { b->count[k], (int64_t)b->count[k] * PERIOD_NS };
 
 		for (uint32_t d = 0; d < s->depth; d++) /* pprof: leaf first */
+			locs[d] = batch__loc(b, p, s->loc[s->depth - 1 - d]);
+		CHK(!profile__add_sample(p, locs, s->depth, lab, 3, v));
+	}
+	for (uint32_t i = 0; i < b->nchurn; i++) {
+		const struct churn_sample *c = &b->cs[i];
+		const struct gstack *s = &stacks[c->stack];
+		const struct gexe *e = &exes[c->exe];
+		uint64_t locs[MAX_DEPTH];
+		char pid[12];
+		struct prof_label lab[3];
+		int64_t v[2] = { c->n, (int64_t)c->n * PERIOD_NS };
+
+		snprintf(pid, sizeof(pid), "%u", c->pid);
+		lab[0] = (struct prof_label){ .key = kcomm, .str = profile__intern_str(p, e->comm) };
+		lab[1] = (struct prof_label){ .key = kpid, .str = profile__intern_str(p, pid) };
+		lab[2] = (struct prof_label){ .key = kexe, .str = profile__intern_str(p, e->path) };
+		for (uint32_t d = 0; d < s->depth; d++)
 			locs[d] = batch__loc(b, p, s->loc[s->depth - 1 - d]);
 		CHK(!profile__add_sample(p, locs, s->depth, lab, 3, v));
 	}
@@ -636,7 +694,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: bench_gen hour|day|minutes|close --start UNIX_S [--store DIR]\n"
 		"       [--pprof-dir DIR] [--folded FILE.zst] [--batches N]\n"
-		"       [--minutes N] [--seed N] [--max-size BYTES]\n");
+		"       [--minutes N] [--seed N] [--max-size BYTES] [--churn N]\n");
 }
 
 int main(int argc, char **argv)
@@ -645,7 +703,7 @@ int main(int argc, char **argv)
 		{ "start", 1, 0, 's' }, { "store", 1, 0, 'S' },
 		{ "pprof-dir", 1, 0, 'p' }, { "folded", 1, 0, 'f' },
 		{ "batches", 1, 0, 'b' }, { "minutes", 1, 0, 'm' },
-		{ "seed", 1, 0, 'r' }, { "max-size", 1, 0, 'M' },
+		{ "seed", 1, 0, 'r' }, { "max-size", 1, 0, 'M' }, { "churn", 1, 0, 'c' },
 		{ "help", 0, 0, 'h' }, { 0 },
 	};
 	const char *mode, *store_dir = NULL, *pprof_dir = NULL, *folded = NULL;
@@ -688,6 +746,7 @@ int main(int argc, char **argv)
 		case 'm': nbatches = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'r': seed = strtoull(optarg, NULL, 10); break;
 		case 'M': max_size = strtoull(optarg, NULL, 10); break;
+		case 'c': b.churn = (uint32_t)strtoul(optarg, NULL, 10); break;
 		default: usage(); return 2;
 		}
 	}
@@ -698,6 +757,7 @@ int main(int argc, char **argv)
 	t_all = ts(CLOCK_MONOTONIC);
 	CHK(!universe__build(seed));
 	CHK(!batch__init(&b));
+	b.next_pid = 100000;
 	if (store_dir) {
 		struct store_opts o = { .dir = store_dir, .max_size = max_size };
 
@@ -718,7 +778,7 @@ int main(int argc, char **argv)
 		struct profile *p;
 
 		batch__draw(&b, per_batch);
-		nsamples_total += per_batch;
+		nsamples_total += per_batch + batch__draw_churn(&b);
 		nseries_stacks += b.ntouched;
 		p = batch__profile(&b, t * 1000000000LL, batch_s * 1000000000LL);
 		if (s) {
@@ -792,7 +852,7 @@ int main(int argc, char **argv)
 	printf("samples=%" PRIu64 "\n", nsamples_total);
 	printf("universe_stacks=%u\n", nstacks);
 	printf("universe_functions=%u\n", nfuncs);
-	printf("processes=%u\n", NPROC);
+	printf("processes=%u\n", NPROC + (b.next_pid - 100000));
 	printf("distinct_stacks=%" PRIu64 "\n", b.nseen_stacks);
 	printf("distinct_process_stacks=%" PRIu64 "\n", b.nseen_pairs);
 	printf("rows_per_batch=%.1f\n", (double)nseries_stacks / nbatches);
@@ -820,5 +880,6 @@ int main(int argc, char **argv)
 	free(b.bloc);
 	free(b.seen_stack);
 	free(b.seen_pair);
+	free(b.cs);
 	return 0;
 }
