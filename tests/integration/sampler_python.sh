@@ -221,7 +221,13 @@ while time.time() < t: pass' & BURST+=($!); PIDS+=($!)
 		# One may miss (a host so busy it got no sample in the interpreter).
 		((nw + 1 >= ${#BURST[@]})) && ! grep -q 'TSD layout unknown' "$RUN_LOG" &&
 			ok "burst: $nw of ${#BURST[@]} short interpreters walked, none judged not glibc" ||
-			{ fail "burst: $nw of ${#BURST[@]} short interpreters walked"; for b in $bad; do grep -h "pid $b[ :]" "$RUN_LOG"; done | head; }
+			fail "burst: $nw of ${#BURST[@]} short interpreters walked"
+		# Why one was not (even when allowed): its lines, and its samples.
+		for b in $bad; do
+			log "burst: pid $b not walked: $(grep -h "pid $b[ :]" "$RUN_LOG" | head -3 | tr '\n' ' ')"
+			"$PROFFS" cat --store "$STORE" "/merged/cpu/pid=$b/last-15m/folded.txt" 2>/dev/null |
+				sort -t' ' -k2 -n | tail -2 | cut -c1-300
+		done
 	fi
 	grep 'python:' "$WORK"/run-*.log | grep -v withheld | tail -20
 else
