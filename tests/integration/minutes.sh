@@ -52,8 +52,9 @@ start_pair() { # phase
 	done
 }
 # Off-CPU minutes: one more daemon (--offcpu) watches a process that naps
-# 50 ms at a time from before it starts to second 0 of N+2.
-wait_until $((N - 9))
+# 50 ms at a time from before it starts to second 0 of N+2. Started now, at
+# least 10 s ahead: a python3 start on a loaded host took 9 s once, and its
+# blocked start-up then straddled N (minute N held 60.5 s off CPU).
 python3 -c 'import sys, time
 print("%.3f" % time.time(), flush=True)
 end = float(sys.argv[1])
@@ -61,6 +62,8 @@ while time.time() < end: time.sleep(0.05)' $((N + 120)) >"$WORK/nap.t0" &
 NAP=$!
 PIDS+=("$NAP")
 wait_until $((N - 7))
+# Napping before its daemon starts, or the minutes judge its start-up too.
+for i in $(seq 40); do [[ -s $WORK/nap.t0 ]] && break; sleep 0.05; done
 OFF_T0=$(date +%s.%N)
 mkdir -p "$WORK/mp-off"
 run_start "$WORK/store-off" "$WORK/mp-off" --hz 19 --pid "$NAP" --offcpu
