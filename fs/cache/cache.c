@@ -70,7 +70,7 @@ static void entry__free(struct cache *c, struct cache_entry *e)
 /* A spilled entry holds whole pages of the file (and of page cache). */
 static size_t entry__cost(const struct cache_entry *e)
 {
-	size_t len = e->ext.f ? (e->len + 4095) / 4096 * 4096 : e->len;
+	size_t len = e->ext.f ? (size_t)spill__extent_bytes(e->len) : e->len;
 
 	return len + e->keylen + ENTRY_OVERHEAD;
 }

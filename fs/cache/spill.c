@@ -38,7 +38,7 @@ struct spill {
 	uint64_t bytes, rotate;
 };
 
-static uint64_t rounded(size_t len)
+uint64_t spill__extent_bytes(size_t len)
 {
 	return ((uint64_t)len + SPILL_PAGE - 1) / SPILL_PAGE * SPILL_PAGE;
 }
@@ -134,8 +134,8 @@ static void release(struct spill *s, struct spill_ext *ext)
 	/* Without hole punching (a file system that lacks it) the blocks
 	 * stay until the file is closed: rotation bounds that. */
 	(void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)ext->off,
-			(off_t)rounded(ext->len));
-	s->bytes -= rounded(ext->len);
+			(off_t)spill__extent_bytes(ext->len));
+	s->bytes -= spill__extent_bytes(ext->len);
 	if (--f->live == 0 && f->retired)
 		file__free(s, f);
 	ext->f = NULL;
@@ -149,7 +149,7 @@ int spill__put(struct spill *s, const void *data, size_t len, struct spill_ext *
 
 	memset(ext, 0, sizeof(*ext));
 	pthread_mutex_lock(&s->lock);
-	if (!s->cur || (s->cur->end && s->cur->end + rounded(len) > s->rotate)) {
+	if (!s->cur || (s->cur->end && s->cur->end + spill__extent_bytes(len) > s->rotate)) {
 		struct spill_file *f = file__new(s);
 
 		if (!f) {
@@ -167,9 +167,9 @@ int spill__put(struct spill *s, const void *data, size_t len, struct spill_ext *
 	ext->f = s->cur;
 	ext->off = s->cur->end;
 	ext->len = len;
-	s->cur->end += rounded(len);
+	s->cur->end += spill__extent_bytes(len);
 	s->cur->live++;
-	s->bytes += rounded(len);
+	s->bytes += spill__extent_bytes(len);
 	pthread_mutex_unlock(&s->lock);
 
 	while (done < len) {
