@@ -1,74 +1,18 @@
 /*
- * store_cache.c - the process-wide stack cache of the read side.
+ * store_cache.c - the process-wide symbol record cache of the read side.
  *
- * Stacks never change once committed (nor are they deleted), so a stack's
- * location ids (leaf first) can be cached for the life of the process,
- * across queries, threads and writers in other processes: a merge of an
- * hour touches thousands of stacks, and decoding each from LMDB every time
- * cost a good share of the merge. The records of strings, functions,
- * mappings and locations are immutable too, and a merge of a busy minute
- * resolves tens of thousands of them: their bytes are cached the same way.
+ * Symbol records never change once committed (nor are they deleted), so
+ * their bytes can be cached for the life of the process, across queries,
+ * threads and writers in other processes. A merge reads its stacks,
+ * locations, functions and mappings in bulk (table__read_many, one walk
+ * per table), which costs about what this cache saved; what still comes
+ * here is the odd record read by id: label strings, type names.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/db/store_int.h"
-
-#define SC_MAX_POOL (16u << 20) /* location ids (64 MiB); then start over */
-
-int stackcache__get(struct store *s, uint32_t stack, uint32_t **buf, size_t *cap,
-		    uint32_t *n)
-{
-	uint64_t v;
-	int found = 0;
-
-	pthread_rwlock_rdlock(&s->sc_lock);
-	if (u64map__get(&s->sc_map, stack, &v)) {
-		uint32_t len = v & 0xffff;
-
-		if (GROW(*buf, cap, len)) {
-			pthread_rwlock_unlock(&s->sc_lock);
-			return -ENOMEM;
-		}
-		memcpy(*buf, s->sc_pool + (v >> 16), len * sizeof(uint32_t));
-		*n = len;
-		found = 1;
-	}
-	pthread_rwlock_unlock(&s->sc_lock);
-	return found;
-}
-
-void stackcache__put(struct store *s, uint32_t stack, const uint32_t *path, uint32_t n)
-{
-	uint64_t v;
-
-	if (n > 0xffff)
-		return;
-	pthread_rwlock_wrlock(&s->sc_lock);
-	if (u64map__get(&s->sc_map, stack, &v))
-		goto out; /* another thread was faster */
-	if (s->sc_n + n > SC_MAX_POOL) {
-		u64map__free(&s->sc_map);
-		s->sc_n = 0;
-	}
-	if (GROW(s->sc_pool, &s->sc_cap, s->sc_n + n))
-		goto out;
-	if (u64map__put(&s->sc_map, stack, (uint64_t)s->sc_n << 16 | n))
-		goto out;
-	memcpy(s->sc_pool + s->sc_n, path, n * sizeof(uint32_t));
-	s->sc_n += n;
-out:
-	pthread_rwlock_unlock(&s->sc_lock);
-}
-
-void stackcache__free(struct store *s)
-{
-	u64map__free(&s->sc_map);
-	free(s->sc_pool);
-	s->sc_pool = NULL;
-	s->sc_n = s->sc_cap = 0;
-}
 
 #define YC_MAX_POOL (64u << 20) /* bytes; then start over */
 #define YC_MAX_REC ((1u << 24) - 1)
@@ -125,9 +69,6 @@ void symcache__free(struct store *s)
 
 void store__drop_read_caches(struct store *s)
 {
-	pthread_rwlock_wrlock(&s->sc_lock);
-	stackcache__free(s);
-	pthread_rwlock_unlock(&s->sc_lock);
 	pthread_rwlock_wrlock(&s->yc_lock);
 	symcache__free(s);
 	pthread_rwlock_unlock(&s->yc_lock);
@@ -137,11 +78,8 @@ uint64_t store__read_cache_bytes(struct store *s)
 {
 	uint64_t b;
 
-	pthread_rwlock_rdlock(&s->sc_lock);
-	b = s->sc_cap * sizeof(*s->sc_pool) + s->sc_map.cap * sizeof(*s->sc_map.e);
-	pthread_rwlock_unlock(&s->sc_lock);
 	pthread_rwlock_rdlock(&s->yc_lock);
-	b += s->yc_cap + s->yc_map.cap * sizeof(*s->yc_map.e);
+	b = s->yc_cap + s->yc_map.cap * sizeof(*s->yc_map.e);
 	pthread_rwlock_unlock(&s->yc_lock);
 	return b;
 }

@@ -115,7 +115,6 @@ int store__open(struct store **out, const struct store_opts *o)
 	if (!s)
 		return -ENOMEM;
 	pthread_rwlock_init(&s->resize_lock, NULL);
-	pthread_rwlock_init(&s->sc_lock, NULL);
 	pthread_rwlock_init(&s->yc_lock, NULL);
 	s->dir = strdup(o->dir);
 	s->max_size = o->max_size ? o->max_size : 4ULL << 30;
@@ -252,8 +251,6 @@ void store__close(struct store *s)
 	free(s->pc_lstr);
 	intern__free(s);
 	pthread_rwlock_destroy(&s->resize_lock);
-	stackcache__free(s);
-	pthread_rwlock_destroy(&s->sc_lock);
 	symcache__free(s);
 	pthread_rwlock_destroy(&s->yc_lock);
 	free(s->dir);

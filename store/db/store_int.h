@@ -149,10 +149,6 @@ struct store {
 	struct u64map *pc_lstr; /* label string hash -> sid indexed in str_idx */
 	/* Read side: stack id -> location ids, and the raw records of
 	 * strings, functions, mappings and locations (store_cache.c). */
-	pthread_rwlock_t sc_lock;
-	struct u64map sc_map;
-	uint32_t *sc_pool;
-	size_t sc_n, sc_cap;
 	pthread_rwlock_t yc_lock;
 	struct u64map yc_map; /* (dbi << 32 | id) -> (offset << 24 | length) */
 	uint8_t *yc_pool;
@@ -173,13 +169,6 @@ int store__txn_commit(struct store *s, MDB_txn *txn);
 void store__txn_abort(struct store *s, MDB_txn *txn);
 
 
-/* Stack path cache (store_cache.c): get copies the path (store location
- * ids, leaf first) into *buf (grown as needed) and returns 1, or 0 when
- * absent, or -ENOMEM. */
-int stackcache__get(struct store *s, uint32_t stack, uint32_t **buf, size_t *cap,
-		    uint32_t *n);
-void stackcache__put(struct store *s, uint32_t stack, const uint32_t *path, uint32_t n);
-void stackcache__free(struct store *s);
 /* Record id of an interned table (strings, functions, mappings,
  * locations), through a process-wide cache of their bytes: *out points
  * either into *buf (grown as needed, the caller frees it) or into the
@@ -187,7 +176,7 @@ void stackcache__free(struct store *s);
 int symcache__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, uint8_t **buf,
 		   size_t *cap, MDB_val *out);
 void symcache__free(struct store *s);
-/* Bytes the two caches above hold. */
+/* Bytes the cache above holds. */
 uint64_t store__read_cache_bytes(struct store *s);
 
 /* ---- interned tables ---- */
@@ -228,6 +217,15 @@ void intern__free(struct store *s);
  * next intern__add). Returns 0, -ENOENT or -errno. */
 int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id,
 		MDB_val *v);
+/* Reads records ids[0..n) (ascending, distinct) of table dbi and calls
+ * fn(ctx, i, rec) for each; rec points into the transaction's memory and
+ * is valid during the call. One cursor walks the table and decodes each
+ * group once, however many of its records are asked for (a merge asks
+ * for thousands of neighbouring ids; table__read pays a B-tree search and
+ * a group decode for each). Returns 0, the first non-zero fn result,
+ * -ENOENT (an id not in the table) or -errno. */
+int table__read_many(struct store *s, MDB_txn *txn, int dbi, const uint32_t *ids, size_t n,
+		     int (*fn)(void *ctx, size_t i, const MDB_val *rec), void *ctx);
 /* A string as a malloc'd C string (NUL-terminated copy) or NULL. */
 char *str__dup(struct store *s, MDB_txn *txn, uint32_t sid);
 
@@ -252,9 +250,14 @@ int mapping__dec(const void *b, size_t len, struct sym_mapping *m);
 /* Location: mapping, address, lines. enc needs 32 + 16 * nlines bytes. */
 size_t loc__enc(uint32_t mapping, uint64_t addr, const struct sym_line *l,
 		uint32_t n, uint8_t *out);
-/* Decodes; *lines points into a malloc'd array the caller frees. */
+/* Decodes; *lines points into a malloc'd array the caller frees (NULL
+ * when the location has no lines). */
 int loc__dec(const void *b, size_t len, uint32_t *mapping, uint64_t *addr,
 	     struct sym_line **lines, uint32_t *n);
+/* The same into the caller's l (cap entries; len / 2 + 1 always do);
+ * -EBADMSG when the record is corrupt or holds more than cap lines. */
+int loc__dec_into(const void *b, size_t len, uint32_t *mapping, uint64_t *addr,
+		  struct sym_line *l, size_t cap, uint32_t *n);
 /* Stack: varint n, then n zigzag deltas of location ids, leaf first (a
  * stack's locations tend to have neighbouring ids). enc needs 5 + 5 * n
  * bytes. dec writes up to cap ids into locs and returns the count, or

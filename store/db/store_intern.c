@@ -98,6 +98,74 @@ int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, MDB_val *v)
 	return 0;
 }
 
+/* Positions c on the group holding id and decodes it into g. */
+static int group_seek(MDB_cursor *c, uint32_t id, struct group *g)
+{
+	uint8_t kb[4];
+	MDB_val k = { 4, kb }, d;
+	int rc;
+
+	be32_put(kb, id);
+	rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+	if (!rc && (k.mv_size != 4 || be32_get(k.mv_data) != id))
+		rc = mdb_cursor_get(c, &k, &d, MDB_PREV);
+	else if (rc == MDB_NOTFOUND)
+		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+	if (rc)
+		return store__errno(rc);
+	return group__dec(&k, &d, g) ? -EBADMSG : 0;
+}
+
+static bool group_has(const struct group *g, uint32_t id)
+{
+	return g->n && id >= g->first && id - g->first < g->n;
+}
+
+int table__read_many(struct store *s, MDB_txn *txn, int dbi, const uint32_t *ids, size_t n,
+		     int (*fn)(void *ctx, size_t i, const MDB_val *rec), void *ctx)
+{
+	struct group g = { 0 };
+	MDB_cursor *c = NULL;
+	MDB_val k, d, v;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	if (!table__grouped(dbi) || txn == __atomic_load_n(&s->pend_txn, __ATOMIC_RELAXED)) {
+		for (size_t i = 0; i < n && !rc; i++)
+			if (!(rc = table__read(s, txn, dbi, ids[i], &v)))
+				rc = fn(ctx, i, &v);
+		return rc;
+	}
+	if ((rc = mdb_cursor_open(txn, s->dbi[dbi], &c)))
+		return store__errno(rc);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+
+		if (!group_has(&g, id)) {
+			/* Asked-for ids are mostly dense: the next group is
+			 * the likely one, and a step costs less than a search. */
+			rc = g.n && id > g.first ? mdb_cursor_get(c, &k, &d, MDB_NEXT) : MDB_NOTFOUND;
+			if (!rc && group__dec(&k, &d, &g)) {
+				rc = -EBADMSG;
+				break;
+			}
+			if ((rc || !group_has(&g, id)) && (rc = group_seek(c, id, &g)))
+				break;
+			if (!group_has(&g, id)) {
+				rc = -ENOENT;
+				break;
+			}
+		}
+		v = (MDB_val){ g.off[id - g.first + 1] - g.off[id - g.first],
+			       (void *)(g.data + g.off[id - g.first]) };
+		if ((rc = fn(ctx, i, &v)))
+			break;
+	}
+	mdb_cursor_close(c);
+	return rc;
+}
+
 int table__next_id(struct store *s, MDB_txn *txn, int dbi, uint32_t *next)
 {
 	MDB_cursor *c;
@@ -359,47 +427,56 @@ size_t loc__enc(uint32_t mapping, uint64_t addr, const struct sym_line *l,
 	return n;
 }
 
-int loc__dec(const void *b, size_t len, uint32_t *mapping, uint64_t *addr,
-	     struct sym_line **lines, uint32_t *nl)
+int loc__dec_into(const void *b, size_t len, uint32_t *mapping, uint64_t *addr,
+		  struct sym_line *l, size_t cap, uint32_t *nl)
 {
 	const uint8_t *p = b, *end = p + len;
 	uint64_t m, n, f, ln;
-	struct sym_line *l = NULL;
 
-	*lines = NULL;
 	*nl = 0;
 	GETV(m);
 	GETV(*addr);
 	GETV(n);
-	if (m > UINT32_MAX || n > len)
+	if (m > UINT32_MAX || n > len || n > cap)
 		return -EBADMSG;
 	*mapping = m;
-	if (n) {
-		l = calloc(n, sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-	}
 	for (uint64_t i = 0; i < n; i++) {
 		size_t a = varint_get(p, end - p, &f), c;
 
 		if (!a)
-			goto bad;
+			return -EBADMSG;
 		p += a;
 		c = varint_get(p, end - p, &ln);
 		if (!c || f > UINT32_MAX)
-			goto bad;
+			return -EBADMSG;
 		p += c;
 		l[i].func = f;
 		l[i].line = unzigzag(ln);
 	}
 	if (p != end)
-		goto bad;
-	*lines = l;
+		return -EBADMSG;
 	*nl = n;
 	return 0;
-bad:
-	free(l);
-	return -EBADMSG;
+}
+
+int loc__dec(const void *b, size_t len, uint32_t *mapping, uint64_t *addr,
+	     struct sym_line **lines, uint32_t *nl)
+{
+	/* A record of len bytes holds at most len / 2 lines (two varints each). */
+	struct sym_line *l = calloc(len / 2 + 1, sizeof(*l));
+	int rc;
+
+	*lines = NULL;
+	*nl = 0;
+	if (!l)
+		return -ENOMEM;
+	rc = loc__dec_into(b, len, mapping, addr, l, len / 2 + 1, nl);
+	if (rc || !*nl) {
+		free(l);
+		return rc;
+	}
+	*lines = l;
+	return 0;
 }
 
 size_t stack__enc(const uint32_t *locs, uint32_t n, uint8_t *out)

@@ -70,17 +70,26 @@ static void idmap_free(struct idmap *x)
 	memset(x, 0, sizeof(*x));
 }
 
+struct idset {
+	uint64_t *w;    /* bit i: id i is wanted */
+	uint32_t n;     /* ids the bitmap covers */
+	uint32_t *more; /* ids >= n (a table past 64M ids), unsorted */
+	size_t nmore, capmore;
+	uint32_t *ids;  /* idset_list's answer */
+	size_t nids, capids;
+};
+
 struct mctx {
 	struct store *s;
 	MDB_txn *txn;
 	struct profile *p;
 	const struct series_set *ss;
 	struct idmap str, func, map, loc; /* store id -> profile id */
-	uint32_t *spath;                   /* one stack's store locations */
-	size_t spcap;
-	struct idmap stk; /* stack -> (offset in locpool << 16 | length) */
-	uint64_t *locpool;
-	size_t npool, cappool;
+	struct idmap stk; /* stack -> (offset in spool and locpool << 16 | length) */
+	uint32_t *spool;  /* stacks' store location ids, leaf first */
+	size_t nspool, capspool;
+	uint64_t *locpool; /* the same as profile location ids (memory of p) */
+	struct idset need, mneed, fneed, sneed; /* m_resolve's phases */
 	struct u64map ser;   /* series -> label set index */
 	struct hidx lsidx;   /* (comm, pid, state) sids -> label set index */
 	uint32_t (*lskey)[3]; /* per label set: its (comm, pid, state) sids */
@@ -120,148 +129,326 @@ static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
 	return idmap_put(&m->str, sid, *out);
 }
 
-static int m_mapping(struct mctx *m, uint32_t id, uint64_t *out)
+/*
+ * Resolution, in phases: the distinct stacks the summed entries name, then
+ * the locations those stacks hold, then their mappings and functions, then
+ * the strings those name. Each phase collects the ids it needs (an idset:
+ * a bitmap over the snapshot's ids, so they come out ascending and
+ * distinct) and reads them with one cursor walk of its table
+ * (table__read_many), decoding each group of 32 records once. Reading id
+ * by id as the stacks were met cost a B-tree search and a group decode per
+ * record, in an order that jumped across the table: two fifths of a cold
+ * render of a busy hour. Profile ids then follow store ids (ascending).
+ */
+static int idset_init(struct idset *x, uint32_t n)
 {
-	struct prof_mapping pm = { 0 };
-	struct sym_mapping sm;
-	uint64_t v;
-	MDB_val d;
-	int rc;
-
-	if (!id) {
-		*out = 0;
-		return 0;
-	}
-	if (idmap_get(&m->map, id, &v)) {
-		*out = v;
-		return 0;
-	}
-	if ((rc = symcache__read(m->s, m->txn, DB_MAP, id, &m->rbuf, &m->rcap, &d)) ||
-	    (rc = mapping__dec(d.mv_data, d.mv_size, &sm)))
-		return rc == -ENOENT ? -EBADMSG : rc;
-	pm.start = sm.start;
-	pm.limit = sm.limit;
-	pm.offset = sm.offset;
-	pm.has_functions = sm.has_functions;
-	if ((rc = m_str(m, sm.file, &pm.file)) || (rc = m_str(m, sm.build_id, &pm.build_id)))
-		return rc;
-	*out = profile__add_mapping(m->p, &pm);
-	if (!*out)
+	memset(x, 0, sizeof(*x));
+	x->n = n;
+	if (n && !(x->w = calloc(((size_t)n + 63) / 64, sizeof(*x->w))))
 		return -ENOMEM;
-	return idmap_put(&m->map, id, *out);
+	return 0;
 }
 
-static int m_function(struct mctx *m, uint32_t id, uint64_t *out)
+static int idset_add(struct idset *x, uint32_t id)
 {
-	struct prof_function pf;
-	struct sym_func sf;
-	uint64_t v;
-	MDB_val d;
-	int rc;
-
-	if (idmap_get(&m->func, id, &v)) {
-		*out = v;
+	if (id < x->n) {
+		x->w[id / 64] |= 1ULL << (id % 64);
 		return 0;
 	}
-	if ((rc = symcache__read(m->s, m->txn, DB_FUNC, id, &m->rbuf, &m->rcap, &d)) ||
-	    (rc = func__dec(d.mv_data, d.mv_size, &sf)))
-		return rc == -ENOENT ? -EBADMSG : rc;
-	pf.start_line = sf.start_line;
-	if ((rc = m_str(m, sf.name, &pf.name)) || (rc = m_str(m, sf.system_name, &pf.system_name)) ||
-	    (rc = m_str(m, sf.filename, &pf.filename)))
-		return rc;
-	*out = profile__add_function(m->p, &pf);
-	if (!*out)
+	if (GROW(x->more, &x->capmore, x->nmore + 1))
 		return -ENOMEM;
-	return idmap_put(&m->func, id, *out);
+	x->more[x->nmore++] = id;
+	return 0;
 }
 
-static int m_location(struct mctx *m, uint32_t id, uint64_t *out)
+static int u32_cmp(const void *a, const void *b)
 {
-	struct prof_location pl = { 0 };
-	struct sym_line *sl = NULL;
-	struct prof_line *pln = NULL;
-	uint32_t mapping, nl;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The wanted ids into x->ids (ascending, distinct); clears the set. */
+static int idset_list(struct idset *x)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ((size_t)x->n + 63) / 64; i++)
+		n += (size_t)__builtin_popcountll(x->w[i]);
+	if (GROW(x->ids, &x->capids, n + x->nmore + 1))
+		return -ENOMEM;
+	x->nids = 0;
+	for (size_t i = 0; i < ((size_t)x->n + 63) / 64; i++) {
+		for (uint64_t b = x->w[i]; b; b &= b - 1)
+			x->ids[x->nids++] = (uint32_t)(i * 64 + (size_t)__builtin_ctzll(b));
+		x->w[i] = 0;
+	}
+	if (x->nmore) {
+		qsort(x->more, x->nmore, sizeof(*x->more), u32_cmp);
+		for (size_t i = 0; i < x->nmore; i++)
+			if (!i || x->more[i] != x->more[i - 1])
+				x->ids[x->nids++] = x->more[i];
+		x->nmore = 0;
+	}
+	return 0;
+}
+
+static void idset_free(struct idset *x)
+{
+	free(x->w);
+	free(x->more);
+	free(x->ids);
+	memset(x, 0, sizeof(*x));
+}
+
+/* One phase's decoded records, parallel to its idset's ids. */
+struct rctx {
+	struct mctx *m;
+	struct idset *next[2]; /* what the records name: collected here */
+	struct sym_mapping *maps;
+	struct sym_func *funcs;
+	uint32_t *lmap, *loff, *lnl; /* locations: mapping, first line, lines */
+	uint64_t *laddr;
+	struct sym_line *lines;
+	size_t nlines, caplines;
+};
+
+/* A string, mapping, function or location id the profile lacks yet. */
+static int want(struct idset *x, const struct idmap *have, uint32_t id)
+{
 	uint64_t v;
-	MDB_val d;
+
+	return !id || idmap_get(have, id, &v) ? 0 : idset_add(x, id);
+}
+
+static int r_stack(void *ctx, size_t i, const MDB_val *d)
+{
+	struct rctx *r = ctx;
+	struct mctx *m = r->m;
+	uint32_t stack = m->need.ids[i];
+	int n, rc;
+
+	/* n is the first varint; at most the record's length. */
+	if (GROW(m->spool, &m->capspool, m->nspool + d->mv_size))
+		return -ENOMEM;
+	n = stack__dec(d->mv_data, d->mv_size, m->spool + m->nspool, d->mv_size);
+	if (n < 0 || n > 0xffff)
+		return -EBADMSG;
+	for (int j = 0; j < n; j++)
+		if ((rc = want(r->next[0], &m->loc, m->spool[m->nspool + j])))
+			return rc;
+	if ((rc = idmap_put(&m->stk, stack, (uint64_t)m->nspool << 16 | (uint32_t)n)))
+		return rc;
+	m->nspool += (size_t)n;
+	return 0;
+}
+
+static int r_location(void *ctx, size_t i, const MDB_val *d)
+{
+	struct rctx *r = ctx;
+	size_t cap = d->mv_size / 2 + 1;
 	int rc;
 
-	if (idmap_get(&m->loc, id, &v)) {
-		*out = v;
-		return 0;
+	if (GROW(r->lines, &r->caplines, r->nlines + cap))
+		return -ENOMEM;
+	if ((rc = loc__dec_into(d->mv_data, d->mv_size, &r->lmap[i], &r->laddr[i],
+				r->lines + r->nlines, cap, &r->lnl[i])))
+		return rc;
+	r->loff[i] = (uint32_t)r->nlines;
+	if ((rc = want(r->next[0], &r->m->map, r->lmap[i])))
+		return rc;
+	for (uint32_t j = 0; j < r->lnl[i]; j++)
+		if ((rc = want(r->next[1], &r->m->func, r->lines[r->nlines + j].func)))
+			return rc;
+	r->nlines += r->lnl[i];
+	return 0;
+}
+
+static int r_mapping(void *ctx, size_t i, const MDB_val *d)
+{
+	struct rctx *r = ctx;
+	int rc;
+
+	if ((rc = mapping__dec(d->mv_data, d->mv_size, &r->maps[i])) ||
+	    (rc = want(r->next[0], &r->m->str, r->maps[i].file)) ||
+	    (rc = want(r->next[0], &r->m->str, r->maps[i].build_id)))
+		return rc;
+	return 0;
+}
+
+static int r_function(void *ctx, size_t i, const MDB_val *d)
+{
+	struct rctx *r = ctx;
+	int rc;
+
+	if ((rc = func__dec(d->mv_data, d->mv_size, &r->funcs[i])) ||
+	    (rc = want(r->next[0], &r->m->str, r->funcs[i].name)) ||
+	    (rc = want(r->next[0], &r->m->str, r->funcs[i].system_name)) ||
+	    (rc = want(r->next[0], &r->m->str, r->funcs[i].filename)))
+		return rc;
+	return 0;
+}
+
+static int r_string(void *ctx, size_t i, const MDB_val *d)
+{
+	struct rctx *r = ctx;
+	uint32_t v = profile__intern(r->m->p, d->mv_data, d->mv_size);
+
+	if (v == UINT32_MAX)
+		return -ENOMEM;
+	return idmap_put(&r->m->str, r->m->sneed.ids[i], v);
+}
+
+/* A store id the phases resolved: its profile id. */
+static uint64_t have(const struct idmap *x, uint32_t id)
+{
+	uint64_t v = 0;
+
+	if (id)
+		idmap_get(x, id, &v);
+	return v;
+}
+
+static bool m_nonzero(const struct mctx *m, size_t i)
+{
+	for (uint32_t j = 0; j < m->p->nvalues; j++)
+		if (m->aval[i * m->p->nvalues + j])
+			return true;
+	return false;
+}
+
+/* Makes every stack the summed entries name resolvable (m->stk, then
+ * m->spool/m->locpool hold its profile location ids). Called once per
+ * merge. */
+static int m_resolve(struct mctx *m)
+{
+	struct rctx r = { .m = m };
+	struct idset *ls = &m->need, *ms = &m->mneed, *fs = &m->fneed, *ss = &m->sneed;
+	struct sym_mapping *maps = NULL;
+	struct sym_func *funcs = NULL;
+	size_t nloc = 0, nmap = 0, nfunc = 0;
+	uint32_t *lids = NULL;
+	int rc;
+
+	/* Stacks. */
+	for (size_t i = 0; i < m->nagg; i++) {
+		uint64_t v;
+
+		if (m_nonzero(m, i) && !idmap_get(&m->stk, (uint32_t)m->akey[i], &v) &&
+		    (rc = idset_add(ls, (uint32_t)m->akey[i])))
+			return rc;
 	}
-	if ((rc = symcache__read(m->s, m->txn, DB_LOC, id, &m->rbuf, &m->rcap, &d)) ||
-	    (rc = loc__dec(d.mv_data, d.mv_size, &mapping, &pl.address, &sl, &nl)))
-		return rc == -ENOENT ? -EBADMSG : rc;
-	if ((rc = m_mapping(m, mapping, &pl.mapping_id)))
+	if ((rc = idset_list(ls)))
+		return rc;
+	/* The stacks' locations go into the same set: idset_list cleared
+	 * its bitmap and r_stack reads only the list. */
+	r.next[0] = ls;
+	if ((rc = table__read_many(m->s, m->txn, DB_STACK, ls->ids, ls->nids, r_stack, &r)))
 		goto out;
-	if (nl) {
-		pln = calloc(nl, sizeof(*pln));
-		if (!pln) {
+	/* Locations. */
+	if ((rc = idset_list(ls)))
+		goto out;
+	nloc = ls->nids;
+	rc = -ENOMEM;
+	lids = malloc((nloc + 1) * sizeof(*lids));
+	r.lmap = malloc((nloc + 1) * sizeof(*r.lmap));
+	r.loff = malloc((nloc + 1) * sizeof(*r.loff));
+	r.lnl = malloc((nloc + 1) * sizeof(*r.lnl));
+	r.laddr = malloc((nloc + 1) * sizeof(*r.laddr));
+	if (!lids || !r.lmap || !r.loff || !r.lnl || !r.laddr)
+		goto out;
+	memcpy(lids, ls->ids, nloc * sizeof(*lids));
+	r.next[0] = ms;
+	r.next[1] = fs;
+	if ((rc = table__read_many(m->s, m->txn, DB_LOC, lids, nloc, r_location, &r)))
+		goto out;
+	/* Mappings and functions, then the strings they name. */
+	if ((rc = idset_list(ms)) || (rc = idset_list(fs)))
+		goto out;
+	nmap = ms->nids;
+	nfunc = fs->nids;
+	rc = -ENOMEM;
+	maps = calloc(nmap + 1, sizeof(*maps));
+	funcs = calloc(nfunc + 1, sizeof(*funcs));
+	if (!maps || !funcs)
+		goto out;
+	r.maps = maps;
+	r.funcs = funcs;
+	r.next[0] = ss;
+	if ((rc = table__read_many(m->s, m->txn, DB_MAP, ms->ids, nmap, r_mapping, &r)) ||
+	    (rc = table__read_many(m->s, m->txn, DB_FUNC, fs->ids, nfunc, r_function, &r)) ||
+	    (rc = idset_list(ss)) ||
+	    (rc = table__read_many(m->s, m->txn, DB_STR, ss->ids, ss->nids, r_string, &r)))
+		goto out;
+	/* The profile's mappings, functions and locations, in store order. */
+	for (size_t i = 0; i < nmap; i++) {
+		struct prof_mapping pm = { .start = maps[i].start, .limit = maps[i].limit,
+					   .offset = maps[i].offset,
+					   .has_functions = maps[i].has_functions,
+					   .file = (uint32_t)have(&m->str, maps[i].file),
+					   .build_id = (uint32_t)have(&m->str, maps[i].build_id) };
+		uint64_t id = profile__add_mapping(m->p, &pm);
+
+		if (!id || (rc = idmap_put(&m->map, ms->ids[i], id)))
+			goto fail;
+	}
+	for (size_t i = 0; i < nfunc; i++) {
+		struct prof_function pf = { .start_line = funcs[i].start_line,
+					    .name = (uint32_t)have(&m->str, funcs[i].name),
+					    .system_name = (uint32_t)have(&m->str, funcs[i].system_name),
+					    .filename = (uint32_t)have(&m->str, funcs[i].filename) };
+		uint64_t id = profile__add_function(m->p, &pf);
+
+		if (!id || (rc = idmap_put(&m->func, fs->ids[i], id)))
+			goto fail;
+	}
+	for (size_t i = 0; i < nloc; i++) {
+		struct prof_line ln[64], *pln = ln;
+		struct prof_location pl = { .address = r.laddr[i], .nlines = r.lnl[i],
+					    .mapping_id = have(&m->map, r.lmap[i]) };
+		uint64_t id;
+
+		if (pl.nlines > 64 && !(pln = malloc(pl.nlines * sizeof(*pln)))) {
 			rc = -ENOMEM;
 			goto out;
 		}
+		for (uint32_t j = 0; j < pl.nlines; j++) {
+			pln[j].function_id = have(&m->func, r.lines[r.loff[i] + j].func);
+			pln[j].line = r.lines[r.loff[i] + j].line;
+		}
+		pl.lines = pln;
+		id = profile__add_location(m->p, &pl);
+		if (pln != ln)
+			free(pln);
+		if (!id || (rc = idmap_put(&m->loc, lids[i], id)))
+			goto fail;
 	}
-	for (uint32_t i = 0; i < nl; i++) {
-		pln[i].line = sl[i].line;
-		if ((rc = m_function(m, sl[i].func, &pln[i].function_id)))
+	/* The stacks' profile location ids, beside their store ids, in
+	 * memory of the profile: its samples point into it. */
+	if (!(m->locpool = profile__alloc(m->p, (m->nspool + 1) * sizeof(*m->locpool)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < m->nspool; i++)
+		if (!(m->locpool[i] = have(&m->loc, m->spool[i]))) {
+			rc = -EBADMSG; /* a function or location the store lacks */
 			goto out;
-	}
-	pl.nlines = nl;
-	pl.lines = pln;
-	*out = profile__add_location(m->p, &pl);
-	rc = *out ? idmap_put(&m->loc, id, *out) : -ENOMEM;
+		}
+	rc = 0;
+	goto out;
+fail:
+	if (!rc)
+		rc = -ENOMEM;
 out:
-	free(sl);
-	free(pln);
-	return rc;
-}
-
-/* Store locations of a stack, leaf first, into m->spath. */
-static int m_path(struct mctx *m, uint32_t stack, uint32_t *n)
-{
-	MDB_val d;
-	int rc = stackcache__get(m->s, stack, &m->spath, &m->spcap, n);
-
-	if (rc)
-		return rc < 0 ? rc : 0;
-	if ((rc = table__read(m->s, m->txn, DB_STACK, stack, &d)))
-		return rc == -ENOENT ? -EBADMSG : rc;
-	/* n is the first varint; at most the record's length. */
-	if (GROW(m->spath, &m->spcap, d.mv_size))
-		return -ENOMEM;
-	rc = stack__dec(d.mv_data, d.mv_size, m->spath, m->spcap);
-	if (rc < 0)
-		return rc;
-	*n = rc;
-	stackcache__put(m->s, stack, m->spath, *n);
-	return 0;
-}
-
-/* Profile locations of a stack, leaf first: *locs points into m->locpool
- * (valid until the next call). */
-static int m_stack(struct mctx *m, uint32_t stack, uint64_t **locs, uint32_t *n)
-{
-	uint64_t v;
-	int rc;
-
-	if (idmap_get(&m->stk, stack, &v)) {
-		*locs = m->locpool + (v >> 16);
-		*n = v & 0xffff;
-		return 0;
-	}
-	if ((rc = m_path(m, stack, n)))
-		return rc;
-	if (GROW(m->locpool, &m->cappool, m->npool + *n))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < *n; i++)
-		if ((rc = m_location(m, m->spath[i], &m->locpool[m->npool + i])))
-			return rc;
-	if ((rc = idmap_put(&m->stk, stack, (uint64_t)m->npool << 16 | *n)))
-		return rc;
-	*locs = m->locpool + m->npool;
-	m->npool += *n;
-	return 0;
+	free(lids);
+	free(r.lmap);
+	free(r.loff);
+	free(r.lnl);
+	free(r.laddr);
+	free(r.lines);
+	free(maps);
+	free(funcs);
+	return rc == -ENOENT ? -EBADMSG : rc;
 }
 
 static bool m_want(void *ctx, uint32_t series)
@@ -392,19 +579,19 @@ static int m_emit(struct mctx *m)
 	uint32_t nv = m->p->nvalues;
 	int rc;
 
+	if ((rc = m_resolve(m)))
+		return rc;
 	for (size_t i = 0; i < m->nagg; i++) {
-		uint32_t ls = m->akey[i] >> 32, n;
-		uint64_t *locs;
-		bool nz = false;
+		uint32_t ls = m->akey[i] >> 32;
+		uint64_t v;
 
-		for (uint32_t j = 0; j < nv; j++)
-			nz |= m->aval[i * nv + j] != 0;
-		if (!nz)
+		if (!m_nonzero(m, i))
 			continue;
-		if ((rc = m_stack(m, (uint32_t)m->akey[i], &locs, &n)))
-			return rc;
-		if ((rc = profile__add_sample(m->p, locs, n, m->lab[ls], m->nlab[ls],
-					      m->aval + i * nv)))
+		if (!idmap_get(&m->stk, (uint32_t)m->akey[i], &v))
+			return -EBADMSG;
+		/* Distinct (label set, stack) pairs: distinct samples. */
+		if ((rc = profile__append_sample(m->p, m->locpool + (v >> 16), v & 0xffff, m->lab[ls],
+						 m->nlab[ls], m->aval + i * nv)))
 			return rc;
 	}
 	return 0;
@@ -520,7 +707,10 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	    (rc = idmap_init(&m.func, s, m.txn, DB_FUNC)) ||
 	    (rc = idmap_init(&m.map, s, m.txn, DB_MAP)) ||
 	    (rc = idmap_init(&m.loc, s, m.txn, DB_LOC)) ||
-	    (rc = idmap_init(&m.stk, s, m.txn, DB_STACK)))
+	    (rc = idmap_init(&m.stk, s, m.txn, DB_STACK)) ||
+	    (rc = idset_init(&m.need, m.stk.n > m.loc.n ? m.stk.n : m.loc.n)) ||
+	    (rc = idset_init(&m.mneed, m.map.n)) || (rc = idset_init(&m.fneed, m.func.n)) ||
+	    (rc = idset_init(&m.sneed, m.str.n)))
 		goto out;
 	if ((rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "comm", 4, &m.comm_key)) ||
 	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)) ||
@@ -618,9 +808,12 @@ out:
 	hidx__free(&m.lsidx);
 	free(m.lskey);
 	u64map__free(&m.agg);
-	free(m.spath);
 	idmap_free(&m.stk);
-	free(m.locpool);
+	free(m.spool);
+	idset_free(&m.need);
+	idset_free(&m.mneed);
+	idset_free(&m.fneed);
+	idset_free(&m.sneed);
 	free(m.lab);
 	free(m.nlab);
 	free(m.akey);

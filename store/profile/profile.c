@@ -33,6 +33,7 @@ struct arena_chunk {
 struct prof_index {
 	struct hidx strs, maps, funcs, locs, samples;
 	struct hidx stacks; /* hash of a locs array -> a sample holding it */
+	uint32_t nindexed;  /* samples [0, nindexed) are in samples and stacks */
 	struct arena_chunk *arena;
 	size_t arena_total; /* bytes of all chunks: the next chunk's size */
 };
@@ -399,32 +400,92 @@ static bool sample_eq(const void *ctx, uint32_t i, const void *key)
 		!memcmp(s->labels, k->labels, (size_t)k->nlabels * sizeof(*k->labels)));
 }
 
-int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
-			const struct prof_label *labels, uint32_t nlabels,
-			const int64_t *values)
+/* Clean copies of labels (compared as bytes: no padding), sorted, into
+ * *out: buf when n <= 8, else malloc'd (the caller frees unless == buf). */
+static int sorted_labels(const struct prof_label *labels, uint32_t n, struct prof_label *buf,
+			 struct prof_label **out)
 {
-	struct prof_label stackbuf[8], *sorted = stackbuf;
-	struct samplekey k = { locs, nlocs, NULL, nlabels };
-	struct prof_sample s = { 0 };
-	uint32_t i;
-	uint64_t h, hs;
-	int err = -ENOMEM;
+	struct prof_label *sorted = buf;
 
-	if (nlabels > 8) {
-		sorted = malloc((size_t)nlabels * sizeof(*sorted));
-		if (!sorted)
-			return -ENOMEM;
-	}
-	/* Labels are compared as bytes; build clean copies (no padding). */
-	for (uint32_t j = 0; j < nlabels; j++) {
+	if (n > 8 && !(sorted = malloc((size_t)n * sizeof(*sorted))))
+		return -ENOMEM;
+	for (uint32_t j = 0; j < n; j++) {
 		memset(&sorted[j], 0, sizeof(sorted[j]));
 		sorted[j].key = labels[j].key;
 		sorted[j].str = labels[j].str;
 		sorted[j].num = labels[j].num;
 		sorted[j].num_unit = labels[j].num_unit;
 	}
-	if (nlabels > 1)
-		qsort(sorted, nlabels, sizeof(*sorted), label_cmp);
+	if (n > 1)
+		qsort(sorted, n, sizeof(*sorted), label_cmp);
+	*out = sorted;
+	return 0;
+}
+
+/* Samples appended without a lookup (profile__append_sample) join the
+ * indexes before the next lookup needs them. */
+static int index_samples(struct profile *p)
+{
+	struct prof_index *x = p->idx;
+
+	for (; x->nindexed < p->nsamples; x->nindexed++) {
+		const struct prof_sample *s = &p->samples[x->nindexed];
+		struct samplekey k = { s->locs, s->nlocs, s->labels, s->nlabels };
+		struct stackkey sk = { s->locs, s->nlocs };
+		uint64_t hs = stack_hash(s->locs, s->nlocs);
+
+		if (hidx__insert(&x->samples, sample_hash(&k, hs), x->nindexed))
+			return -ENOMEM;
+		if (s->nlocs && hidx__find(&x->stacks, hs, stack_eq, p, &sk) == UINT32_MAX &&
+		    hidx__insert(&x->stacks, hs, x->nindexed))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Appends sample s (its locs already placed) with copies of its sorted
+ * labels and of values. */
+static int push_sample(struct profile *p, struct prof_sample s, const struct prof_label *sorted,
+		       const int64_t *values, bool copy_locs)
+{
+	/* One arena allocation for the arrays (all 8-byte elements or
+	 * multiples of 8: struct prof_label holds 64-bit fields). */
+	size_t lb = copy_locs ? (size_t)(s.nlocs ? s.nlocs : 1) * sizeof(*s.locs) : 0;
+	size_t bb = (size_t)(s.nlabels ? s.nlabels : 1) * sizeof(*sorted);
+	size_t vb = (size_t)(p->nvalues ? p->nvalues : 1) * sizeof(*values);
+	char *m;
+
+	if (GROW(p->samples, &p->cap_samples, p->nsamples + 1) ||
+	    !(m = arena_alloc(p->idx, lb + bb + vb)))
+		return -ENOMEM;
+	if (copy_locs) {
+		if (s.nlocs)
+			memcpy(m, s.locs, (size_t)s.nlocs * sizeof(*s.locs));
+		s.locs = (uint64_t *)m;
+	}
+	s.labels = (struct prof_label *)(m + lb);
+	s.values = (int64_t *)(m + lb + bb);
+	if (s.nlabels)
+		memcpy(s.labels, sorted, (size_t)s.nlabels * sizeof(*sorted));
+	if (p->nvalues)
+		memcpy(s.values, values, (size_t)p->nvalues * sizeof(*values));
+	p->samples[p->nsamples++] = s;
+	return 0;
+}
+
+int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
+			const struct prof_label *labels, uint32_t nlabels,
+			const int64_t *values)
+{
+	struct prof_label stackbuf[8], *sorted;
+	struct samplekey k = { locs, nlocs, NULL, nlabels };
+	struct prof_sample s = { .nlocs = nlocs, .nlabels = nlabels };
+	uint32_t i, shared;
+	uint64_t h, hs;
+	int err;
+
+	if ((err = index_samples(p)) || (err = sorted_labels(labels, nlabels, stackbuf, &sorted)))
+		return err;
 	k.labels = sorted;
 	hs = stack_hash(locs, nlocs);
 	h = sample_hash(&k, hs);
@@ -435,41 +496,20 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 		err = 0;
 		goto out;
 	}
-	if (GROW(p->samples, &p->cap_samples, p->nsamples + 1))
-		goto out;
-	s.nlocs = nlocs;
-	s.nlabels = nlabels;
 	/* Samples that differ only in labels (the pids of one binary, a
 	 * merge of many processes) share one locs array: samples are never
 	 * changed once added. A merged busy hour has 40k samples over 5k
 	 * stacks; copying each stack per sample was a third of the page
 	 * faults of rendering it. */
 	struct stackkey sk = { locs, nlocs };
-	uint32_t shared = nlocs ? hidx__find(&p->idx->stacks, hs, stack_eq, p, &sk) : UINT32_MAX;
-	/* One arena allocation for the arrays (all 8-byte elements or
-	 * multiples of 8: struct prof_label holds 64-bit fields). */
-	{
-		size_t lb = shared == UINT32_MAX ? (size_t)(nlocs ? nlocs : 1) * sizeof(*locs) : 0;
-		size_t bb = (size_t)(nlabels ? nlabels : 1) * sizeof(*sorted);
-		size_t vb = (size_t)(p->nvalues ? p->nvalues : 1) * sizeof(*values);
-		char *m = arena_alloc(p->idx, lb + bb + vb);
-
-		if (!m)
-			goto out;
-		s.locs = shared == UINT32_MAX ? (uint64_t *)m : p->samples[shared].locs;
-		s.labels = (struct prof_label *)(m + lb);
-		s.values = (int64_t *)(m + lb + bb);
-	}
-	if (nlocs && shared == UINT32_MAX)
-		memcpy(s.locs, locs, (size_t)nlocs * sizeof(*locs));
-	if (nlabels)
-		memcpy(s.labels, sorted, (size_t)nlabels * sizeof(*sorted));
-	if (p->nvalues)
-		memcpy(s.values, values, (size_t)p->nvalues * sizeof(*values));
+	shared = nlocs ? hidx__find(&p->idx->stacks, hs, stack_eq, p, &sk) : UINT32_MAX;
+	s.locs = shared == UINT32_MAX ? (uint64_t *)locs : p->samples[shared].locs;
 	/* On failure the arrays stay in the arena until profile__free. */
-	if (hidx__insert(&p->idx->samples, h, p->nsamples))
+	err = -ENOMEM;
+	if (hidx__insert(&p->idx->samples, h, p->nsamples) ||
+	    push_sample(p, s, sorted, values, shared == UINT32_MAX))
 		goto out;
-	p->samples[p->nsamples++] = s;
+	p->idx->nindexed = p->nsamples;
 	/* (no room to remember it: the next sample of this stack copies it) */
 	if (nlocs && shared == UINT32_MAX)
 		hidx__insert(&p->idx->stacks, hs, p->nsamples - 1);
@@ -478,6 +518,31 @@ out:
 	if (sorted != stackbuf)
 		free(sorted);
 	return err;
+}
+
+int profile__append_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
+			   const struct prof_label *labels, uint32_t nlabels,
+			   const int64_t *values)
+{
+	struct prof_label stackbuf[8], *sorted;
+	struct prof_sample s = { .nlocs = nlocs, .nlabels = nlabels, .locs = (uint64_t *)locs };
+	int err;
+
+	if ((err = sorted_labels(labels, nlabels, stackbuf, &sorted)))
+		return err;
+	err = push_sample(p, s, sorted, values, false);
+	if (sorted != stackbuf)
+		free(sorted);
+	return err;
+}
+
+void *profile__alloc(struct profile *p, size_t size)
+{
+	void *r = arena_alloc(p->idx, size ? size : 1);
+
+	if (!r)
+		errno = ENOMEM;
+	return r;
 }
 
 /* ---- merge and diff ---- */

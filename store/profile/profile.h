@@ -137,6 +137,19 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 			const struct prof_label *labels, uint32_t nlabels,
 			const int64_t *values);
 
+/* Appends a sample the caller knows p lacks (no sample with equal
+ * locations and labels; a merge of distinct store rows), without the
+ * lookup profile__add_sample pays. locs is not copied: it must be memory
+ * of p (profile__alloc) and stay unchanged; labels and values are copied.
+ * Later lookups see the sample. Returns 0 or -ENOMEM. */
+int profile__append_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
+			   const struct prof_label *labels, uint32_t nlabels,
+			   const int64_t *values);
+
+/* size bytes owned by p (8-byte aligned), valid until profile__free; NULL
+ * with errno ENOMEM. */
+void *profile__alloc(struct profile *p, size_t size);
+
 /* Adds every sample of src into dst, translating strings, mappings,
  * functions and locations, with values multiplied by scale. Value types are
  * matched by (type, unit); if dst has no value types yet it takes src's.

@@ -58,6 +58,31 @@ int main(void)
 		}
 		CHECK(based == 2, "A's samples carry pprof::base=true (%d)", based);
 	}
+	{
+		/* Appended samples (no lookup) are found by later adds. */
+		struct profile *q = mk(0, 0);
+		uint64_t *locs = profile__alloc(q, 2 * sizeof(*locs));
+		struct prof_label lab[2] = { { .key = profile__intern_str(q, "pid"), .str = profile__intern_str(q, "7") },
+					     { .key = profile__intern_str(q, "comm"), .str = profile__intern_str(q, "x") } };
+		int64_t v[2] = { 2, 20 };
+		uint32_t n0 = q->nsamples;
+
+		CHECK(locs != NULL, "profile__alloc");
+		locs[0] = 2;
+		locs[1] = 1;
+		CHECK(!profile__append_sample(q, locs, 2, lab, 2, v), "append");
+		CHECK(!profile__append_sample(q, locs, 1, NULL, 0, v), "append a second");
+		CHECK(q->nsamples == n0 + 2 && q->samples[n0].locs == locs, "appended as given (locs not copied)");
+		CHECK(q->samples[n0].labels[0].key < q->samples[n0].labels[1].key, "appended labels sorted");
+		CHECK(!profile__add_sample(q, locs, 2, lab + 1, 1, v), "add with other labels");
+		CHECK(q->nsamples == n0 + 3 && q->samples[n0 + 2].locs == locs, "a new sample shares an appended stack");
+		struct prof_label rev[2] = { lab[1], lab[0] };
+		CHECK(!profile__add_sample(q, locs, 2, rev, 2, v), "add equal to the appended one");
+		CHECK(q->nsamples == n0 + 3 && q->samples[n0].values[0] == 4,
+		      "an add equal to an appended sample sums into it (%u samples, value %lld)", q->nsamples,
+		      (long long)q->samples[n0].values[0]);
+		profile__free(q);
+	}
 	profile__free(a);
 	profile__free(b);
 	profile__free(m);

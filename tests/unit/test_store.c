@@ -790,6 +790,15 @@ static void t_check_finds_corruption(const char *dir)
 	store__txn_commit(s, txn);
 	rc = store__check(s, devnull);
 	CHECK(rc >= 2, "check finds a deleted string and stack node (%d problems)", rc);
+	{
+		/* A merge over the lost records says so, and makes nothing. */
+		struct store_sel sel = { "cpu", NULL, 0 };
+		struct profile *p = NULL;
+
+		rc = store__merge(s, &sel, D0, D0 + 86400, &p);
+		CHECK(rc == -EBADMSG && !p, "a merge needing deleted records: -EBADMSG (%d)", rc);
+		profile__free(p);
+	}
 	/* A rollup that is not the sum of its hour: a raw block's bytes
 	 * stored as the rollup. */
 	{
