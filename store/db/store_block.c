@@ -222,6 +222,24 @@ int block__decode(const void *b, size_t len, block_series_fn want,
 	return block__decode_dctx(NULL, b, len, want, fn, ctx, hdr);
 }
 
+int block__raw_len(const void *b, size_t len, size_t *raw)
+{
+	const uint8_t *p = b, *end = p + len;
+	uint64_t v;
+	size_t l;
+
+	if (len < 5 || p[0] != BLOCK_FORMAT)
+		return -EBADMSG;
+	p += 2;
+	for (int i = 0; i < 3; i++) {
+		if (!(l = varint_get(p, end - p, &v)))
+			return -EBADMSG;
+		p += l;
+	}
+	*raw = v;
+	return 0;
+}
+
 int block__decode_dctx(void *dctx, const void *b, size_t len, block_series_fn want,
 		       block_entry_fn fn, void *ctx, struct block_hdr *hdr)
 {

@@ -333,6 +333,9 @@ int block__decode(const void *b, size_t len, block_series_fn want,
 		  block_entry_fn fn, void *ctx, struct block_hdr *hdr);
 /* The same with a caller's ZSTD_DCtx (NULL: one per call), so a merge of
  * hundreds of blocks does not set up a decompression context for each. */
+/* The length of block b's payload once decompressed (its header says),
+ * or -EBADMSG. */
+int block__raw_len(const void *b, size_t len, size_t *raw);
 int block__decode_dctx(void *dctx, const void *b, size_t len, block_series_fn want,
 		       block_entry_fn fn, void *ctx, struct block_hdr *hdr);
 

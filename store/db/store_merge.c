@@ -94,6 +94,7 @@ struct mctx {
 	struct hidx lsidx;   /* (comm, pid, state) sids -> label set index */
 	uint32_t (*lskey)[3]; /* per label set: its (comm, pid, state) sids */
 	struct prof_label (*lab)[3];
+	struct prof_label **plab; /* per label set: its sorted copy in p */
 	uint8_t *nlab;
 	size_t nls, caplab;
 	struct u64map agg; /* (label set << 32 | stack) -> entry */
@@ -375,6 +376,9 @@ static int m_resolve(struct mctx *m)
 	r.maps = maps;
 	r.funcs = funcs;
 	r.next[0] = ss;
+	/* Store symbols are distinct by content, and the idmaps keep out
+	 * what p has already: no lookups. */
+	profile__distinct(m->p, true);
 	if ((rc = table__read_many(m->s, m->txn, DB_MAP, ms->ids, nmap, r_mapping, &r)) ||
 	    (rc = table__read_many(m->s, m->txn, DB_FUNC, fs->ids, nfunc, r_function, &r)) ||
 	    (rc = idset_list(ss)) ||
@@ -440,6 +444,7 @@ fail:
 	if (!rc)
 		rc = -ENOMEM;
 out:
+	profile__distinct(m->p, false);
 	free(lids);
 	free(r.lmap);
 	free(r.loff);
@@ -581,6 +586,12 @@ static int m_emit(struct mctx *m)
 
 	if ((rc = m_resolve(m)))
 		return rc;
+	/* Each label set once, in p's memory: its samples share it. */
+	if (!(m->plab = calloc(m->nls + 1, sizeof(*m->plab))))
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nls; i++)
+		if (!(m->plab[i] = profile__labels(m->p, m->lab[i], m->nlab[i])))
+			return -ENOMEM;
 	for (size_t i = 0; i < m->nagg; i++) {
 		uint32_t ls = m->akey[i] >> 32;
 		uint64_t v;
@@ -590,7 +601,7 @@ static int m_emit(struct mctx *m)
 		if (!idmap_get(&m->stk, (uint32_t)m->akey[i], &v))
 			return -EBADMSG;
 		/* Distinct (label set, stack) pairs: distinct samples. */
-		if ((rc = profile__append_sample(m->p, m->locpool + (v >> 16), v & 0xffff, m->lab[ls],
+		if ((rc = profile__append_sample(m->p, m->locpool + (v >> 16), v & 0xffff, m->plab[ls],
 						 m->nlab[ls], m->aval + i * nv)))
 			return rc;
 	}
@@ -601,8 +612,16 @@ static int m_block(struct mctx *m, const MDB_val *d)
 {
 	int rc;
 
+	size_t raw;
+
 	if (m->snap)
 		snap__block(m->snap);
+	/* The first block sizes the sums: an entry takes ~6 bytes of
+	 * payload (7 in a batch, 6.2 in a busy hour's rollup), and a merge of
+	 * one rollup would otherwise double the map five times. */
+	if (!m->agg.cap && !m->snap && !block__raw_len(d->mv_data, d->mv_size, &raw) &&
+	    (rc = u64map__reserve(&m->agg, raw / 6)))
+		return rc;
 	rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
 
 	if (rc == -EBADMSG)
@@ -620,6 +639,12 @@ static bool hour_rollup(struct mctx *m, uint32_t type, uint32_t h, MDB_val *d)
 	if (!mdb_get(m->txn, m->s->dbi[DB_DIRTY], &k, &x))
 		return false;
 	return !mdb_get(m->txn, m->s->dbi[DB_ROLLUP], &k, d);
+}
+
+/* Store string sid is p's string idx (sid 0: nothing). */
+static int str_known(struct mctx *m, uint32_t sid, uint32_t idx)
+{
+	return sid ? idmap_put(&m->str, sid, idx) : 0;
 }
 
 /* Why str__dup failed: a string the type names is missing (a corrupt
@@ -711,6 +736,15 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	    (rc = idset_init(&m.need, m.stk.n > m.loc.n ? m.stk.n : m.loc.n)) ||
 	    (rc = idset_init(&m.mneed, m.map.n)) || (rc = idset_init(&m.fneed, m.func.n)) ||
 	    (rc = idset_init(&m.sneed, m.str.n)))
+		goto out;
+	/* The type's strings are in p already (interned by content above):
+	 * the resolution must not add them again. */
+	for (uint32_t i = 0; i < t.nvalues && !rc; i++)
+		if (!(rc = str_known(&m, t.vtype[i], m.p->sample_types[i].type)))
+			rc = str_known(&m, t.vunit[i], m.p->sample_types[i].unit);
+	if (rc || (rc = str_known(&m, t.period_type, m.p->period_type.type)) ||
+	    (rc = str_known(&m, t.period_unit, m.p->period_type.unit)) ||
+	    (rc = str_known(&m, t.default_type, m.p->default_sample_type)))
 		goto out;
 	if ((rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "comm", 4, &m.comm_key)) ||
 	    (rc = intern__find(s, m.txn, DB_STR, DB_STR_IDX, "pid", 3, &m.pid_key)) ||
@@ -815,6 +849,7 @@ out:
 	idset_free(&m.fneed);
 	idset_free(&m.sneed);
 	free(m.lab);
+	free(m.plab);
 	free(m.nlab);
 	free(m.akey);
 	free(m.aval);

@@ -7,11 +7,17 @@
  * The indexes live in struct prof_index, private to this file; the arrays
  * are public so that renderers and the encoder walk them directly.
  *
- * Memory: strings and location lines are individual mallocs owned by the
- * profile. Sample arrays (locs, labels, values) are carved from an arena
- * of large chunks owned by the profile (a merge of an hour adds tens of
- * thousands of samples: three mallocs and three frees each dominated
- * it); they stay valid until profile__free, which releases everything.
+ * Memory: strings, location lines and sample arrays (locs, labels,
+ * values) are carved from an arena of large chunks owned by the profile
+ * (a merge of an hour adds tens of thousands of each: a malloc and a free
+ * each dominated it); they stay valid until profile__free, which releases
+ * everything.
+ *
+ * Lazy indexes: a caller that knows its adds are distinct (a merge of a
+ * store, whose symbols are interned by content) says so with
+ * profile__distinct, and adds append without hashing; the indexes take
+ * the rows in at the next lookup. A busy hour's merge spent a fifth of
+ * its time, and many freshly faulted pages, building indexes no one read.
  */
 #include "store/profile/profile.h"
 
@@ -34,6 +40,8 @@ struct prof_index {
 	struct hidx strs, maps, funcs, locs, samples;
 	struct hidx stacks; /* hash of a locs array -> a sample holding it */
 	uint32_t nindexed;  /* samples [0, nindexed) are in samples and stacks */
+	uint32_t nstrs_ix, nmaps_ix, nfuncs_ix, nlocs_ix; /* likewise per table */
+	bool distinct;      /* profile__distinct: adds skip the lookup */
 	struct arena_chunk *arena;
 	size_t arena_total; /* bytes of all chunks: the next chunk's size */
 };
@@ -103,15 +111,11 @@ void profile__free(struct profile *p)
 {
 	if (!p)
 		return;
-	for (uint32_t i = 0; i < p->nstrs; i++)
-		free(p->strs[i]);
-	free(p->strs);
+	free(p->strs); /* the strings are in the arena */
 	free(p->str_lens);
 	free(p->mappings);
 	free(p->functions);
-	for (uint32_t i = 0; i < p->nlocations; i++)
-		free(p->locations[i].lines);
-	free(p->locations);
+	free(p->locations); /* their lines are in the arena */
 	free(p->samples); /* their arrays are in the arena */
 	if (p->idx) {
 		arena_free(p->idx);
@@ -141,16 +145,42 @@ static bool str_eq(const void *ctx, uint32_t i, const void *key)
 	return p->str_lens[i] == k->len && !memcmp(p->strs[i], k->s, k->len);
 }
 
+static int index_strs(struct profile *p)
+{
+	struct prof_index *x = p->idx;
+
+	for (; x->nstrs_ix < p->nstrs; x->nstrs_ix++)
+		if (hidx__insert(&x->strs, hash64(p->strs[x->nstrs_ix], p->str_lens[x->nstrs_ix], 1),
+				 x->nstrs_ix))
+			return -ENOMEM;
+	return 0;
+}
+
+void profile__distinct(struct profile *p, bool on)
+{
+	p->idx->distinct = on;
+}
+
 uint32_t profile__intern(struct profile *p, const char *s, size_t len)
 {
 	struct strkey k = { s, len };
-	uint64_t h = hash64(s, len, 1);
+	bool look = !p->idx->distinct;
+	uint64_t h = 0;
 	uint32_t i, cap;
 	char *c;
 
-	i = hidx__find(&p->idx->strs, h, str_eq, p, &k);
-	if (i != UINT32_MAX)
-		return i;
+	if (!len && p->nstrs)
+		return 0;
+	if (look) {
+		if (index_strs(p)) {
+			errno = ENOMEM;
+			return UINT32_MAX;
+		}
+		h = hash64(s, len, 1);
+		i = hidx__find(&p->idx->strs, h, str_eq, p, &k);
+		if (i != UINT32_MAX)
+			return i;
+	}
 	if (len > UINT32_MAX - 1) {
 		errno = EOVERFLOW;
 		return UINT32_MAX;
@@ -160,16 +190,21 @@ uint32_t profile__intern(struct profile *p, const char *s, size_t len)
 	cap = p->cap_strs;
 	if (GROW(p->str_lens, &cap, p->nstrs + 1) || GROW(p->strs, &p->cap_strs, p->nstrs + 1))
 		return UINT32_MAX;
-	c = malloc(len + 1);
-	if (!c)
+	c = arena_alloc(p->idx, len + 1);
+	if (!c) {
+		errno = ENOMEM;
 		return UINT32_MAX;
+	}
 	if (len)
 		memcpy(c, s, len);
 	c[len] = 0;
 	i = p->nstrs;
-	if (hidx__insert(&p->idx->strs, h, i)) {
-		free(c);
-		return UINT32_MAX;
+	if (look) {
+		if (hidx__insert(&p->idx->strs, h, i)) {
+			errno = ENOMEM;
+			return UINT32_MAX; /* (c stays in the arena) */
+		}
+		p->idx->nstrs_ix = i + 1;
 	}
 	p->strs[i] = c;
 	p->str_lens[i] = (uint32_t)len;
@@ -232,19 +267,38 @@ static bool mapping_eq(const void *ctx, uint32_t i, const void *key)
 	       a->build_id == b->build_id && a->has_functions == b->has_functions;
 }
 
+static int index_maps(struct profile *p)
+{
+	struct prof_index *x = p->idx;
+
+	for (; x->nmaps_ix < p->nmappings; x->nmaps_ix++)
+		if (hidx__insert(&x->maps, mapping_hash(&p->mappings[x->nmaps_ix]), x->nmaps_ix))
+			return -ENOMEM;
+	return 0;
+}
+
 uint64_t profile__add_mapping(struct profile *p, const struct prof_mapping *m)
 {
-	uint64_t h = mapping_hash(m);
+	bool look = !p->idx->distinct;
+	uint64_t h = 0;
 	uint32_t i;
 
-	i = hidx__find(&p->idx->maps, h, mapping_eq, p, m);
-	if (i != UINT32_MAX)
-		return (uint64_t)i + 1;
+	if (look) {
+		if (index_maps(p))
+			return 0;
+		h = mapping_hash(m);
+		i = hidx__find(&p->idx->maps, h, mapping_eq, p, m);
+		if (i != UINT32_MAX)
+			return (uint64_t)i + 1;
+	}
 	if (GROW(p->mappings, &p->cap_mappings, p->nmappings + 1))
 		return 0;
 	i = p->nmappings;
-	if (hidx__insert(&p->idx->maps, h, i))
-		return 0;
+	if (look) {
+		if (hidx__insert(&p->idx->maps, h, i))
+			return 0;
+		p->idx->nmaps_ix = i + 1;
+	}
 	p->mappings[i] = *m;
 	p->nmappings++;
 	return (uint64_t)i + 1;
@@ -267,19 +321,39 @@ static bool function_eq(const void *ctx, uint32_t i, const void *key)
 	       a->filename == b->filename && a->start_line == b->start_line;
 }
 
+static int index_funcs(struct profile *p)
+{
+	struct prof_index *x = p->idx;
+
+	for (; x->nfuncs_ix < p->nfunctions; x->nfuncs_ix++)
+		if (hidx__insert(&x->funcs, function_hash(&p->functions[x->nfuncs_ix]),
+				 x->nfuncs_ix))
+			return -ENOMEM;
+	return 0;
+}
+
 uint64_t profile__add_function(struct profile *p, const struct prof_function *f)
 {
-	uint64_t h = function_hash(f);
+	bool look = !p->idx->distinct;
+	uint64_t h = 0;
 	uint32_t i;
 
-	i = hidx__find(&p->idx->funcs, h, function_eq, p, f);
-	if (i != UINT32_MAX)
-		return (uint64_t)i + 1;
+	if (look) {
+		if (index_funcs(p))
+			return 0;
+		h = function_hash(f);
+		i = hidx__find(&p->idx->funcs, h, function_eq, p, f);
+		if (i != UINT32_MAX)
+			return (uint64_t)i + 1;
+	}
 	if (GROW(p->functions, &p->cap_functions, p->nfunctions + 1))
 		return 0;
 	i = p->nfunctions;
-	if (hidx__insert(&p->idx->funcs, h, i))
-		return 0;
+	if (look) {
+		if (hidx__insert(&p->idx->funcs, h, i))
+			return 0;
+		p->idx->nfuncs_ix = i + 1;
+	}
 	p->functions[i] = *f;
 	p->nfunctions++;
 	return (uint64_t)i + 1;
@@ -290,7 +364,7 @@ static uint64_t location_hash(const struct prof_location *l)
 	uint64_t w[2] = { l->mapping_id, l->address };
 	uint64_t h = hash64(w, sizeof(w), 4);
 
-	return hash64(l->lines, (size_t)l->nlines * sizeof(*l->lines), h);
+	return l->nlines ? hash64(l->lines, (size_t)l->nlines * sizeof(*l->lines), h) : h;
 }
 
 static bool location_eq(const void *ctx, uint32_t i, const void *key)
@@ -304,33 +378,51 @@ static bool location_eq(const void *ctx, uint32_t i, const void *key)
 		!memcmp(a->lines, b->lines, (size_t)a->nlines * sizeof(*a->lines)));
 }
 
+/* Lines are hashed and compared as raw bytes (struct prof_line has no
+ * padding); a location without lines hashes the same whatever its
+ * lines pointer. */
+static int index_locs(struct profile *p)
+{
+	struct prof_index *x = p->idx;
+
+	for (; x->nlocs_ix < p->nlocations; x->nlocs_ix++)
+		if (hidx__insert(&x->locs, location_hash(&p->locations[x->nlocs_ix]), x->nlocs_ix))
+			return -ENOMEM;
+	return 0;
+}
+
 uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
 {
 	struct prof_location copy = *l;
 	struct prof_line tmp[1];
-	uint64_t h;
+	bool look = !p->idx->distinct;
+	uint64_t h = 0;
 	uint32_t i;
 
-	/* Lines are hashed and compared as raw bytes: zero any padding. */
 	if (!l->nlines)
 		copy.lines = tmp;
-	h = location_hash(&copy);
-	i = hidx__find(&p->idx->locs, h, location_eq, p, &copy);
-	if (i != UINT32_MAX)
-		return (uint64_t)i + 1;
+	if (look) {
+		if (index_locs(p))
+			return 0;
+		h = location_hash(&copy);
+		i = hidx__find(&p->idx->locs, h, location_eq, p, &copy);
+		if (i != UINT32_MAX)
+			return (uint64_t)i + 1;
+	}
 	if (GROW(p->locations, &p->cap_locations, p->nlocations + 1))
 		return 0;
 	copy.lines = NULL;
 	if (l->nlines) {
-		copy.lines = malloc((size_t)l->nlines * sizeof(*l->lines));
+		copy.lines = arena_alloc(p->idx, (size_t)l->nlines * sizeof(*l->lines));
 		if (!copy.lines)
 			return 0;
 		memcpy(copy.lines, l->lines, (size_t)l->nlines * sizeof(*l->lines));
 	}
 	i = p->nlocations;
-	if (hidx__insert(&p->idx->locs, h, i)) {
-		free(copy.lines);
-		return 0;
+	if (look) {
+		if (hidx__insert(&p->idx->locs, h, i))
+			return 0;
+		p->idx->nlocs_ix = i + 1;
 	}
 	p->locations[i] = copy;
 	p->nlocations++;
@@ -446,12 +538,12 @@ static int index_samples(struct profile *p)
 /* Appends sample s (its locs already placed) with copies of its sorted
  * labels and of values. */
 static int push_sample(struct profile *p, struct prof_sample s, const struct prof_label *sorted,
-		       const int64_t *values, bool copy_locs)
+		       const int64_t *values, bool copy_locs, bool copy_labels)
 {
 	/* One arena allocation for the arrays (all 8-byte elements or
 	 * multiples of 8: struct prof_label holds 64-bit fields). */
 	size_t lb = copy_locs ? (size_t)(s.nlocs ? s.nlocs : 1) * sizeof(*s.locs) : 0;
-	size_t bb = (size_t)(s.nlabels ? s.nlabels : 1) * sizeof(*sorted);
+	size_t bb = copy_labels ? (size_t)(s.nlabels ? s.nlabels : 1) * sizeof(*sorted) : 0;
 	size_t vb = (size_t)(p->nvalues ? p->nvalues : 1) * sizeof(*values);
 	char *m;
 
@@ -463,9 +555,9 @@ static int push_sample(struct profile *p, struct prof_sample s, const struct pro
 			memcpy(m, s.locs, (size_t)s.nlocs * sizeof(*s.locs));
 		s.locs = (uint64_t *)m;
 	}
-	s.labels = (struct prof_label *)(m + lb);
+	s.labels = copy_labels ? (struct prof_label *)(m + lb) : (struct prof_label *)sorted;
 	s.values = (int64_t *)(m + lb + bb);
-	if (s.nlabels)
+	if (copy_labels && s.nlabels)
 		memcpy(s.labels, sorted, (size_t)s.nlabels * sizeof(*sorted));
 	if (p->nvalues)
 		memcpy(s.values, values, (size_t)p->nvalues * sizeof(*values));
@@ -507,7 +599,7 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	/* On failure the arrays stay in the arena until profile__free. */
 	err = -ENOMEM;
 	if (hidx__insert(&p->idx->samples, h, p->nsamples) ||
-	    push_sample(p, s, sorted, values, shared == UINT32_MAX))
+	    push_sample(p, s, sorted, values, shared == UINT32_MAX, true))
 		goto out;
 	p->idx->nindexed = p->nsamples;
 	/* (no room to remember it: the next sample of this stack copies it) */
@@ -524,16 +616,26 @@ int profile__append_sample(struct profile *p, const uint64_t *locs, uint32_t nlo
 			   const struct prof_label *labels, uint32_t nlabels,
 			   const int64_t *values)
 {
-	struct prof_label stackbuf[8], *sorted;
 	struct prof_sample s = { .nlocs = nlocs, .nlabels = nlabels, .locs = (uint64_t *)locs };
-	int err;
 
-	if ((err = sorted_labels(labels, nlabels, stackbuf, &sorted)))
-		return err;
-	err = push_sample(p, s, sorted, values, false);
+	return push_sample(p, s, labels, values, false, false);
+}
+
+struct prof_label *profile__labels(struct profile *p, const struct prof_label *labels,
+				   uint32_t n)
+{
+	struct prof_label stackbuf[8], *sorted, *r;
+
+	if (sorted_labels(labels, n, stackbuf, &sorted)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	r = profile__alloc(p, (size_t)(n ? n : 1) * sizeof(*r));
+	if (r && n)
+		memcpy(r, sorted, (size_t)n * sizeof(*r));
 	if (sorted != stackbuf)
 		free(sorted);
-	return err;
+	return r;
 }
 
 void *profile__alloc(struct profile *p, size_t size)

@@ -122,6 +122,12 @@ int profile__set_value_types(struct profile *p, uint32_t n,
 			     const char *const *types,
 			     const char *const *units);
 
+/* on: the caller promises that the strings, mappings, functions and
+ * locations it adds until off are not in p yet (a merge of a store, whose
+ * symbols are distinct by construction): adds append without a lookup.
+ * Lookups after off see every row. An empty string is always index 0. */
+void profile__distinct(struct profile *p, bool on);
+
 /* Adds (or finds an equal) mapping/function/location and returns its id
  * (>= 1), or 0 with errno ENOMEM. String indexes and ids inside the
  * argument must already belong to p. The argument is copied. */
@@ -139,12 +145,18 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 
 /* Appends a sample the caller knows p lacks (no sample with equal
  * locations and labels; a merge of distinct store rows), without the
- * lookup profile__add_sample pays. locs is not copied: it must be memory
- * of p (profile__alloc) and stay unchanged; labels and values are copied.
- * Later lookups see the sample. Returns 0 or -ENOMEM. */
+ * lookup profile__add_sample pays. locs and labels are not copied: they
+ * must be memory of p (profile__alloc, profile__labels) and stay
+ * unchanged; values are copied. Later lookups see the sample. Returns 0
+ * or -ENOMEM. */
 int profile__append_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 			   const struct prof_label *labels, uint32_t nlabels,
 			   const int64_t *values);
+
+/* A sorted copy of labels[n] owned by p, for profile__append_sample
+ * (samples may share it), or NULL with errno ENOMEM. */
+struct prof_label *profile__labels(struct profile *p, const struct prof_label *labels,
+				   uint32_t n);
 
 /* size bytes owned by p (8-byte aligned), valid until profile__free; NULL
  * with errno ENOMEM. */

@@ -159,9 +159,9 @@ static inline size_t u64map__slot(uint64_t k, size_t cap)
 	return k & (cap - 1);
 }
 
-static inline int u64map__grow(struct u64map *m)
+/* Moves the keys into a table of ncap slots (a power of two). */
+static inline int u64map__rehash(struct u64map *m, size_t ncap)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 64;
 	struct u64map_ent *ne = malloc(ncap * sizeof(*ne));
 
 	if (!ne)
@@ -181,6 +181,23 @@ static inline int u64map__grow(struct u64map *m)
 	m->e = ne;
 	m->cap = ncap;
 	return 0;
+}
+
+static inline int u64map__grow(struct u64map *m)
+{
+	return u64map__rehash(m, m->cap ? m->cap * 2 : 64);
+}
+
+/* Room for n keys without growing (a caller that knows its count saves
+ * the rehashes and the freshly faulted pages of each doubling). Returns 0
+ * or -ENOMEM (m unchanged). */
+static inline int u64map__reserve(struct u64map *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 64;
+
+	while ((n + 1) * 2 > cap)
+		cap *= 2;
+	return cap == m->cap ? 0 : u64map__rehash(m, cap);
 }
 
 /* Inserts or replaces. Returns 0 or -ENOMEM (m unchanged). */

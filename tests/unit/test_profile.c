@@ -70,10 +70,14 @@ int main(void)
 		CHECK(locs != NULL, "profile__alloc");
 		locs[0] = 2;
 		locs[1] = 1;
-		CHECK(!profile__append_sample(q, locs, 2, lab, 2, v), "append");
+		struct prof_label *plab = profile__labels(q, lab, 2);
+
+		CHECK(plab != NULL, "profile__labels");
+		CHECK(!profile__append_sample(q, locs, 2, plab, 2, v), "append");
 		CHECK(!profile__append_sample(q, locs, 1, NULL, 0, v), "append a second");
 		CHECK(q->nsamples == n0 + 2 && q->samples[n0].locs == locs, "appended as given (locs not copied)");
-		CHECK(q->samples[n0].labels[0].key < q->samples[n0].labels[1].key, "appended labels sorted");
+		CHECK(q->samples[n0].labels == plab && plab[0].key < plab[1].key,
+		      "appended labels as given, sorted by profile__labels");
 		CHECK(!profile__add_sample(q, locs, 2, lab + 1, 1, v), "add with other labels");
 		CHECK(q->nsamples == n0 + 3 && q->samples[n0 + 2].locs == locs, "a new sample shares an appended stack");
 		struct prof_label rev[2] = { lab[1], lab[0] };
