@@ -800,15 +800,18 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 	return 0;
 }
 
-/* Both passes: out NULL sums the parts' sizes into *len; else packs
- * them at out (*len bytes). Returns 0 or -errno. */
-static int enc_all(struct enc *e, uint8_t *out, size_t *len)
+/* Packs every part into *out (malloc'd, grown as parts come: one size
+ * computation per part, where a sizing pass before the packing cost a
+ * third of the encode), exactly *len bytes plus one spare. Returns 0 or
+ * -errno. */
+static int enc_all(struct enc *e, uint8_t **out, size_t *len)
 {
 	const struct profile *p = e->p;
 	const uint32_t count[] = { 1, p->nmappings, p->nfunctions, p->nlocations, p->nsamples };
 	PbValueType st[PROF_MAX_VALUES], *stp[PROF_MAX_VALUES], pt;
 	PbProfile m;
-	size_t at = 0;
+	uint8_t *buf = NULL, *nb;
+	size_t at = 0, cap = 0;
 	int rc;
 
 	for (int k = ENC_HEADER; k <= ENC_SAMPLES; k++)
@@ -817,27 +820,45 @@ static int enc_all(struct enc *e, uint8_t *out, size_t *len)
 			size_t sz;
 
 			if ((rc = enc_part(e, k, from, to, &m, st, stp, &pt)))
-				return rc;
-			if (!out) {
-				at += perftools__profiles__profile__get_packed_size(&m);
-				continue;
-			}
+				goto fail;
 			sz = perftools__profiles__profile__get_packed_size(&m);
-			if (at + sz > *len || perftools__profiles__profile__pack(&m, out + at) != sz)
-				return -EIO;
+			if (at + sz + 1 > cap) {
+				size_t ncap = cap ? cap : 64 << 10;
+
+				while (at + sz + 1 > ncap)
+					ncap *= 2;
+				if (!(nb = realloc(buf, ncap))) {
+					rc = -ENOMEM;
+					goto fail;
+				}
+				buf = nb;
+				cap = ncap;
+			}
+			if (perftools__profiles__profile__pack(&m, buf + at) != sz) {
+				rc = -EIO;
+				goto fail;
+			}
 			at += sz;
 		}
-	if (out && at != *len)
-		return -EIO;
+	/* (the spare byte: a struct buf can take it, buf__take) */
+	if (!buf && !(buf = malloc(1))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (at + 1 < cap && (nb = realloc(buf, at + 1)))
+		buf = nb;
+	*out = buf;
 	*len = at;
 	return 0;
+fail:
+	free(buf);
+	return rc;
 }
 
 int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen)
 {
 	struct enc *e = calloc(1, sizeof(*e));
-	uint8_t *sym = NULL, *buf = NULL;
-	size_t sz = 0;
+	uint8_t *sym = NULL;
 	int rc = -ENOMEM;
 
 	if (!e || !(sym = calloc(p->nmappings ? p->nmappings : 1, 1)))
@@ -850,20 +871,8 @@ int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen)
 	}
 	e->p = p;
 	e->symbolized = sym;
-	if ((rc = enc_all(e, NULL, &sz)))
-		goto out;
-	rc = -ENOMEM;
-	buf = malloc(sz + 1); /* the spare byte: a struct buf can take it (buf__take) */
-	if (!buf)
-		goto out;
-	if ((rc = enc_all(e, buf, &sz)))
-		goto out;
-	*out = buf;
-	*outlen = sz;
-	buf = NULL;
-	rc = 0;
+	rc = enc_all(e, out, outlen);
 out:
-	free(buf);
 	free(sym);
 	if (e) {
 		free(e->li);
