@@ -291,7 +291,6 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 			busy_ns = now_mono_ns();
 			dropped = false;
 		} else if (!dropped && now_mono_ns() - busy_ns >= FSMOUNT_IDLE_S * 1000000000LL) {
-			tree__idle(m->t);
 			heap_trim();
 			dropped = true;
 		}

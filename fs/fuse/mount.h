@@ -42,8 +42,8 @@ void fsmount__stop(struct fsmount *m);
 /*
  * The main thread's wait: returns the first of sigs (blocked in every
  * thread) that arrives. Meanwhile, once a second, it notices reads that
- * have stopped (no render for FSMOUNT_IDLE_S) and lets the stores' read
- * caches go (tree__idle), so a walk's peak does not stay resident.
+ * have stopped (no render for FSMOUNT_IDLE_S) and hands the heap's free
+ * pages back (heap_trim), so a walk's peak does not stay resident.
  */
 #define FSMOUNT_IDLE_S 5
 int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs);

@@ -80,9 +80,6 @@ int tree_metrics__render(struct store *s, const struct tree_counters *c,
 		      "Unix time of the last append (0: none).", (uint64_t)st.last_commit);
 		prom__counter(out, "proffs_store_dropped_blocks_total",
 			"Blocks deleted by retention or the size bound.", st.dropped_blocks);
-		prom__gauge(out, "proffs_store_read_cache_bytes",
-			    "Stack paths and records cached for merges (emptied when reads stop).",
-			    st.read_cache_bytes);
 	} else {
 		pr_debug("metrics: store stats: %s", strerror(-err));
 	}

@@ -90,12 +90,6 @@ void tree__free(struct tree *t)
 	free(t);
 }
 
-void tree__idle(struct tree *t)
-{
-	for (size_t i = 0; i < t->st.n; i++)
-		store__drop_read_caches(t->st.v[i].s);
-}
-
 uint64_t tree__version(struct tree *t)
 {
 	return stores__version(&t->st);

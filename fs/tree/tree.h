@@ -64,9 +64,6 @@ int tree__readlink(struct tree *t, const struct node *n, char **target);
 /* The bytes of a NODE_FILE, rendered now (no caching here). Thread-safe. */
 int tree__render(struct tree *t, const struct node *n, struct buf *out);
 
-/* Empties every store's read caches (store__drop_read_caches): the mount
- * calls it once reads have stopped for a while. Thread-safe. */
-void tree__idle(struct tree *t);
 
 /* The store's data version (cache key part). */
 uint64_t tree__version(struct tree *t);

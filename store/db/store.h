@@ -137,13 +137,6 @@ int store__complete(struct store *s, int64_t *time_ns);
 /* A number that changes whenever committed data changes (cache keys). */
 uint64_t store__version(struct store *s);
 
-/*
- * Empties the read side's caches of stack paths and record bytes (they
- * fill again on use). A burst of reads (a walk of the tree) grows them to
- * their bounds, 64 MiB each; the mount calls this once reads stop, so an
- * idle daemon does not keep a walk's peak. Thread-safe beside merges.
- */
-void store__drop_read_caches(struct store *s);
 
 /* Figures for /prof/metrics. */
 struct store_stats {
@@ -151,7 +144,6 @@ struct store_stats {
 	uint64_t nseries, nstacks, nlocations, nstrings, nblocks;
 	int64_t last_commit; /* Unix seconds of the last append, 0 = none */
 	uint64_t dropped_blocks; /* deleted by retention or the size bound */
-	uint64_t read_cache_bytes; /* the read side's caches (store__drop_read_caches) */
 };
 int store__stats(struct store *s, struct store_stats *st);
 

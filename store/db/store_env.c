@@ -115,7 +115,6 @@ int store__open(struct store **out, const struct store_opts *o)
 	if (!s)
 		return -ENOMEM;
 	pthread_rwlock_init(&s->resize_lock, NULL);
-	pthread_rwlock_init(&s->yc_lock, NULL);
 	s->dir = strdup(o->dir);
 	s->max_size = o->max_size ? o->max_size : 4ULL << 30;
 	s->retention_s = o->retention_s;
@@ -251,8 +250,6 @@ void store__close(struct store *s)
 	free(s->pc_lstr);
 	intern__free(s);
 	pthread_rwlock_destroy(&s->resize_lock);
-	symcache__free(s);
-	pthread_rwlock_destroy(&s->yc_lock);
 	free(s->dir);
 	free(s);
 }
@@ -346,7 +343,6 @@ int store__stats(struct store *s, struct store_stats *out)
 		out->last_commit = (int64_t)v;
 	if (!meta__get_u64(s, txn, "dropped", &v))
 		out->dropped_blocks = v;
-	out->read_cache_bytes = store__read_cache_bytes(s);
 	store__txn_abort(s, txn);
 	return 0;
 }

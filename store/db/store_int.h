@@ -147,12 +147,6 @@ struct store {
 	struct pend_tab pend[DB__N];
 	MDB_txn *pend_txn; /* the append txn they belong to (atomic access) */
 	struct u64map *pc_lstr; /* label string hash -> sid indexed in str_idx */
-	/* Read side: stack id -> location ids, and the raw records of
-	 * strings, functions, mappings and locations (store_cache.c). */
-	pthread_rwlock_t yc_lock;
-	struct u64map yc_map; /* (dbi << 32 | id) -> (offset << 24 | length) */
-	uint8_t *yc_pool;
-	size_t yc_n, yc_cap;
 };
 
 #define PC_MAX_ENTRIES (4u << 20) /* a cache this full starts over */
@@ -169,15 +163,6 @@ int store__txn_commit(struct store *s, MDB_txn *txn);
 void store__txn_abort(struct store *s, MDB_txn *txn);
 
 
-/* Record id of an interned table (strings, functions, mappings,
- * locations), through a process-wide cache of their bytes: *out points
- * either into *buf (grown as needed, the caller frees it) or into the
- * transaction's memory. Returns 0, -ENOENT or -errno. */
-int symcache__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, uint8_t **buf,
-		   size_t *cap, MDB_val *out);
-void symcache__free(struct store *s);
-/* Bytes the cache above holds. */
-uint64_t store__read_cache_bytes(struct store *s);
 
 /* ---- interned tables ---- */
 /* Finds content b[len] in table dbi (with index idx); *id = 0 if absent.

@@ -93,42 +93,17 @@ struct mctx {
 	struct u64map ser;   /* series -> label set index */
 	struct hidx lsidx;   /* (comm, pid, state) sids -> label set index */
 	uint32_t (*lskey)[3]; /* per label set: its (comm, pid, state) sids */
-	struct prof_label (*lab)[3];
-	struct prof_label **plab; /* per label set: its sorted copy in p */
+	struct prof_label **plab; /* per label set: its labels in p (m_labels) */
 	uint8_t *nlab;
-	size_t nls, caplab;
+	size_t nls, caplskey;
 	struct u64map agg; /* (label set << 32 | stack) -> entry */
 	uint64_t *akey;
 	int64_t *aval;
 	size_t nagg, capagg;
 	uint32_t comm_key, pid_key, state_key; /* store sids (0: not in this store) */
 	void *zd;                   /* ZSTD_DCtx for this call */
-	uint8_t *rbuf;              /* one symbol record (symcache__read) */
-	size_t rcap;
 	struct snap_acc *snap;      /* heap, goroutine: means (store_snap.c) */
 };
-
-static int m_str(struct mctx *m, uint32_t sid, uint32_t *out)
-{
-	uint64_t v;
-	MDB_val d;
-	int rc;
-
-	if (!sid) {
-		*out = 0;
-		return 0;
-	}
-	if (idmap_get(&m->str, sid, &v)) {
-		*out = (uint32_t)v;
-		return 0;
-	}
-	if ((rc = symcache__read(m->s, m->txn, DB_STR, sid, &m->rbuf, &m->rcap, &d)))
-		return rc == -ENOENT ? -EBADMSG : rc;
-	*out = profile__intern(m->p, d.mv_data, d.mv_size);
-	if (*out == UINT32_MAX)
-		return -ENOMEM;
-	return idmap_put(&m->str, sid, *out);
-}
 
 /*
  * Resolution, in phases: the distinct stacks the summed entries name, then
@@ -318,6 +293,9 @@ static bool m_nonzero(const struct mctx *m, size_t i)
 	return false;
 }
 
+static int m_series(struct mctx *m, uint32_t series, uint32_t *ls);
+static int m_labels(struct mctx *m);
+
 /* Makes every stack the summed entries name resolvable (m->stk, then
  * m->spool/m->locpool hold its profile location ids). Called once per
  * merge. */
@@ -331,6 +309,21 @@ static int m_resolve(struct mctx *m)
 	uint32_t *lids = NULL;
 	int rc;
 
+	/* Series: their label sets, whose strings join the string phase. */
+	for (size_t i = 0; i < m->nagg; i++) {
+		uint32_t ls;
+
+		if (m_nonzero(m, i) && (rc = m_series(m, (uint32_t)(m->akey[i] >> 32), &ls)))
+			return rc;
+	}
+	for (size_t i = 0; i < m->nls; i++) {
+		const uint32_t keys[3] = { m->comm_key, m->pid_key, m->state_key };
+
+		for (int j = 0; j < 3; j++)
+			if (m->lskey[i][j] && ((rc = want(ss, &m->str, keys[j])) ||
+					       (rc = want(ss, &m->str, m->lskey[i][j]))))
+				return rc;
+	}
 	/* Stacks. */
 	for (size_t i = 0; i < m->nagg; i++) {
 		uint64_t v;
@@ -382,6 +375,7 @@ static int m_resolve(struct mctx *m)
 	if ((rc = table__read_many(m->s, m->txn, DB_MAP, ms->ids, nmap, r_mapping, &r)) ||
 	    (rc = table__read_many(m->s, m->txn, DB_FUNC, fs->ids, nfunc, r_function, &r)) ||
 	    (rc = idset_list(ss)) ||
+	    (rc = profile__reserve(m->p, ss->nids, nmap, nfunc, nloc, m->nagg)) ||
 	    (rc = table__read_many(m->s, m->txn, DB_STR, ss->ids, ss->nids, r_string, &r)))
 		goto out;
 	/* The profile's mappings, functions and locations, in store order. */
@@ -438,7 +432,7 @@ static int m_resolve(struct mctx *m)
 			rc = -EBADMSG; /* a function or location the store lacks */
 			goto out;
 		}
-	rc = 0;
+	rc = m_labels(m);
 	goto out;
 fail:
 	if (!rc)
@@ -471,7 +465,9 @@ static bool lskey_eq(const void *ctx, uint32_t idx, const void *key)
 }
 
 /* Label set of a series: its comm and pid, and offcpu's state (the
- * sample labels pprof filters on: -tagfocus state=disk). */
+ * sample labels pprof filters on: -tagfocus state=disk), as store string
+ * ids in m->lskey; the labels are built once the strings are read
+ * (m_labels). */
 static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 {
 	struct series_rec r;
@@ -503,36 +499,9 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 	if (idx != UINT32_MAX) {
 		v = idx;
 	} else {
-		uint8_t n = 0;
-		size_t cap = m->caplab, cap2 = m->caplab; /* lab, lskey and nlab grow in step */
-
-		if (GROW(m->lab, &cap, m->nls + 1) || GROW(m->lskey, &cap2, m->nls + 1) ||
-		    GROW(m->nlab, &m->caplab, m->nls + 1))
+		if (GROW(m->lskey, &m->caplskey, m->nls + 1))
 			return -ENOMEM;
 		memcpy(m->lskey[m->nls], key, sizeof(key));
-		/* An empty value cannot be a string label: left out. */
-		if (comm) {
-			m->lab[m->nls][n] = (struct prof_label){ 0 };
-			if ((rc = m_str(m, m->comm_key, &m->lab[m->nls][n].key)) ||
-			    (rc = m_str(m, comm, &m->lab[m->nls][n].str)))
-				return rc;
-			n++;
-		}
-		if (pid) {
-			m->lab[m->nls][n] = (struct prof_label){ 0 };
-			if ((rc = m_str(m, m->pid_key, &m->lab[m->nls][n].key)) ||
-			    (rc = m_str(m, pid, &m->lab[m->nls][n].str)))
-				return rc;
-			n++;
-		}
-		if (state) {
-			m->lab[m->nls][n] = (struct prof_label){ 0 };
-			if ((rc = m_str(m, m->state_key, &m->lab[m->nls][n].key)) ||
-			    (rc = m_str(m, state, &m->lab[m->nls][n].str)))
-				return rc;
-			n++;
-		}
-		m->nlab[m->nls] = n;
 		v = m->nls++;
 		if ((rc = hidx__insert(&m->lsidx, h, (uint32_t)v)))
 			return rc;
@@ -541,16 +510,38 @@ static int m_series(struct mctx *m, uint32_t series, uint32_t *ls)
 	return u64map__put(&m->ser, series, v);
 }
 
+/* The label sets' labels, in p's memory (their samples share them), once
+ * their strings are in p. An empty value cannot be a string label: left
+ * out. */
+static int m_labels(struct mctx *m)
+{
+	const uint32_t keys[3] = { m->comm_key, m->pid_key, m->state_key };
+
+	if (!(m->plab = calloc(m->nls + 1, sizeof(*m->plab))) ||
+	    !(m->nlab = calloc(m->nls + 1, sizeof(*m->nlab))))
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nls; i++) {
+		struct prof_label lab[3] = { { 0 } };
+		uint8_t n = 0;
+
+		for (int j = 0; j < 3; j++)
+			if (m->lskey[i][j]) {
+				lab[n].key = (uint32_t)have(&m->str, keys[j]);
+				lab[n++].str = (uint32_t)have(&m->str, m->lskey[i][j]);
+			}
+		m->nlab[i] = n;
+		if (!(m->plab[i] = profile__labels(m->p, lab, n)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int m_add(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
 {
 	struct mctx *m = ctx;
-	uint32_t ls;
-	uint64_t k, i;
+	uint64_t k = (uint64_t)series << 32 | stack, i;
 	int rc;
 
-	if ((rc = m_series(m, series, &ls)))
-		return rc;
-	k = (uint64_t)ls << 32 | stack;
 	if (!u64map__get(&m->agg, k, &i)) {
 		size_t cap = m->capagg; /* akey and aval (nv a row) grow in step */
 
@@ -582,30 +573,49 @@ static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 static int m_emit(struct mctx *m)
 {
 	uint32_t nv = m->p->nvalues;
+	struct u64map seen = { 0 }; /* (label set << 32 | stack) -> sample */
+	bool fold;
 	int rc;
 
 	if ((rc = m_resolve(m)))
 		return rc;
-	/* Each label set once, in p's memory: its samples share it. */
-	if (!(m->plab = calloc(m->nls + 1, sizeof(*m->plab))))
-		return -ENOMEM;
-	for (size_t i = 0; i < m->nls; i++)
-		if (!(m->plab[i] = profile__labels(m->p, m->lab[i], m->nlab[i])))
-			return -ENOMEM;
+	/* Series of one label set (a pid's series under two units or exes)
+	 * make one sample per stack: later ones sum into the first. */
+	fold = m->nls < m->ser.n;
+	if (fold && (rc = u64map__reserve(&seen, m->nagg)))
+		return rc;
 	for (size_t i = 0; i < m->nagg; i++) {
-		uint32_t ls = m->akey[i] >> 32;
-		uint64_t v;
+		uint32_t stack = (uint32_t)m->akey[i], ls;
+		uint64_t v, j;
 
 		if (!m_nonzero(m, i))
 			continue;
-		if (!idmap_get(&m->stk, (uint32_t)m->akey[i], &v))
-			return -EBADMSG;
+		if (!u64map__get(&m->ser, m->akey[i] >> 32, &v) ||
+		    !idmap_get(&m->stk, stack, &j)) {
+			rc = -EBADMSG;
+			goto out;
+		}
+		ls = (uint32_t)v;
+		v = (uint64_t)ls << 32 | stack;
+		if (fold) {
+			uint64_t at;
+
+			if (u64map__get(&seen, v, &at)) {
+				for (uint32_t k = 0; k < nv; k++)
+					m->p->samples[at].values[k] += m->aval[i * nv + k];
+				continue;
+			}
+			if ((rc = u64map__put(&seen, v, m->p->nsamples)))
+				goto out;
+		}
 		/* Distinct (label set, stack) pairs: distinct samples. */
-		if ((rc = profile__append_sample(m->p, m->locpool + (v >> 16), v & 0xffff, m->plab[ls],
+		if ((rc = profile__append_sample(m->p, m->locpool + (j >> 16), j & 0xffff, m->plab[ls],
 						 m->nlab[ls], m->aval + i * nv)))
-			return rc;
+			goto out;
 	}
-	return 0;
+out:
+	u64map__free(&seen);
+	return rc;
 }
 
 static int m_block(struct mctx *m, const MDB_val *d)
@@ -848,12 +858,10 @@ out:
 	idset_free(&m.mneed);
 	idset_free(&m.fneed);
 	idset_free(&m.sneed);
-	free(m.lab);
 	free(m.plab);
 	free(m.nlab);
 	free(m.akey);
 	free(m.aval);
-	free(m.rbuf);
 	snap__free(m.snap);
 	return rc;
 }

@@ -800,6 +800,24 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 	return 0;
 }
 
+/* More than the encoding takes, as a first capacity: pages of it never
+ * written are never faulted in, and the spare is handed back at the end,
+ * while growing by copies cost a tenth of an encode. */
+static size_t enc_guess(const struct profile *p)
+{
+	size_t n = 64 << 10;
+
+	for (uint32_t i = 0; i < p->nstrs; i++)
+		n += p->str_lens[i] + 6;
+	n += (size_t)p->nmappings * 80 + (size_t)p->nfunctions * 48;
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		n += 40 + (size_t)p->locations[i].nlines * 26;
+	for (uint32_t i = 0; i < p->nsamples; i++)
+		n += 16 + (size_t)p->samples[i].nlocs * 10 + (size_t)p->nvalues * 11 +
+		     (size_t)p->samples[i].nlabels * 40;
+	return n;
+}
+
 /* Packs every part into *out (malloc'd, grown as parts come: one size
  * computation per part, where a sizing pass before the packing cost a
  * third of the encode), exactly *len bytes plus one spare. Returns 0 or
@@ -823,7 +841,7 @@ static int enc_all(struct enc *e, uint8_t **out, size_t *len)
 				goto fail;
 			sz = perftools__profiles__profile__get_packed_size(&m);
 			if (at + sz + 1 > cap) {
-				size_t ncap = cap ? cap : 64 << 10;
+				size_t ncap = cap ? cap : enc_guess(p);
 
 				while (at + sz + 1 > ncap)
 					ncap *= 2;

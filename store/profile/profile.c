@@ -156,6 +156,21 @@ static int index_strs(struct profile *p)
 	return 0;
 }
 
+int profile__reserve(struct profile *p, size_t strs, size_t maps, size_t funcs, size_t locs,
+		     size_t samples)
+{
+	uint32_t cap = p->cap_strs;
+
+	/* str_lens grows in step with strs (profile__intern) */
+	if (GROW(p->str_lens, &cap, p->nstrs + strs) || GROW(p->strs, &p->cap_strs, p->nstrs + strs) ||
+	    GROW(p->mappings, &p->cap_mappings, p->nmappings + maps) ||
+	    GROW(p->functions, &p->cap_functions, p->nfunctions + funcs) ||
+	    GROW(p->locations, &p->cap_locations, p->nlocations + locs) ||
+	    GROW(p->samples, &p->cap_samples, p->nsamples + samples))
+		return -ENOMEM;
+	return 0;
+}
+
 void profile__distinct(struct profile *p, bool on)
 {
 	p->idx->distinct = on;

@@ -122,6 +122,12 @@ int profile__set_value_types(struct profile *p, uint32_t n,
 			     const char *const *types,
 			     const char *const *units);
 
+/* Room for this many more strings, mappings, functions, locations and
+ * samples (a caller that knows its counts saves the copies of growing
+ * the arrays). Returns 0 or -ENOMEM. */
+int profile__reserve(struct profile *p, size_t strs, size_t maps, size_t funcs, size_t locs,
+		     size_t samples);
+
 /* on: the caller promises that the strings, mappings, functions and
  * locations it adds until off are not in p yet (a merge of a store, whose
  * symbols are distinct by construction): adds append without a lookup.

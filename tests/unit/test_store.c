@@ -950,6 +950,53 @@ static void t_map_resize(const char *dir)
  * writer rebuilds it from the (grouped) tables. Appending known data
  * after a reopen, or after another process added symbols, must add
  * no duplicate records. */
+/* Two series of one (comm, pid), told apart by a label the samples do
+ * not carry (exe): a merge makes one sample per stack, summed. */
+static void t_label_set_fold(const char *dir)
+{
+	struct store_opts so = { .dir = dir };
+	struct store_label ea = { "exe", "/a" }, eb = { "exe", "/b" };
+	struct store *s = NULL;
+	struct profile *p, *q = NULL;
+	struct store_sel sel = { "cpu", NULL, 0 };
+	int rc;
+
+	CHECK(store__open(&s, &so) == 0, "fold: fresh store");
+	if (!s)
+		return;
+	p = mk();
+	add(p, "api", "100", "main;serve", 3);
+	add(p, "api", "100", "main;idle", 1);
+	CHECK(store__append(s, "cpu", T0 * 1000000000LL, 10000000000LL, p, &ea, 1) == 0, "fold: exe /a");
+	profile__free(p);
+	p = mk();
+	add(p, "api", "100", "main;serve", 4);
+	add(p, "db", "7", "main;serve", 5);
+	CHECK(store__append(s, "cpu", (T0 + 10) * 1000000000LL, 10000000000LL, p, &eb, 1) == 0,
+	      "fold: exe /b");
+	profile__free(p);
+	rc = store__merge(s, &sel, T0, T0 + 60, &q);
+	CHECK(rc == 0 && q, "fold: merge (%d)", rc);
+	if (q) {
+		int64_t serve = -1;
+
+		CHECK(q->nsamples == 3, "fold: api's two series make one sample per stack (%u samples)",
+		      q->nsamples);
+		for (uint32_t i = 0; i < q->nsamples; i++) {
+			const char *c = profile__sample_label(q, &q->samples[i], "comm");
+			char name[64];
+
+			profile__frame_name(q, q->samples[i].locs[0], 0, false, name, sizeof(name));
+			if (c && !strcmp(c, "api") && !strcmp(name, "serve"))
+				serve = q->samples[i].values[0];
+		}
+		CHECK(serve == 7, "fold: api's serve sums both series (%lld)", (long long)serve);
+		CHECK(profile__total(q, 0) == 13, "fold: total 13 (%lld)", (long long)profile__total(q, 0));
+	}
+	profile__free(q);
+	store__close(s);
+}
+
 static void t_dedupe(const char *dir)
 {
 	struct store_opts so = { .dir = dir };
@@ -1037,6 +1084,7 @@ static const struct test_scenario scenarios[] = {
 	{ "concurrent_readers", t_concurrent_readers },
 	{ "map_resize", t_map_resize },
 	{ "dedupe", t_dedupe },
+	{ "label_set_fold", t_label_set_fold },
 };
 
 int main(int argc, char **argv)
