@@ -96,7 +96,8 @@ struct mctx {
 	struct prof_label **plab; /* per label set: its labels in p (m_labels) */
 	uint8_t *nlab;
 	size_t nls, caplskey;
-	struct u64map agg; /* (label set << 32 | stack) -> entry */
+	uint32_t *sumix; /* the sums' index (sums_find): entry + 1, 0 = empty */
+	size_t sumcap;
 	uint64_t *akey;
 	int64_t *aval;
 	size_t nagg, capagg;
@@ -536,13 +537,66 @@ static int m_labels(struct mctx *m)
 	return 0;
 }
 
+/*
+ * The sums' index: open addressing over entry numbers, the keys read from
+ * m->akey. 4 bytes a slot where a u64map takes 16: the busy hour's 40k
+ * sums fault in 0.5 MB instead of 2 MB (a fresh page costs ~10 us here).
+ */
+static int sums_resize(struct mctx *m, size_t cap)
+{
+	uint32_t *ns = calloc(cap, sizeof(*ns));
+
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nagg; i++) {
+		size_t j = hash_mix64(m->akey[i]) & (cap - 1);
+
+		while (ns[j])
+			j = (j + 1) & (cap - 1);
+		ns[j] = (uint32_t)i + 1;
+	}
+	free(m->sumix);
+	m->sumix = ns;
+	m->sumcap = cap;
+	return 0;
+}
+
+/* Room for n sums without a resize. */
+static int sums_reserve(struct mctx *m, size_t n)
+{
+	size_t cap = m->sumcap ? m->sumcap : 1024;
+
+	while ((n + 1) * 2 > cap)
+		cap *= 2;
+	return cap == m->sumcap ? 0 : sums_resize(m, cap);
+}
+
+/* The entry summing key k: true and *i, or false and *slot for it. */
+static bool sums_find(const struct mctx *m, uint64_t k, uint64_t *i, size_t *slot)
+{
+	size_t j = hash_mix64(k) & (m->sumcap - 1);
+
+	for (; m->sumix[j]; j = (j + 1) & (m->sumcap - 1))
+		if (m->akey[m->sumix[j] - 1] == k) {
+			*i = m->sumix[j] - 1;
+			return true;
+		}
+	*slot = j;
+	return false;
+}
+
 static int m_add(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, uint32_t nv)
 {
 	struct mctx *m = ctx;
 	uint64_t k = (uint64_t)series << 32 | stack, i;
+	size_t slot;
 	int rc;
 
-	if (!u64map__get(&m->agg, k, &i)) {
+	if (m->nagg >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if ((rc = sums_reserve(m, m->nagg + 1)))
+		return rc;
+	if (!sums_find(m, k, &i, &slot)) {
 		size_t cap = m->capagg; /* akey and aval (nv a row) grow in step */
 
 		if (GROW(m->akey, &cap, m->nagg + 1) ||
@@ -551,8 +605,7 @@ static int m_add(void *ctx, uint32_t series, uint32_t stack, const int64_t *v, u
 		i = m->nagg++;
 		m->akey[i] = k;
 		memset(m->aval + i * nv, 0, nv * sizeof(int64_t));
-		if ((rc = u64map__put(&m->agg, k, i)))
-			return rc;
+		m->sumix[slot] = (uint32_t)i + 1;
 	}
 	for (uint32_t j = 0; j < nv; j++)
 		m->aval[i * nv + j] += v[j];
@@ -629,8 +682,8 @@ static int m_block(struct mctx *m, const MDB_val *d)
 	/* The first block sizes the sums: an entry takes ~6 bytes of
 	 * payload (7 in a batch, 6.2 in a busy hour's rollup), and a merge of
 	 * one rollup would otherwise double the map five times. */
-	if (!m->agg.cap && !m->snap && !block__raw_len(d->mv_data, d->mv_size, &raw) &&
-	    (rc = u64map__reserve(&m->agg, raw / 6)))
+	if (!m->sumcap && !m->snap && !block__raw_len(d->mv_data, d->mv_size, &raw) &&
+	    (rc = sums_reserve(m, raw / 6)))
 		return rc;
 	rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
 
@@ -851,7 +904,7 @@ out:
 	u64map__free(&m.ser);
 	hidx__free(&m.lsidx);
 	free(m.lskey);
-	u64map__free(&m.agg);
+	free(m.sumix);
 	idmap_free(&m.stk);
 	free(m.spool);
 	idset_free(&m.need);
