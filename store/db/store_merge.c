@@ -138,13 +138,6 @@ static int idset_add(struct idset *x, uint32_t id)
 	return 0;
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The wanted ids into x->ids (ascending, distinct); clears the set. */
 static int idset_list(struct idset *x)
 {
@@ -161,10 +154,9 @@ static int idset_list(struct idset *x)
 		x->w[i] = 0;
 	}
 	if (x->nmore) {
-		qsort(x->more, x->nmore, sizeof(*x->more), u32_cmp);
-		for (size_t i = 0; i < x->nmore; i++)
-			if (!i || x->more[i] != x->more[i - 1])
-				x->ids[x->nids++] = x->more[i];
+		x->nmore = u32_sort_unique(x->more, x->nmore);
+		memcpy(x->ids + x->nids, x->more, x->nmore * sizeof(*x->ids));
+		x->nids += x->nmore;
 		x->nmore = 0;
 	}
 	return 0;

@@ -104,24 +104,9 @@ static int idvec_push(struct idvec *iv, uint32_t id)
 	return 0;
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void idvec_sort_unique(struct idvec *iv)
 {
-	size_t o = 0;
-
-	if (!iv->n)
-		return;
-	qsort(iv->v, iv->n, sizeof(uint32_t), u32_cmp);
-	for (size_t i = 1; i < iv->n; i++)
-		if (iv->v[i] != iv->v[o])
-			iv->v[++o] = iv->v[i];
-	iv->n = o + 1;
+	iv->n = u32_sort_unique(iv->v, iv->n);
 }
 
 /* Appends every series id under posting key k (12 bytes) to iv. */

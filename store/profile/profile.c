@@ -130,6 +130,17 @@ void profile__free(struct profile *p)
 	free(p);
 }
 
+/* Rows [*done, n) of a table appended without a lookup join its index
+ * (hash(p, i): row i's hash). Returns 0 or -ENOMEM. */
+static int index_rows(struct profile *p, struct hidx *h, uint32_t *done, uint32_t n,
+		      uint64_t (*hash)(const struct profile *p, uint32_t i))
+{
+	for (; *done < n; (*done)++)
+		if (hidx__insert(h, hash(p, *done), *done))
+			return -ENOMEM;
+	return 0;
+}
+
 /* ---- strings ---- */
 
 struct strkey {
@@ -137,23 +148,17 @@ struct strkey {
 	size_t len;
 };
 
+static uint64_t str_hash_at(const struct profile *p, uint32_t i)
+{
+	return hash64(p->strs[i], p->str_lens[i], 1);
+}
+
 static bool str_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct profile *p = ctx;
 	const struct strkey *k = key;
 
 	return p->str_lens[i] == k->len && !memcmp(p->strs[i], k->s, k->len);
-}
-
-static int index_strs(struct profile *p)
-{
-	struct prof_index *x = p->idx;
-
-	for (; x->nstrs_ix < p->nstrs; x->nstrs_ix++)
-		if (hidx__insert(&x->strs, hash64(p->strs[x->nstrs_ix], p->str_lens[x->nstrs_ix], 1),
-				 x->nstrs_ix))
-			return -ENOMEM;
-	return 0;
 }
 
 int profile__reserve(struct profile *p, size_t strs, size_t maps, size_t funcs, size_t locs,
@@ -187,7 +192,7 @@ uint32_t profile__intern(struct profile *p, const char *s, size_t len)
 	if (!len && p->nstrs)
 		return 0;
 	if (look) {
-		if (index_strs(p)) {
+		if (index_rows(p, &p->idx->strs, &p->idx->nstrs_ix, p->nstrs, str_hash_at)) {
 			errno = ENOMEM;
 			return UINT32_MAX;
 		}
@@ -272,6 +277,11 @@ static uint64_t mapping_hash(const struct prof_mapping *m)
 	return hash64(w, sizeof(w), 2);
 }
 
+static uint64_t mapping_hash_at(const struct profile *p, uint32_t i)
+{
+	return mapping_hash(&p->mappings[i]);
+}
+
 static bool mapping_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct profile *p = ctx;
@@ -282,16 +292,6 @@ static bool mapping_eq(const void *ctx, uint32_t i, const void *key)
 	       a->build_id == b->build_id && a->has_functions == b->has_functions;
 }
 
-static int index_maps(struct profile *p)
-{
-	struct prof_index *x = p->idx;
-
-	for (; x->nmaps_ix < p->nmappings; x->nmaps_ix++)
-		if (hidx__insert(&x->maps, mapping_hash(&p->mappings[x->nmaps_ix]), x->nmaps_ix))
-			return -ENOMEM;
-	return 0;
-}
-
 uint64_t profile__add_mapping(struct profile *p, const struct prof_mapping *m)
 {
 	bool look = !p->idx->distinct;
@@ -299,7 +299,7 @@ uint64_t profile__add_mapping(struct profile *p, const struct prof_mapping *m)
 	uint32_t i;
 
 	if (look) {
-		if (index_maps(p))
+		if (index_rows(p, &p->idx->maps, &p->idx->nmaps_ix, p->nmappings, mapping_hash_at))
 			return 0;
 		h = mapping_hash(m);
 		i = hidx__find(&p->idx->maps, h, mapping_eq, p, m);
@@ -327,6 +327,11 @@ static uint64_t function_hash(const struct prof_function *f)
 	return hash64(w, sizeof(w), 3);
 }
 
+static uint64_t function_hash_at(const struct profile *p, uint32_t i)
+{
+	return function_hash(&p->functions[i]);
+}
+
 static bool function_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct profile *p = ctx;
@@ -336,17 +341,6 @@ static bool function_eq(const void *ctx, uint32_t i, const void *key)
 	       a->filename == b->filename && a->start_line == b->start_line;
 }
 
-static int index_funcs(struct profile *p)
-{
-	struct prof_index *x = p->idx;
-
-	for (; x->nfuncs_ix < p->nfunctions; x->nfuncs_ix++)
-		if (hidx__insert(&x->funcs, function_hash(&p->functions[x->nfuncs_ix]),
-				 x->nfuncs_ix))
-			return -ENOMEM;
-	return 0;
-}
-
 uint64_t profile__add_function(struct profile *p, const struct prof_function *f)
 {
 	bool look = !p->idx->distinct;
@@ -354,7 +348,8 @@ uint64_t profile__add_function(struct profile *p, const struct prof_function *f)
 	uint32_t i;
 
 	if (look) {
-		if (index_funcs(p))
+		if (index_rows(p, &p->idx->funcs, &p->idx->nfuncs_ix, p->nfunctions,
+			       function_hash_at))
 			return 0;
 		h = function_hash(f);
 		i = hidx__find(&p->idx->funcs, h, function_eq, p, f);
@@ -374,12 +369,20 @@ uint64_t profile__add_function(struct profile *p, const struct prof_function *f)
 	return (uint64_t)i + 1;
 }
 
+/* Lines are hashed and compared as raw bytes (struct prof_line has no
+ * padding); a location without lines hashes the same whatever its
+ * lines pointer. */
 static uint64_t location_hash(const struct prof_location *l)
 {
 	uint64_t w[2] = { l->mapping_id, l->address };
 	uint64_t h = hash64(w, sizeof(w), 4);
 
 	return l->nlines ? hash64(l->lines, (size_t)l->nlines * sizeof(*l->lines), h) : h;
+}
+
+static uint64_t location_hash_at(const struct profile *p, uint32_t i)
+{
+	return location_hash(&p->locations[i]);
 }
 
 static bool location_eq(const void *ctx, uint32_t i, const void *key)
@@ -393,19 +396,6 @@ static bool location_eq(const void *ctx, uint32_t i, const void *key)
 		!memcmp(a->lines, b->lines, (size_t)a->nlines * sizeof(*a->lines)));
 }
 
-/* Lines are hashed and compared as raw bytes (struct prof_line has no
- * padding); a location without lines hashes the same whatever its
- * lines pointer. */
-static int index_locs(struct profile *p)
-{
-	struct prof_index *x = p->idx;
-
-	for (; x->nlocs_ix < p->nlocations; x->nlocs_ix++)
-		if (hidx__insert(&x->locs, location_hash(&p->locations[x->nlocs_ix]), x->nlocs_ix))
-			return -ENOMEM;
-	return 0;
-}
-
 uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
 {
 	struct prof_location copy = *l;
@@ -417,7 +407,8 @@ uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
 	if (!l->nlines)
 		copy.lines = tmp;
 	if (look) {
-		if (index_locs(p))
+		if (index_rows(p, &p->idx->locs, &p->idx->nlocs_ix, p->nlocations,
+			       location_hash_at))
 			return 0;
 		h = location_hash(&copy);
 		i = hidx__find(&p->idx->locs, h, location_eq, p, &copy);

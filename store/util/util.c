@@ -282,6 +282,26 @@ int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+size_t u32_sort_unique(uint32_t *v, size_t n)
+{
+	size_t o = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), u32_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (v[i] != v[o])
+			v[++o] = v[i];
+	return o + 1;
+}
+
 int grow_u32(void **p, uint32_t *cap, size_t need, size_t elem)
 {
 	size_t c = *cap;

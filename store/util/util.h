@@ -68,6 +68,9 @@ int read_file_all(const char *path, size_t max, uint8_t **data, size_t *len);
  * and the element size of arr (it evaluates need and cap twice). */
 int grow(void **p, size_t *cap, size_t need, size_t elem);
 int grow_u32(void **p, uint32_t *cap, size_t need, size_t elem);
+
+/* Sorts v[n] ascending and drops repeats in place; returns the count left. */
+size_t u32_sort_unique(uint32_t *v, size_t n);
 #define GROW(arr, capp, need)                                                  \
 	((size_t)(need) <= *(capp) ? 0 /* the usual case, inline */               \
 	 : _Generic((capp), size_t *: grow, uint32_t *: grow_u32)(                \
