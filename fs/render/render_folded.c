@@ -257,6 +257,22 @@ static void flines_put(const struct flines *fl, const struct fline *l, struct bu
 	}
 }
 
+/* At most the bytes of lines [0, n) with ncounts counts each (a bound:
+ * the text is written into room made once, not grown by copies). */
+static size_t flines_bytes(const struct flines *fl, size_t n, int ncounts)
+{
+	size_t b = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct fline *l = &fl->v[i];
+
+		for (uint32_t k = 0; k < l->len; k++)
+			b += fl->ft.len[fl->ids[l->off + k]] + 1;
+		b += (size_t)ncounts * 21 + 1;
+	}
+	return b;
+}
+
 static void flines_free(struct flines *fl)
 {
 	frametab__free(&fl->ft);
@@ -279,6 +295,10 @@ int render__folded(const struct profile *p, struct buf *out)
 	n = flines_merge(&fl);
 	if (n < 0) {
 		rc = (int)n;
+		goto out;
+	}
+	if (!buf__room(out, flines_bytes(&fl, (size_t)n, 1))) {
+		rc = out->err;
 		goto out;
 	}
 	for (long i = 0; i < n; i++) {
@@ -314,6 +334,10 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 	n = flines_merge(&fl);
 	if (n < 0) {
 		rc = (int)n;
+		goto out;
+	}
+	if (!buf__room(out, flines_bytes(&fl, (size_t)n, 2))) {
+		rc = out->err;
 		goto out;
 	}
 	for (long i = 0; i < n; i++) {

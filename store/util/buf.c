@@ -25,6 +25,11 @@ static bool buf__reserve(struct buf *b, size_t n)
 	return true;
 }
 
+bool buf__room(struct buf *b, size_t n)
+{
+	return buf__reserve(b, n);
+}
+
 void buf__put(struct buf *b, const void *p, size_t n)
 {
 	if (!buf__reserve(b, n))

@@ -6,6 +6,7 @@
 #ifndef PROFFS_BUF_H
 #define PROFFS_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Zero-initialise to start. data is malloc'd, NUL-terminated once
@@ -21,6 +22,9 @@ void buf__puts(struct buf *b, const char *s);
 void buf__printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void buf__free(struct buf *b);
+/* Room for n more bytes now (a writer that knows its size saves the
+ * copies of growing); false when out of memory (b->err is set). */
+bool buf__room(struct buf *b, size_t n);
 /* Appends the n bytes of p, a malloc'd block of cap > n bytes that the
  * buffer takes (the caller must not touch it after): an empty buffer
  * adopts it whole, without a copy (a 5 MB profile.pb was copied, and its
