@@ -2,10 +2,14 @@
  * store_merge.c - the read side's merge: the blocks of a time range and
  * selection summed into one struct profile, in its own read snapshot.
  *
- * Entries of every block are first summed per (label set, stack) in a
- * hash map (an hour of raw blocks repeats most pairs hundreds of times),
- * then each distinct pair becomes one profile sample. Label sets are the
- * (comm, pid) of the series.
+ * Entries of every block are first summed per (series, stack) (an hour of
+ * raw blocks repeats most pairs hundreds of times). Then everything the
+ * sums name is resolved in phases, one walk of each table (m_resolve):
+ * series to label sets (their comm, pid and offcpu state), stacks to
+ * locations, locations to mappings and functions, and all of those to
+ * strings. Last, each (label set, stack) becomes one profile sample.
+ * Store symbols are distinct by content, so the profile takes them
+ * without looking for duplicates.
  */
 #include <errno.h>
 #include <stdlib.h>
