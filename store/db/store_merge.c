@@ -180,8 +180,10 @@ struct rctx {
 	struct idset *next[2]; /* what the records name: collected here */
 	struct sym_mapping *maps;
 	struct sym_func *funcs;
-	uint32_t *lmap, *loff, *lnl; /* locations: mapping, first line, lines */
-	uint64_t *laddr;
+	struct rloc {
+		uint64_t addr;
+		uint32_t map, off, nl; /* mapping; lines[off, off + nl) */
+	} *locs;
 	struct sym_line *lines;
 	size_t nlines, caplines;
 };
@@ -219,21 +221,22 @@ static int r_stack(void *ctx, size_t i, const MDB_val *d)
 static int r_location(void *ctx, size_t i, const MDB_val *d)
 {
 	struct rctx *r = ctx;
+	struct rloc *l = &r->locs[i];
 	size_t cap = d->mv_size / 2 + 1;
 	int rc;
 
 	if (GROW(r->lines, &r->caplines, r->nlines + cap))
 		return -ENOMEM;
-	if ((rc = loc__dec_into(d->mv_data, d->mv_size, &r->lmap[i], &r->laddr[i],
-				r->lines + r->nlines, cap, &r->lnl[i])))
+	if ((rc = loc__dec_into(d->mv_data, d->mv_size, &l->map, &l->addr, r->lines + r->nlines,
+				cap, &l->nl)))
 		return rc;
-	r->loff[i] = (uint32_t)r->nlines;
-	if ((rc = want(r->next[0], &r->m->map, r->lmap[i])))
+	l->off = (uint32_t)r->nlines;
+	if ((rc = want(r->next[0], &r->m->map, l->map)))
 		return rc;
-	for (uint32_t j = 0; j < r->lnl[i]; j++)
-		if ((rc = want(r->next[1], &r->m->func, r->lines[r->nlines + j].func)))
+	for (uint32_t j = 0; j < l->nl; j++)
+		if ((rc = want(r->next[1], &r->m->func, r->lines[l->off + j].func)))
 			return rc;
-	r->nlines += r->lnl[i];
+	r->nlines += l->nl;
 	return 0;
 }
 
@@ -303,14 +306,17 @@ static int m_resolve(struct mctx *m)
 	struct sym_mapping *maps = NULL;
 	struct sym_func *funcs = NULL;
 	size_t nloc = 0, nmap = 0, nfunc = 0;
-	uint32_t *lids = NULL;
+	const uint32_t *lids = NULL;
 	int rc;
 
-	/* Series: their label sets, whose strings join the string phase. */
+	/* Series (their label sets, whose strings join the string phase) and
+	 * the distinct stacks. */
 	for (size_t i = 0; i < m->nagg; i++) {
-		uint32_t ls;
+		uint32_t set;
 
-		if (m_nonzero(m, i) && (rc = m_series(m, (uint32_t)(m->akey[i] >> 32), &ls)))
+		if (m_nonzero(m, i) &&
+		    ((rc = m_series(m, (uint32_t)(m->akey[i] >> 32), &set)) ||
+		     (rc = idset_add(ls, (uint32_t)m->akey[i]))))
 			return rc;
 	}
 	for (size_t i = 0; i < m->nls; i++) {
@@ -320,14 +326,6 @@ static int m_resolve(struct mctx *m)
 			if (m->lskey[i][j] && ((rc = want(ss, &m->str, keys[j])) ||
 					       (rc = want(ss, &m->str, m->lskey[i][j]))))
 				return rc;
-	}
-	/* Stacks. */
-	for (size_t i = 0; i < m->nagg; i++) {
-		uint64_t v;
-
-		if (m_nonzero(m, i) && !idmap_get(&m->stk, (uint32_t)m->akey[i], &v) &&
-		    (rc = idset_add(ls, (uint32_t)m->akey[i])))
-			return rc;
 	}
 	if ((rc = idset_list(ls)))
 		return rc;
@@ -339,16 +337,13 @@ static int m_resolve(struct mctx *m)
 	/* Locations. */
 	if ((rc = idset_list(ls)))
 		goto out;
+	/* (ls->ids stays the locations' list: nothing lists ls again) */
 	nloc = ls->nids;
-	rc = -ENOMEM;
-	lids = malloc((nloc + 1) * sizeof(*lids));
-	r.lmap = malloc((nloc + 1) * sizeof(*r.lmap));
-	r.loff = malloc((nloc + 1) * sizeof(*r.loff));
-	r.lnl = malloc((nloc + 1) * sizeof(*r.lnl));
-	r.laddr = malloc((nloc + 1) * sizeof(*r.laddr));
-	if (!lids || !r.lmap || !r.loff || !r.lnl || !r.laddr)
+	lids = ls->ids;
+	if (!(r.locs = malloc((nloc + 1) * sizeof(*r.locs)))) {
+		rc = -ENOMEM;
 		goto out;
-	memcpy(lids, ls->ids, nloc * sizeof(*lids));
+	}
 	r.next[0] = ms;
 	r.next[1] = fs;
 	if ((rc = table__read_many(m->s, m->txn, DB_LOC, lids, nloc, r_location, &r)))
@@ -399,8 +394,9 @@ static int m_resolve(struct mctx *m)
 	}
 	for (size_t i = 0; i < nloc; i++) {
 		struct prof_line ln[64], *pln = ln;
-		struct prof_location pl = { .address = r.laddr[i], .nlines = r.lnl[i],
-					    .mapping_id = have(&m->map, r.lmap[i]) };
+		const struct rloc *l = &r.locs[i];
+		struct prof_location pl = { .address = l->addr, .nlines = l->nl,
+					    .mapping_id = have(&m->map, l->map) };
 		uint64_t id;
 
 		if (pl.nlines > 64 && !(pln = malloc(pl.nlines * sizeof(*pln)))) {
@@ -408,8 +404,8 @@ static int m_resolve(struct mctx *m)
 			goto out;
 		}
 		for (uint32_t j = 0; j < pl.nlines; j++) {
-			pln[j].function_id = have(&m->func, r.lines[r.loff[i] + j].func);
-			pln[j].line = r.lines[r.loff[i] + j].line;
+			pln[j].function_id = have(&m->func, r.lines[l->off + j].func);
+			pln[j].line = r.lines[l->off + j].line;
 		}
 		pl.lines = pln;
 		id = profile__add_location(m->p, &pl);
@@ -436,11 +432,7 @@ fail:
 		rc = -ENOMEM;
 out:
 	profile__distinct(m->p, false);
-	free(lids);
-	free(r.lmap);
-	free(r.loff);
-	free(r.lnl);
-	free(r.laddr);
+	free(r.locs);
 	free(r.lines);
 	free(maps);
 	free(funcs);
