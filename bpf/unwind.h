@@ -1,10 +1,18 @@
 /*
  * unwind.h - the unwind tables bpf/profile.bpf.c walks, shared with
- * sampler/unwind/. One rows array holds every file's rows (each file a
+ * sampler/unwind/. One row space holds every file's rows (each file a
  * contiguous, sorted range), one rules array the distinct rules of all
  * files, and a hash map names a file's range by (device, inode), so every
  * process mapping a file shares its table. Must compile in BPF and user
  * space (no libc types).
+ *
+ * The row space is cut in chunks of UNW_CHUNK_ROWS, each its own array
+ * map held in an array of maps, and a chunk exists only while rows are
+ * in it: an array map's memory is allocated whole when it is created, and
+ * one array for the most rows we allow (8 MiB) cost a busy host six times
+ * what its tables use. A file of at most UNW_CHUNK_ROWS rows lies inside
+ * one chunk; a bigger one starts at a chunk's first row, so its chunk
+ * for an offset is found by the first rows of its chunks.
  */
 #ifndef PROFFS_BPF_UNWIND_H
 #define PROFFS_BPF_UNWIND_H
@@ -56,6 +64,10 @@ struct unw_row {
 	__u32 off;  /* file offset (what a mapping's pgoff counts in) */
 	__u32 rule; /* index into the rules array; 0 is UNW_CFA_NONE */
 };
+
+#define UNW_CHUNK_SHIFT 15
+#define UNW_CHUNK_ROWS (1u << UNW_CHUNK_SHIFT) /* 256 KiB of rows */
+#define UNW_MAX_CHUNKS 64 /* 2M rows; the walk's chunk search takes 6 steps */
 
 struct unw_file_key {
 	__u64 dev; /* the kernel's encoding: major << 20 | minor */

@@ -13,12 +13,22 @@
 
 #define VM_EXEC_FLAG 0x4ul
 
-struct {
+/* One chunk of the row space (bpf/unwind.h); user space creates them.
+ * Values are struct unw_row: typed as their size because BTF holds an
+ * inner map's value type only as a forward declaration. */
+struct unw_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, UNW_CHUNK_ROWS);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, 1); /* sized by user space before load */
 	__type(key, __u32);
-	__type(value, struct unw_row);
+	__array(values, struct unw_chunk);
 } unw_rows SEC(".maps");
 
 struct {
@@ -188,16 +198,44 @@ static __always_inline int fp_step(struct walk *w)
 static __always_inline int table_step(struct walk *w, __u64 look)
 {
 	__u64 off = look - w->vm_start + (w->vm_pgoff << 12), cfa = 0, ra = 0, v;
-	__u32 lo = w->base, hi = w->base + w->nrows, idx;
+	__u32 lo = w->base, hi = w->base + w->nrows, c, clast, first, idx, zero = 0;
 	struct unw_rule *r;
 	struct unw_row *row;
+	void *chunk;
 
-	if (off > 0xffffffffull)
+	if (off > 0xffffffffull || !w->nrows)
 		return PROF_UE_NO_RULE;
-	for (int i = 0; i < 24 && lo < hi; i++) {
+	/* A table over several chunks starts at a chunk's first row: its
+	 * chunk for off is the last whose first row is at most off. */
+	c = lo >> UNW_CHUNK_SHIFT;
+	clast = (hi - 1) >> UNW_CHUNK_SHIFT;
+	for (int i = 0; i < 6 && c < clast; i++) {
+		__u32 m = c + (clast - c + 1) / 2;
+
+		chunk = bpf_map_lookup_elem(&unw_rows, &m);
+		if (!chunk)
+			return PROF_UE_BAD_FRAME;
+		row = (struct unw_row *)bpf_map_lookup_elem(chunk, &zero);
+		if (!row)
+			return PROF_UE_BAD_FRAME;
+		if (row->off <= (__u32)off)
+			c = m;
+		else
+			clast = m - 1;
+	}
+	chunk = bpf_map_lookup_elem(&unw_rows, &c);
+	if (!chunk)
+		return PROF_UE_BAD_FRAME;
+	/* from here on, indexes into the chunk */
+	lo = lo > c << UNW_CHUNK_SHIFT ? lo - (c << UNW_CHUNK_SHIFT) : 0;
+	hi = hi - (c << UNW_CHUNK_SHIFT);
+	if (hi > UNW_CHUNK_ROWS)
+		hi = UNW_CHUNK_ROWS;
+	first = lo;
+	for (int i = 0; i < 16 && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		row = bpf_map_lookup_elem(&unw_rows, &mid);
+		row = (struct unw_row *)bpf_map_lookup_elem(chunk, &mid);
 		if (!row)
 			return PROF_UE_BAD_FRAME;
 		if (row->off <= (__u32)off)
@@ -205,10 +243,10 @@ static __always_inline int table_step(struct walk *w, __u64 look)
 		else
 			hi = mid;
 	}
-	if (lo == w->base)
+	if (lo == first)
 		return PROF_UE_NO_RULE;
 	idx = lo - 1;
-	row = bpf_map_lookup_elem(&unw_rows, &idx);
+	row = (struct unw_row *)bpf_map_lookup_elem(chunk, &idx);
 	if (!row)
 		return PROF_UE_BAD_FRAME;
 	idx = row->rule;

@@ -258,8 +258,10 @@ static void metrics_cb(struct buf *out, void *ctx)
 		    st.unw.rules);
 	prom__gauge(out, "proffs_unwind_table_bytes", "Bytes of unwind rows and rules in use.",
 		    st.unw.table_bytes);
-	prom__gauge(out, "proffs_unwind_map_bytes", "Bytes preallocated for the unwind BPF maps.",
-		    st.unw.map_bytes);
+	prom__gauge(out, "proffs_unwind_map_bytes",
+		    "Bytes allocated for the unwind BPF maps (rules, files, row chunks).", st.unw.map_bytes);
+	prom__gauge(out, "proffs_unwind_row_chunks", "Row chunks of 256 KiB allocated for unwind tables.",
+		    st.unw.chunks);
 	prom__gauge(out, "proffs_unwind_builds_queued", "Files waiting for their unwind table to be built.",
 		    st.unw.queued);
 	prom__family(out, "proffs_unwind_builds_total", PROM_COUNTER,
@@ -673,6 +675,10 @@ int cmd_run(int argc, char **argv)
 	if (err) {
 		pr_err("run: cannot open the store in %s: %s", so.dir, strerror(-err));
 		goto out;
+	}
+	if (um) {
+		po.unw_chunk_fd = privs__unwind_chunk;
+		po.unw_chunk_ctx = um;
 	}
 	err = profiler__open(&r.prof, &po);
 	if (err) {

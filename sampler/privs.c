@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "sampler/privs.h"
+#include "sampler/unwind/unwinder.h"
 #include "store/util/util.h"
 
 #ifndef CAP_CHECKPOINT_RESTORE
@@ -91,10 +93,35 @@ int privs__drop(void)
 struct unmounter {
 	pid_t pid;
 	int fd; /* our end of the socket pair */
+	pthread_mutex_t lock; /* one request and its answer at a time */
+	bool broken; /* an answer came late: the pairing is lost */
 };
 
-/* The helper: one request, one answer; it unmounts nothing but a FUSE
- * mount at the mountpoint it was given. */
+/* Sends the answer r, and fd with it unless it is negative. */
+static int answer(int sock, char r, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { .iov_base = &r, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		m.msg_control = cm.b;
+		m.msg_controllen = sizeof(cm.b);
+		cm.h.cmsg_level = SOL_SOCKET;
+		cm.h.cmsg_type = SCM_RIGHTS;
+		cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* The helper: one request, one answer. It unmounts nothing but a FUSE
+ * mount at the mountpoint it was given, and creates nothing but maps of
+ * the one shape the unwinder's row chunks have, which hold only what the
+ * daemon writes into them. */
 static void helper_main(int fd, const char *mountpoint)
 {
 	char c;
@@ -106,12 +133,17 @@ static void helper_main(int fd, const char *mountpoint)
 	while (read(fd, &c, 1) == 1) {
 		struct statfs sf;
 		char r = 'n';
+		int mfd = -1;
 
 		if (c == 'u' && !statfs(mountpoint, &sf) && sf.f_type == FUSE_SUPER_MAGIC &&
 		    !umount2(mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW))
 			r = 'y';
-		if (write(fd, &r, 1) != 1)
+		if (c == 'c' && (mfd = unwinder__chunk_create()) >= 0)
+			r = 'y';
+		if (answer(fd, r, mfd))
 			break;
+		if (mfd >= 0)
+			close(mfd);
 	}
 	_exit(0);
 }
@@ -144,22 +176,71 @@ int privs__start_unmounter(const char *mountpoint, struct unmounter **out)
 	}
 	close(sv[1]);
 	u->fd = sv[0];
+	pthread_mutex_init(&u->lock, NULL);
 	*out = u;
 	return 0;
 }
 
+/* Sends request c and waits up to 1 s for the answer, and the fd that
+ * comes with it if fd is not NULL. Returns 0 or -errno. */
+static int ask(struct unmounter *u, char c, int *fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct pollfd p = { .fd = u->fd, .events = POLLIN };
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+			    .msg_controllen = sizeof(cm.b) };
+	struct cmsghdr *h;
+	int err = 0, got = -1;
+
+	pthread_mutex_lock(&u->lock);
+	if (u->broken) {
+		err = -EPIPE;
+		goto out;
+	}
+	if (write(u->fd, &c, 1) != 1) {
+		err = -errno;
+		goto out;
+	}
+	if (poll(&p, 1, 1000) != 1) {
+		u->broken = true;
+		err = -ETIMEDOUT;
+		goto out;
+	}
+	if (recvmsg(u->fd, &m, MSG_CMSG_CLOEXEC) != 1) {
+		err = -EPIPE;
+		goto out;
+	}
+	for (h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+		    h->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&got, CMSG_DATA(h), sizeof(int));
+	if (c != 'y')
+		err = -EPERM;
+	else if (fd && got < 0)
+		err = -EPROTO;
+out:
+	pthread_mutex_unlock(&u->lock);
+	if (!err && fd)
+		*fd = got;
+	else if (got >= 0)
+		close(got);
+	return err;
+}
+
 int privs__unmount(struct unmounter *u)
 {
-	struct pollfd p = { .fd = u->fd, .events = POLLIN };
-	char c = 'u';
+	return ask(u, 'u', NULL);
+}
 
-	if (write(u->fd, &c, 1) != 1)
-		return -errno;
-	if (poll(&p, 1, 1000) != 1)
-		return -ETIMEDOUT;
-	if (read(u->fd, &c, 1) != 1)
-		return -EPIPE;
-	return c == 'y' ? 0 : -EPERM;
+int privs__unwind_chunk(void *u)
+{
+	int fd, err = ask(u, 'c', &fd);
+
+	return err ? err : fd;
 }
 
 void privs__unmounter_free(struct unmounter *u)
@@ -168,5 +249,6 @@ void privs__unmounter_free(struct unmounter *u)
 		return;
 	close(u->fd); /* the helper reads EOF and exits */
 	waitpid(u->pid, NULL, 0);
+	pthread_mutex_destroy(&u->lock);
 	free(u);
 }

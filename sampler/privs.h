@@ -3,9 +3,10 @@
  * programs are loaded and attached and the tree is mounted with full
  * privileges; after that the daemon reads files that any local user
  * controls, so it keeps only the capabilities those reads need and sets
- * PR_SET_NO_NEW_PRIVS. The one later act that needs CAP_SYS_ADMIN,
- * unmounting the tree at exit, is done by a helper process forked before
- * the drop that can do nothing else.
+ * PR_SET_NO_NEW_PRIVS. The two later acts that need more, unmounting
+ * the tree at exit (CAP_SYS_ADMIN) and creating a chunk of the unwind
+ * tables' row space when the tables grow (CAP_BPF), are done by a helper
+ * process forked before the drop that can do nothing else.
  */
 #ifndef PROFFS_PRIVS_H
 #define PROFFS_PRIVS_H
@@ -26,6 +27,12 @@ int privs__start_unmounter(const char *mountpoint, struct unmounter **out);
 /* Asks the helper to detach the mount at its mountpoint (only a FUSE
  * mount there) and waits for it, up to 1 s. Returns 0 or -errno. */
 int privs__unmount(struct unmounter *u);
+
+/* Asks the helper (u, a struct unmounter *: the type of the unwinder's
+ * chunk_fd hook) for a new row chunk (unwinder__chunk_create) and waits
+ * for it, up to 1 s. Returns the map's fd, the caller's, or -errno.
+ * Thread-safe. */
+int privs__unwind_chunk(void *u);
 
 /* Ends the helper and reaps it. */
 void privs__unmounter_free(struct unmounter *u);

@@ -290,8 +290,14 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 		/* PROFFS_UNWIND_DELAY=MS:PATH (tests): a slow build of one
 		 * file, so a short process can exit before its table is read. */
 		const char *d = getenv("PROFFS_UNWIND_DELAY"), *colon = d ? strchr(d, ':') : NULL;
+		/* PROFFS_UNWIND_IDLE=S (tests): tables idle this long are
+		 * freed, so a test sees row chunks given back. */
+		const char *idle = getenv("PROFFS_UNWIND_IDLE");
 
 		pr->unw = unwinder__new(&(struct unwinder_opts){
+			.idle_ns = idle ? strtoll(idle, NULL, 10) * 1000000000LL : 0,
+			.chunk_fd = o->unw_chunk_fd,
+			.chunk_ctx = o->unw_chunk_ctx,
 			.delay_path = colon ? colon + 1 : NULL,
 			.build_delay_ns = colon ? strtoll(d, NULL, 10) * 1000000LL : 0 });
 		pr->pend = pr->unw ? pending__new(pr->unw, pr->ps) : NULL;

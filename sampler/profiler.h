@@ -26,6 +26,9 @@ struct profiler_opts {
 	bool offcpu;
 	uint64_t offcpu_min_ns;
 	unsigned offcpu_states;
+	/* makes an unwind row chunk once the daemon cannot (unwinder_opts) */
+	int (*unw_chunk_fd)(void *ctx);
+	void *unw_chunk_ctx;
 };
 
 struct profiler_stats {

@@ -73,7 +73,10 @@ struct unwinder {
 	size_t queued;
 	/* BPF maps */
 	int files_fd;
-	struct unw_row *rows;
+	int chunks_fd;  /* the array of row chunks (bpf/unwind.h) */
+	int chunk_fd[UNW_MAX_CHUNKS]; /* -1: not created */
+	uint32_t nchunks;
+	struct unw_row *rows; /* the whole row space reserved; chunks mapped in place */
 	struct unw_rule *rules;
 	size_t rows_len, rules_len;
 	uint32_t nrules;
@@ -105,13 +108,19 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o)
 	u->o = *o;
 	if (!u->o.max_rows)
 		u->o.max_rows = 1u << 20;
+	/* whole chunks, no more than the walk's chunk search covers */
+	if (u->o.max_rows > UNW_MAX_CHUNKS * UNW_CHUNK_ROWS)
+		u->o.max_rows = UNW_MAX_CHUNKS * UNW_CHUNK_ROWS;
+	u->o.max_rows = (u->o.max_rows + UNW_CHUNK_ROWS - 1) & ~(UNW_CHUNK_ROWS - 1);
 	if (!u->o.max_rules)
 		u->o.max_rules = 1u << 14;
 	if (!u->o.max_files)
 		u->o.max_files = 4096;
 	if (!u->o.idle_ns)
 		u->o.idle_ns = 600 * 1000000000LL;
-	u->files_fd = -1;
+	u->files_fd = u->chunks_fd = -1;
+	for (int i = 0; i < UNW_MAX_CHUNKS; i++)
+		u->chunk_fd[i] = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->wake, NULL);
 	return u;
@@ -120,7 +129,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o)
 int unwinder__size_maps(struct unwinder *u, struct bpf_map *rows, struct bpf_map *rules,
 			struct bpf_map *files)
 {
-	int err = bpf_map__set_max_entries(rows, u->o.max_rows);
+	int err = bpf_map__set_max_entries(rows, u->o.max_rows / UNW_CHUNK_ROWS);
 
 	if (!err)
 		err = bpf_map__set_max_entries(rules, u->o.max_rules);
@@ -131,18 +140,58 @@ int unwinder__size_maps(struct unwinder *u, struct bpf_map *rows, struct bpf_map
 
 /* --- row extents --- */
 
+/* Inserts the free extent (base, n) at position i. 0 or -ENOMEM. */
+static int extent_insert(struct unwinder *u, size_t i, uint32_t base, uint32_t n)
+{
+	if (u->nfree == u->capfree) {
+		size_t nc = u->capfree ? u->capfree * 2 : 64;
+		struct extent *ne = realloc(u->free, nc * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		u->free = ne;
+		u->capfree = nc;
+	}
+	memmove(&u->free[i + 1], &u->free[i], (u->nfree - i) * sizeof(*u->free));
+	u->free[i] = (struct extent){ base, n };
+	u->nfree++;
+	return 0;
+}
+
+/* First fit, lowest rows first (so tables pack into few chunks), where a
+ * table of up to a chunk stays inside one and a bigger one starts a
+ * chunk (the walk's search relies on both: bpf/unwind.h). */
 static int extent_alloc(struct unwinder *u, uint32_t n, uint32_t *base)
 {
 	for (size_t i = 0; i < u->nfree; i++) {
-		if (u->free[i].n < n)
-			continue;
-		*base = u->free[i].base;
-		u->free[i].base += n;
-		u->free[i].n -= n;
-		if (!u->free[i].n) {
-			memmove(&u->free[i], &u->free[i + 1], (u->nfree - i - 1) * sizeof(*u->free));
-			u->nfree--;
+		struct extent *f = &u->free[i];
+		uint64_t s = f->base, end = (uint64_t)f->base + f->n;
+
+		if (n <= UNW_CHUNK_ROWS) {
+			if (s >> UNW_CHUNK_SHIFT != (s + n - 1) >> UNW_CHUNK_SHIFT)
+				s = (s | (UNW_CHUNK_ROWS - 1)) + 1;
+		} else {
+			s = (s + UNW_CHUNK_ROWS - 1) & ~(uint64_t)(UNW_CHUNK_ROWS - 1);
 		}
+		if (s + n > end)
+			continue;
+		if (s + n < end && s > f->base) {
+			/* the middle of the extent: its tail becomes another */
+			if (extent_insert(u, i + 1, s + n, end - s - n))
+				return -ENOMEM;
+			f = &u->free[i];
+			f->n = s - f->base;
+		} else if (s > f->base) {
+			f->n = s - f->base;
+		} else {
+			f->base += n;
+			f->n -= n;
+			if (!f->n) {
+				memmove(&u->free[i], &u->free[i + 1], (u->nfree - i - 1) * sizeof(*u->free));
+				u->nfree--;
+			}
+		}
+		*base = s;
 		return 0;
 	}
 	return -ENOSPC;
@@ -171,19 +220,90 @@ static int extent_free(struct unwinder *u, uint32_t base, uint32_t n)
 		u->free[i].n += n;
 		return 0;
 	}
-	if (u->nfree == u->capfree) {
-		size_t nc = u->capfree ? u->capfree * 2 : 64;
-		struct extent *ne = realloc(u->free, nc * sizeof(*ne));
+	return extent_insert(u, i, base, n); /* -ENOMEM leaks the rows until restart */
+}
 
-		if (!ne)
-			return -ENOMEM; /* leaks the rows until restart; counted nowhere */
-		u->free = ne;
-		u->capfree = nc;
+/* --- row chunks (lock held) --- */
+
+int unwinder__chunk_create(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unw_chunk", sizeof(__u32), sizeof(struct unw_row),
+				UNW_CHUNK_ROWS, &o);
+
+	return fd < 0 ? -errno : fd;
+}
+
+#define CHUNK_BYTES ((size_t)UNW_CHUNK_ROWS * sizeof(struct unw_row))
+_Static_assert(sizeof(struct unw_row) == 8, "bpf/unwind_walk.h types a chunk's values as __u64");
+
+/* Creates chunk c, maps it at its place in the row space and hands it to
+ * the walk. Creating a map takes CAP_BPF, which the daemon gives up once
+ * it is up: then the helper that kept it makes one (o.chunk_fd). */
+static int chunk_add(struct unwinder *u, uint32_t c)
+{
+	int fd = unwinder__chunk_create(), err;
+
+	if ((fd == -EPERM || fd == -EACCES) && u->o.chunk_fd)
+		fd = u->o.chunk_fd(u->o.chunk_ctx);
+	if (fd < 0)
+		return fd;
+	if (mmap((char *)u->rows + c * CHUNK_BYTES, CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		err = -errno;
+		goto err_close;
 	}
-	memmove(&u->free[i + 1], &u->free[i], (u->nfree - i) * sizeof(*u->free));
-	u->free[i] = (struct extent){ base, n };
-	u->nfree++;
+	if (bpf_map_update_elem(u->chunks_fd, &c, &fd, BPF_ANY)) {
+		err = -errno;
+		goto err_unmap;
+	}
+	u->chunk_fd[c] = fd;
+	u->nchunks++;
 	return 0;
+err_unmap:
+	mmap((char *)u->rows + c * CHUNK_BYTES, CHUNK_BYTES, PROT_NONE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+err_close:
+	close(fd);
+	return err;
+}
+
+/* Gives chunk c back. A walk that still holds it keeps it alive (the
+ * kernel frees it after an RCU grace period); its file's entry in
+ * unw_files is gone already, so no new walk looks for it. */
+static void chunk_drop(struct unwinder *u, uint32_t c)
+{
+	bpf_map_delete_elem(u->chunks_fd, &c);
+	mmap((char *)u->rows + c * CHUNK_BYTES, CHUNK_BYTES, PROT_NONE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	close(u->chunk_fd[c]);
+	u->chunk_fd[c] = -1;
+	u->nchunks--;
+}
+
+/* Makes sure the chunks under rows [base, base + n) exist. 0 or -errno. */
+static int chunks_cover(struct unwinder *u, uint32_t base, uint32_t n)
+{
+	for (uint32_t c = base >> UNW_CHUNK_SHIFT; c <= (base + n - 1) >> UNW_CHUNK_SHIFT; c++) {
+		int err = u->chunk_fd[c] < 0 ? chunk_add(u, c) : 0;
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Drops every chunk no table has a row in. */
+static void chunks_trim(struct unwinder *u)
+{
+	for (size_t i = 0; i < u->nfree; i++) {
+		uint64_t c = ((uint64_t)u->free[i].base + UNW_CHUNK_ROWS - 1) >> UNW_CHUNK_SHIFT;
+		uint64_t end = ((uint64_t)u->free[i].base + u->free[i].n) >> UNW_CHUNK_SHIFT;
+
+		for (; c < end; c++)
+			if (u->chunk_fd[c] >= 0)
+				chunk_drop(u, c);
+	}
 }
 
 /* --- install / evict (lock held) --- */
@@ -294,6 +414,8 @@ static int install(struct unwinder *u, struct entry *e, const struct unw_table *
 	while ((err = extent_alloc(u, t->nrows, &base)) == -ENOSPC)
 		if (evict_lru(u, e))
 			break;
+	if (!err && (err = chunks_cover(u, base, t->nrows)))
+		extent_free(u, base, t->nrows);
 	if (err) {
 		free(map);
 		return err;
@@ -463,6 +585,7 @@ static void gc(struct unwinder *u, int64_t now)
 			i--; /* deletion shifts the probe chain into this slot */
 		}
 	}
+	chunks_trim(u);
 }
 
 static void *worker(void *arg)
@@ -554,12 +677,18 @@ int unwinder__start(struct unwinder *u, struct bpf_map *rows, struct bpf_map *ru
 	int err;
 
 	u->files_fd = bpf_map__fd(files);
-	u->rows = map_array(rows, &u->rows_len);
-	u->rules = map_array(rules, &u->rules_len);
-	if (!u->rows || !u->rules)
+	u->chunks_fd = bpf_map__fd(rows);
+	/* Address space only: chunks are mapped into it as they are made,
+	 * so a table over several chunks is one array to user space. */
+	u->rows_len = (size_t)u->o.max_rows * sizeof(struct unw_row);
+	u->rows = mmap(NULL, u->rows_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (u->rows == MAP_FAILED) {
+		u->rows = NULL;
 		return -errno;
-	u->st.map_bytes = u->rows_len + u->rules_len +
-			  (uint64_t)u->o.max_files * (sizeof(struct unw_file_key) + sizeof(struct unw_file) + 64);
+	}
+	u->rules = map_array(rules, &u->rules_len);
+	if (!u->rules)
+		return -errno;
 	/* rules[0]: no information (the zeroed rule) */
 	u->nrules = 1;
 	err = extent_free(u, 0, u->o.max_rows);
@@ -602,6 +731,9 @@ void unwinder__free(struct unwinder *u)
 		free(e->src.path);
 		free(e);
 	}
+	for (int c = 0; c < UNW_MAX_CHUNKS; c++)
+		if (u->chunk_fd[c] >= 0)
+			close(u->chunk_fd[c]);
 	hmap__fini(&u->files);
 	hmap__fini(&u->rule_ix);
 	if (u->rows)
@@ -726,6 +858,9 @@ void unwinder__stats(struct unwinder *u, struct unwinder_stats *st)
 	*st = u->st;
 	st->rules = u->nrules;
 	st->table_bytes = st->rows * sizeof(struct unw_row) + st->rules * sizeof(struct unw_rule);
+	st->chunks = u->nchunks;
+	st->map_bytes = u->nchunks * CHUNK_BYTES + u->rules_len +
+			(uint64_t)u->o.max_files * (sizeof(struct unw_file_key) + sizeof(struct unw_file) + 64);
 	st->queued = u->queued;
 	pthread_mutex_unlock(&u->lock);
 }

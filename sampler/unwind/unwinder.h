@@ -24,6 +24,11 @@ struct unwinder_opts {
 	uint32_t max_rules;     /* distinct rules; 0 = 1 << 14 */
 	uint32_t max_files;     /* files with a table; 0 = 4096 */
 	int64_t idle_ns;        /* free a table no sample touched this long; 0 = 10 min */
+	/* Makes a row chunk (unwinder__chunk_create) for a process that may
+	 * no longer create BPF maps itself; NULL: none. Returns an fd, the
+	 * unwinder's, or -errno. */
+	int (*chunk_fd)(void *ctx);
+	void *chunk_ctx;
 	/* tests: builds of this one file first wait build_delay_ns (a slow disk) */
 	const char *delay_path;
 	int64_t build_delay_ns;
@@ -35,11 +40,17 @@ struct unwinder_stats {
 	uint64_t failed_files; /* files whose table could not be built */
 	uint64_t rows, rules;  /* in use */
 	uint64_t table_bytes;  /* rows + rules in use */
-	uint64_t map_bytes;    /* the BPF maps' preallocated size */
+	uint64_t map_bytes;    /* the BPF maps' allocated size: rules, files, row chunks */
+	uint64_t chunks;       /* row chunks allocated (bpf/unwind.h) */
 	uint64_t built, evicted, build_ns;
 	uint64_t requester_gone; /* builds given up: the process to read through exited */
 	uint64_t queued;       /* builds waiting */
 };
+
+/* Creates one chunk of the row space (bpf/unwind.h): an mmapable array
+ * map of UNW_CHUNK_ROWS rows. Needs CAP_BPF. Returns an fd, the caller's,
+ * or -errno. */
+int unwinder__chunk_create(void);
 
 /* Returns an unwinder (no thread yet) or NULL with errno set. */
 struct unwinder *unwinder__new(const struct unwinder_opts *o);

@@ -17,6 +17,8 @@
 #  - /prof/metrics has the unwind tables and stacks by how walks ended
 #  - a file whose first run exited before its table was read (a slow
 #    build, PROFFS_UNWIND_DELAY): its next run gets whole stacks
+#  - the row space grows by chunks as tables load (made by the helper
+#    once the daemon dropped CAP_BPF) and shrinks when they idle out
 #
 # alone: yes (shares of whole stacks: the walk finishes in user space when
 # a table waits behind other tests' table builds on a loaded host)
@@ -173,6 +175,19 @@ grep -Eq '^proffs_user_stacks_total\{end="root"\} [1-9]' "$M" && ok "metrics: st
 grep -Eq '^proffs_unwind_pending_total\{outcome="finished"\} [1-9]' "$M" && ok "metrics: walks finished in user space counted" ||
 	fail "metrics: no walk finished in user space (the fresh copies should need it)"
 grep -E '^proffs_(unwind|user_stacks)' "$M"
+# The row space grows by 256 KiB chunks as tables load. All but the first
+# are made after the daemon dropped CAP_BPF, by its helper; they are
+# packed (a table of up to a chunk never straddles two), and the maps
+# hold little besides them (rules and the files map: 768 KiB).
+rows=$(awk '$1 == "proffs_unwind_rows" { print $2 }' "$M")
+chunks=$(awk '$1 == "proffs_unwind_row_chunks" { print $2 }' "$M")
+mb=$(awk '$1 == "proffs_unwind_map_bytes" { print $2 }' "$M")
+if ((${chunks:-0} >= 2 && chunks * 32768 >= rows && chunks <= (rows + 32767) / 32768 + 2 &&
+	mb <= chunks * 262144 + 1048576)); then
+	ok "row chunks: $chunks for $rows rows ($mb bytes of unwind maps)"
+else
+	fail "row chunks: ${chunks:-none} for ${rows:-?} rows, ${mb:-?} map bytes"
+fi
 
 run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, unmounted"
 
@@ -181,7 +196,7 @@ run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, unmounted"
 # first run exit before its table is read through it; the next run of the
 # same file must get its table (the daemon asks again through a live
 # process), not keep "no table" while the file stays in use.
-PROFFS_UNWIND_DELAY=1000:$WORK/once_nofp run_start "$STORE" "$MP" --hz $HZ --batch-interval 1s
+PROFFS_UNWIND_IDLE=3 PROFFS_UNWIND_DELAY=1000:$WORK/once_nofp run_start "$STORE" "$MP" --hz $HZ --batch-interval 1s
 cp "$TESTS_BIN/truth_nofp" "$WORK/once_nofp"
 "$WORK/once_nofp" 0.3 >/dev/null || fail "the short run failed"
 "$WORK/once_nofp" 5 >/dev/null & P2=$!; PIDS+=("$P2")
@@ -203,5 +218,21 @@ else
 fi
 gone=$(awk '$1 == "proffs_unwind_builds_total{event=\"requester_exited\"}" { print $2 }' "$MP/metrics")
 ((${gone:-0} >= 1)) && ok "metrics: $gone builds given up for an exited process" || fail "metrics: requester_exited is ${gone:-missing}"
+
+# --- chunks given back ---
+# python3.11's own table spans chunks; once it has been idle past
+# PROFFS_UNWIND_IDLE (3 s) and the worker's sweep (every 10 s) ran, the
+# chunks no table uses any more are freed.
+mval() { awk -v k="$1" '$1 == k { print $2 }' "$MP/metrics"; }
+python3 "$WORK/loop.py" 3
+c1=$(mval proffs_unwind_row_chunks)
+c2=$c1
+for _ in $(seq 30); do
+	sleep 1
+	c2=$(mval proffs_unwind_row_chunks)
+	((c2 < c1)) && break
+done
+((${c1:-0} >= 3 && ${c2:-99} < c1)) && ok "row chunks: $c1 while python3 ran, $c2 once its table was idle" ||
+	fail "row chunks: $c1 while python3 ran, still $c2 after 30 s"
 run_stop "$RUN_PID" "$MP"
 finish
