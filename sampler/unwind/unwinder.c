@@ -237,6 +237,13 @@ int unwinder__chunk_create(void)
 #define CHUNK_BYTES ((size_t)UNW_CHUNK_ROWS * sizeof(struct unw_row))
 _Static_assert(sizeof(struct unw_row) == 8, "bpf/unwind_walk.h types a chunk's values as __u64");
 
+/* Puts reserved address space back where chunk c was mapped. */
+static void chunk_unmap(struct unwinder *u, uint32_t c)
+{
+	mmap((char *)u->rows + c * CHUNK_BYTES, CHUNK_BYTES, PROT_NONE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+}
+
 /* Creates chunk c, maps it at its place in the row space and hands it to
  * the walk. Creating a map takes CAP_BPF, which the daemon gives up once
  * it is up: then the helper that kept it makes one (o.chunk_fd). */
@@ -261,8 +268,7 @@ static int chunk_add(struct unwinder *u, uint32_t c)
 	u->nchunks++;
 	return 0;
 err_unmap:
-	mmap((char *)u->rows + c * CHUNK_BYTES, CHUNK_BYTES, PROT_NONE,
-	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	chunk_unmap(u, c);
 err_close:
 	close(fd);
 	return err;
@@ -274,8 +280,7 @@ err_close:
 static void chunk_drop(struct unwinder *u, uint32_t c)
 {
 	bpf_map_delete_elem(u->chunks_fd, &c);
-	mmap((char *)u->rows + c * CHUNK_BYTES, CHUNK_BYTES, PROT_NONE,
-	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	chunk_unmap(u, c);
 	close(u->chunk_fd[c]);
 	u->chunk_fd[c] = -1;
 	u->nchunks--;

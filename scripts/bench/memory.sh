@@ -93,4 +93,4 @@ mem "after the walk"
 # Reads have stopped: after FSMOUNT_IDLE_S (5 s) the stores' read caches go.
 sleep 7
 mem "reads stopped 7 s"
-grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes|render_cache_file_bytes|fuse_inode|unwind_rows|unwind_map_bytes|unwind_table_bytes)' "$W/mp/metrics" | sed 's/^/# /'
+grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes|render_cache_file_bytes|fuse_inode|unwind_rows|unwind_row_chunks|unwind_map_bytes|unwind_table_bytes)' "$W/mp/metrics" | sed 's/^/# /'
