@@ -190,7 +190,7 @@ static int ask(struct unmounter *u, char c, int *fd)
 		char b[CMSG_SPACE(sizeof(int))];
 	} cm;
 	struct pollfd p = { .fd = u->fd, .events = POLLIN };
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 }; /* the answer lands in c */
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 			    .msg_controllen = sizeof(cm.b) };
 	struct cmsghdr *h;

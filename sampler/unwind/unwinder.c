@@ -75,7 +75,6 @@ struct unwinder {
 	int files_fd;
 	int chunks_fd;  /* the array of row chunks (bpf/unwind.h) */
 	int chunk_fd[UNW_MAX_CHUNKS]; /* -1: not created */
-	uint32_t nchunks;
 	struct unw_row *rows; /* the whole row space reserved; chunks mapped in place */
 	struct unw_rule *rules;
 	size_t rows_len, rules_len;
@@ -265,7 +264,6 @@ static int chunk_add(struct unwinder *u, uint32_t c)
 		goto err_unmap;
 	}
 	u->chunk_fd[c] = fd;
-	u->nchunks++;
 	return 0;
 err_unmap:
 	chunk_unmap(u, c);
@@ -283,7 +281,6 @@ static void chunk_drop(struct unwinder *u, uint32_t c)
 	chunk_unmap(u, c);
 	close(u->chunk_fd[c]);
 	u->chunk_fd[c] = -1;
-	u->nchunks--;
 }
 
 /* Makes sure the chunks under rows [base, base + n) exist. 0 or -errno. */
@@ -863,8 +860,10 @@ void unwinder__stats(struct unwinder *u, struct unwinder_stats *st)
 	*st = u->st;
 	st->rules = u->nrules;
 	st->table_bytes = st->rows * sizeof(struct unw_row) + st->rules * sizeof(struct unw_rule);
-	st->chunks = u->nchunks;
-	st->map_bytes = u->nchunks * CHUNK_BYTES + u->rules_len +
+	st->chunks = 0;
+	for (int c = 0; c < UNW_MAX_CHUNKS; c++)
+		st->chunks += u->chunk_fd[c] >= 0;
+	st->map_bytes = st->chunks * CHUNK_BYTES + u->rules_len +
 			(uint64_t)u->o.max_files * (sizeof(struct unw_file_key) + sizeof(struct unw_file) + 64);
 	st->queued = u->queued;
 	pthread_mutex_unlock(&u->lock);

@@ -50,7 +50,6 @@ stop_daemon() {
 	[[ -s $WORK/hang.txt ]] && { echo "--- daemon threads while it hung"; head -80 "$WORK/hang.txt"; }
 	return $rc
 }
-metric() { awk -v n="$1" '$1 == n { print $2 }' "$MP/metrics"; }
 
 NOW=$(date +%s)
 M0=$(( (NOW / 60 - 40) * 60 ))
@@ -144,9 +143,9 @@ done
 ((checked >= 4)) && ok "pushed totals = mount totals for $checked minutes (imported and sampled)" || fail "only $checked minutes matched"
 
 for m in proffs_push_minutes_total proffs_push_bytes_total proffs_push_retries_total proffs_push_lag_seconds proffs_push_dropped_too_old_minutes_total; do
-	v=$(awk -v n="$m" '$1 == n { print $2 }' "$WORK/metrics")
+	v=$(metric "$m" "$WORK/metrics")
 	[[ -n $v ]] && log "metrics: $m $v" || fail "metrics lack $m"
 done
-v=$(awk '$1 == "proffs_push_bytes_total" { print $2 }' "$WORK/metrics")
+v=$(metric proffs_push_bytes_total "$WORK/metrics")
 ((v > 0)) && ok "metrics count pushed bytes" || fail "pushed bytes $v"
 finish

@@ -95,7 +95,6 @@ bad_caps=$(for t in /proc/$RUN_PID/task/*; do awk '/^CapEff:/ { print $2 }' "$t/
 [[ -z $bad_caps ]] && ok "every thread keeps only cap_sys_ptrace, cap_dac_read_search, cap_checkpoint_restore" ||
 	fail "threads with other capabilities: $bad_caps"
 
-metric() { awk -v k="$1" '$1 == k { print $2 }' "$MP/metrics"; }
 refused() { metric "proffs_files_refused_total{reason=\"$1\"}"; }
 R0_READS=$(metric proffs_perfmap_reads_total)
 

@@ -23,6 +23,8 @@ die() {
 	exit 1
 }
 skip() { printf 'SKIP: %s\n' "$*"; exit 77; }
+# metric NAME [FILE]: the value of one series of /prof/metrics (or FILE).
+metric() { awk -v k="$1" '$1 == k { print $2 }' "${2:-$MP/metrics}"; }
 
 s_cleanup() {
 	local rc=$? m p i

@@ -179,9 +179,9 @@ grep -E '^proffs_(unwind|user_stacks)' "$M"
 # are made after the daemon dropped CAP_BPF, by its helper; they are
 # packed (a table of up to a chunk never straddles two), and the maps
 # hold little besides them (rules and the files map: 768 KiB).
-rows=$(awk '$1 == "proffs_unwind_rows" { print $2 }' "$M")
-chunks=$(awk '$1 == "proffs_unwind_row_chunks" { print $2 }' "$M")
-mb=$(awk '$1 == "proffs_unwind_map_bytes" { print $2 }' "$M")
+rows=$(metric proffs_unwind_rows "$M")
+chunks=$(metric proffs_unwind_row_chunks "$M")
+mb=$(metric proffs_unwind_map_bytes "$M")
 if ((${chunks:-0} >= 2 && chunks * 32768 >= rows && chunks <= (rows + 32767) / 32768 + 2 &&
 	mb <= chunks * 262144 + 1048576)); then
 	ok "row chunks: $chunks for $rows rows ($mb bytes of unwind maps)"
@@ -216,20 +216,19 @@ if cp "$MP/merged/cpu/pid=$P2/$R/folded.txt" "$F"; then
 else
 	fail "no profile of the second run (pid $P2)"
 fi
-gone=$(awk '$1 == "proffs_unwind_builds_total{event=\"requester_exited\"}" { print $2 }' "$MP/metrics")
+gone=$(metric 'proffs_unwind_builds_total{event="requester_exited"}')
 ((${gone:-0} >= 1)) && ok "metrics: $gone builds given up for an exited process" || fail "metrics: requester_exited is ${gone:-missing}"
 
 # --- chunks given back ---
 # python3.11's own table spans chunks; once it has been idle past
 # PROFFS_UNWIND_IDLE (3 s) and the worker's sweep (every 10 s) ran, the
 # chunks no table uses any more are freed.
-mval() { awk -v k="$1" '$1 == k { print $2 }' "$MP/metrics"; }
 python3 "$WORK/loop.py" 3
-c1=$(mval proffs_unwind_row_chunks)
+c1=$(metric proffs_unwind_row_chunks)
 c2=$c1
 for _ in $(seq 30); do
 	sleep 1
-	c2=$(mval proffs_unwind_row_chunks)
+	c2=$(metric proffs_unwind_row_chunks)
 	((c2 < c1)) && break
 done
 ((${c1:-0} >= 3 && ${c2:-99} < c1)) && ok "row chunks: $c1 while python3 ran, $c2 once its table was idle" ||
