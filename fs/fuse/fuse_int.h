@@ -32,8 +32,21 @@ struct fsmount {
 	void *on_serve_ctx;
 	/* request counters of /metrics, bumped by the handlers */
 	atomic_uint_fast64_t n_lookup, n_negative, n_getattr, n_open, n_read,
-		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot;
+		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot, n_prunes;
 };
+
+/* When the inode table is pruned (prune.c): inodes held once reads have
+ * stopped, and while they go on (at most every gap seconds). */
+#define INO_PRUNE_IDLE 4096
+#define INO_PRUNE_BUSY 65536
+#define INO_PRUNE_BUSY_GAP_S 10
+
+/*
+ * Asks the kernel to drop the dentries it holds and nobody uses (see
+ * prune.c); their FORGETs then empty the inode table. Call from a thread
+ * that serves no request. Returns 0 or -errno.
+ */
+int fsmount__prune(struct fsmount *m);
 
 /* The request handlers; each request's userdata is its struct fsmount. */
 extern const struct fuse_lowlevel_ops fsmount__ops;

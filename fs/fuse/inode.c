@@ -54,8 +54,7 @@ int inotab__init(struct inotab *t)
 {
 	int err;
 
-	memset(&t->map, 0, sizeof(t->map));
-	t->bytes = 0;
+	memset(t, 0, sizeof(*t));
 	err = pthread_rwlock_init(&t->lock, NULL);
 	if (err)
 		return -err;
@@ -135,7 +134,10 @@ ref:
 	/* The reference is taken here, under the lock that a forget needs:
 	 * between this and the reply no ring eviction can free it. */
 	e->nlookup++;
-	e->forgot = 0; /* held again: its ring slot, if any, is void */
+	if (e->forgot) { /* held again: its ring slot is void */
+		e->forgot = 0;
+		t->nring--;
+	}
 	pthread_rwlock_unlock(&t->lock);
 	return ino;
 fail:
@@ -200,10 +202,13 @@ static void forget_one(struct inotab *t, uint64_t ino, uint64_t n)
 			t->bytes -= ent_size(o);
 			hmap__del(&t->map, old);
 			free(o);
+			t->nring--;
+			hmap__shrink(&t->map);
 		}
 	}
 	t->ring[slot % INO_FORGOTTEN] = ino;
 	e->forgot = slot + 1;
+	t->nring++;
 }
 
 void inotab__forget(struct inotab *t, uint64_t ino, uint64_t nlookup)
@@ -213,11 +218,52 @@ void inotab__forget(struct inotab *t, uint64_t ino, uint64_t nlookup)
 	pthread_rwlock_unlock(&t->lock);
 }
 
-void inotab__stats(struct inotab *t, uint64_t *n, uint64_t *bytes)
+void inotab__stats(struct inotab *t, uint64_t *held, uint64_t *forgotten,
+		   uint64_t *bytes)
 {
 	pthread_rwlock_rdlock(&t->lock);
-	*n = t->map.len;
+	*held = t->map.len - t->nring;
+	*forgotten = t->nring;
 	/* the entries, and the table's two arrays */
 	*bytes = t->bytes + t->map.cap * (sizeof(*t->map.keys) + sizeof(*t->map.vals));
 	pthread_rwlock_unlock(&t->lock);
+}
+
+char *inotab__top_names(struct inotab *t)
+{
+	size_t len = 0, cap = 256;
+	char *out = malloc(cap), *grown;
+
+	if (!out)
+		return NULL;
+	pthread_rwlock_rdlock(&t->lock);
+	for (size_t i = 0; i < t->map.cap; i++) {
+		const struct ino_ent *e = t->map.vals[i];
+		const char *p;
+		size_t n;
+
+		if (!t->map.keys[i] || e->forgot)
+			continue;
+		p = ent_path(e);
+		if (p[0] != '/' || !p[1] || strchr(p + 1, '/'))
+			continue;
+		n = strlen(p + 1) + 1;
+		if (len + n + 1 > cap) {
+			cap = 2 * (len + n + 1);
+			grown = realloc(out, cap);
+			if (!grown) {
+				free(out);
+				out = NULL;
+				errno = ENOMEM;
+				break;
+			}
+			out = grown;
+		}
+		memcpy(out + len, p + 1, n);
+		len += n;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	if (out)
+		out[len] = '\0';
+	return out;
 }

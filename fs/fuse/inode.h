@@ -21,6 +21,7 @@ struct inotab {
 	uint64_t bytes; /* of the entries */
 	uint64_t *ring; /* the last INO_FORGOTTEN forgotten inode numbers */
 	uint64_t nforgot; /* forgets that emptied an entry, ever */
+	uint64_t nring;   /* entries now kept only by the ring */
 	bool inited;
 };
 
@@ -50,8 +51,16 @@ bool inotab__swap_fp(struct inotab *t, uint64_t ino, uint64_t fp);
 /* The kernel dropped nlookup references on ino (FORGET), or a lookup
  * that took one was not answered after all (1). */
 void inotab__forget(struct inotab *t, uint64_t ino, uint64_t nlookup);
-/* Inodes registered, and the bytes they and the table hold (metrics). */
-void inotab__stats(struct inotab *t, uint64_t *n, uint64_t *bytes);
+/* Inodes the kernel holds, the forgotten ones kept for NFS handles, and
+ * the bytes all of them and the table take (metrics, and when to prune). */
+void inotab__stats(struct inotab *t, uint64_t *held, uint64_t *forgotten,
+		   uint64_t *bytes);
+/*
+ * The names of the root's children the kernel holds ("cpu", "merged", ...),
+ * each NUL-terminated, one after another, ended by an empty name: a
+ * malloc'd buffer the caller frees. NULL with errno ENOMEM.
+ */
+char *inotab__top_names(struct inotab *t);
 /* The inode number key gets, without registering it (readdir's d_ino). */
 uint64_t inotab__peek(const char *key);
 

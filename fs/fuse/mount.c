@@ -269,29 +269,57 @@ void fsmount__stop(struct fsmount *m)
 	fsmount__free(m);
 }
 
+/* Requests that show someone is reading: renders (misses and waits),
+ * lookups, opens, directory listings. */
+static uint64_t activity(struct fsmount *m)
+{
+	struct cache_stats cs;
+
+	cache__stats(m->cache, &cs);
+	return cs.misses + cs.waits + atomic_load(&m->n_lookup) + atomic_load(&m->n_open) +
+	       atomic_load(&m->n_readdir);
+}
+
 int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 {
 	const struct timespec second = { 1, 0 };
-	uint64_t renders = 0;
-	int64_t busy_ns = now_mono_ns();
-	bool dropped = true;
+	uint64_t seen = 0, held, forgot, bytes;
+	int64_t busy_ns = now_mono_ns(), pruned_ns = 0, now;
+	bool dropped = true, trim = false;
 
 	for (;;) {
-		struct cache_stats cs;
 		int sig = sigtimedwait(sigs, NULL, &second);
 
 		if (sig > 0)
 			return sig;
 		if (!m)
 			continue;
-		/* Misses and waits: reads that needed a render. */
-		cache__stats(m->cache, &cs);
-		if (cs.misses + cs.waits != renders) {
-			renders = cs.misses + cs.waits;
-			busy_ns = now_mono_ns();
-			dropped = false;
-		} else if (!dropped && now_mono_ns() - busy_ns >= FSMOUNT_IDLE_S * 1000000000LL) {
+		now = now_mono_ns();
+		/* A prune's FORGETs came in over the last second: give back
+		 * what they freed. */
+		if (trim) {
 			heap_trim();
+			trim = false;
+		}
+		inotab__stats(&m->inos, &held, &forgot, &bytes);
+		if (activity(m) != seen) {
+			seen = activity(m);
+			busy_ns = now;
+			dropped = false;
+			/* A long walk: bound the table while it goes on. */
+			if (held > INO_PRUNE_BUSY &&
+			    now - pruned_ns >= INO_PRUNE_BUSY_GAP_S * 1000000000LL) {
+				fsmount__prune(m);
+				pruned_ns = now;
+			}
+		} else if (!dropped && now - busy_ns >= FSMOUNT_IDLE_S * 1000000000LL) {
+			if (held > INO_PRUNE_IDLE) {
+				fsmount__prune(m);
+				pruned_ns = now;
+				trim = true;
+			} else {
+				heap_trim();
+			}
 			dropped = true;
 		}
 	}
@@ -340,9 +368,13 @@ void fsmount__metrics(struct fsmount *m, struct buf *out)
 		      "Bytes returned by reads.", m->n_read_bytes);
 	prom__counter(out, "proffs_fuse_render_errors_total",
 		      "Renders that failed while serving a request.", m->n_render_errors);
-	uint64_t ni, ib;
+	uint64_t ni, nf, ib;
 
-	inotab__stats(&m->inos, &ni, &ib);
-	prom__gauge(out, "proffs_fuse_inodes", "Inodes the kernel holds, and the last 4096 it forgot (NFS handles).", ni);
+	inotab__stats(&m->inos, &ni, &nf, &ib);
+	prom__gauge(out, "proffs_fuse_inodes", "Inodes the kernel holds, and the last 4096 it forgot (NFS handles).", ni + nf);
+	prom__gauge(out, "proffs_fuse_inodes_held", "Of those, inodes the kernel holds.", ni);
 	prom__gauge(out, "proffs_fuse_inode_bytes", "Memory of the inode table.", ib);
+	prom__counter(out, "proffs_fuse_prunes_total",
+		      "Times the kernel was asked to drop the dentries nobody uses (a bound on the inode table).",
+		      m->n_prunes);
 }

@@ -49,9 +49,10 @@ static inline void *hmap__get(const struct hmap *h, uint64_t key)
 	}
 }
 
-static inline int hmap__grow(struct hmap *h)
+/* Moves the entries into ncap slots (a power of two, > len). 0 or -ENOMEM
+ * (h unchanged). */
+static inline int hmap__resize(struct hmap *h, size_t ncap)
 {
-	size_t ncap = h->cap ? h->cap * 2 : 64;
 	uint64_t *nk = calloc(ncap, sizeof(*nk));
 	void **nv = calloc(ncap, sizeof(*nv));
 
@@ -76,6 +77,21 @@ static inline int hmap__grow(struct hmap *h)
 	h->vals = nv;
 	h->cap = ncap;
 	return 0;
+}
+
+static inline int hmap__grow(struct hmap *h)
+{
+	return hmap__resize(h, h->cap ? h->cap * 2 : 64);
+}
+
+/* Gives back half the slots of a table under a quarter full (a table
+ * sized by a burst would otherwise keep its peak; it grows at three
+ * quarters, so a steady size does not flap). Call after deletions;
+ * failing to shrink loses nothing. */
+static inline void hmap__shrink(struct hmap *h)
+{
+	if (h->cap > 256 && h->len * 4 < h->cap)
+		hmap__resize(h, h->cap / 2);
 }
 
 /* Inserts or replaces. Returns 0 or -ENOMEM. */

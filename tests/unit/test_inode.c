@@ -24,10 +24,10 @@ static int failures, passes;
 
 static uint64_t count(struct inotab *t)
 {
-	uint64_t n, b;
+	uint64_t n, f, b;
 
-	inotab__stats(t, &n, &b);
-	return n;
+	inotab__stats(t, &n, &f, &b);
+	return n + f;
 }
 
 int main(void)
@@ -79,6 +79,51 @@ int main(void)
 	p = inotab__path(&t, ino[N - INO_FORGOTTEN]);
 	CHECK(p != NULL, "one held again outlives its old ring slot");
 	free(p);
+	inotab__fini(&t);
+
+	/* Held and forgotten are told apart, the table's slots shrink back
+	 * after a burst, and the root's held children are listed (prune.c). */
+	uint64_t held, forgot, b0, b1, b2;
+
+	CHECK(!inotab__init(&t), "init again");
+	inotab__stats(&t, &held, &forgot, &b0);
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "/cpu/comm=x%d", i);
+		ino[i] = inotab__assign(&t, key, key);
+	}
+	inotab__assign(&t, "/cpu", "/cpu");
+	inotab__assign(&t, "/merged", "/merged");
+	inotab__assign(&t, "/metrics", "/metrics");
+	uint64_t gone = inotab__assign(&t, "/diff", "/diff");
+
+	inotab__forget(&t, gone, 1);
+	inotab__stats(&t, &held, &forgot, &b1);
+	CHECK(held == N + 3 && forgot == 1, "held %llu (want %d), forgotten %llu (want 1)",
+	      (unsigned long long)held, N + 3, (unsigned long long)forgot);
+	p = inotab__top_names(&t);
+	int ncpu = 0, nmerged = 0, nmetrics = 0, nother = 0;
+
+	for (char *q = p; q && *q; q += strlen(q) + 1) {
+		if (!strcmp(q, "cpu"))
+			ncpu++;
+		else if (!strcmp(q, "merged"))
+			nmerged++;
+		else if (!strcmp(q, "metrics"))
+			nmetrics++;
+		else
+			nother++;
+	}
+	CHECK(p && ncpu == 1 && nmerged == 1 && nmetrics == 1 && !nother,
+	      "top names: cpu, merged, metrics once each, nothing forgotten or deeper (%d others)",
+	      nother);
+	free(p);
+	for (int i = 0; i < N; i++)
+		inotab__forget(&t, ino[i], 1);
+	inotab__stats(&t, &held, &forgot, &b2);
+	CHECK(held == 3 && forgot == INO_FORGOTTEN, "all forgotten: %llu held, %llu kept for handles",
+	      (unsigned long long)held, (unsigned long long)forgot);
+	CHECK(b2 < b1 / 2, "the table shrank from %llu to %llu bytes", (unsigned long long)b1,
+	      (unsigned long long)b2);
 	inotab__fini(&t);
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
