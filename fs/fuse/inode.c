@@ -15,21 +15,34 @@
  * kernel dropped it: the last INO_FORGOTTEN forgotten entries stay, older
  * ones go (a handle to one then answers ESTALE, and the NFS client looks
  * the path up again). Without this a daemon's table grew by every path
- * ever read, for as long as it ran.
+ * ever read, for as long as it ran. (What the kernel holds is bounded by
+ * prune.c.)
+ *
+ * Entries are not malloc'd one by one: after a walk the kernel forgets
+ * most of them, and the survivors (the ring, what is in use), scattered
+ * one or two to a page among the freed, kept a walk's whole peak of heap
+ * resident (a day of churn's walk: +12.7 MiB over the walk after a prune
+ * had emptied the table to 0.7 MB). They are packed instead into one
+ * anonymous mapping, bump-allocated, and moved into a fresh mapping of
+ * the right size when over half of it is dead: the old one is unmapped,
+ * so memory follows the table down. Only the map holds pointers to
+ * entries, and every use of one is under the table's lock, which a move
+ * takes for writing.
  */
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "fs/fuse/inode.h"
 #include "store/util/util.h"
 
-/* One allocation per inode, the strings inline: a walk of a busy tree
- * registers ~200k of them and the table is never pruned (see above), so
- * each byte here counts 200k times. A walk of 67k files took 31 MB with
- * three allocations and both strings always stored. */
+/* One record per inode, the strings inline: a walk of a busy tree
+ * registers ~200k of them before a prune, so each byte here counts 200k
+ * times. A walk of 67k files took 31 MB with three allocations and both
+ * strings always stored. */
 struct ino_ent {
 	uint64_t fp;    /* of the bytes whose size the kernel was last told */
 	uint64_t nlookup; /* the kernel's references */
@@ -45,9 +58,67 @@ static const char *ent_path(const struct ino_ent *e)
 	return e->path_at ? e->s + e->path_at : e->s;
 }
 
+/* Its bytes in the arena (8-aligned, for the next entry's fields). */
 static size_t ent_size(const struct ino_ent *e)
 {
-	return sizeof(*e) + strlen(e->s) + 1 + (e->path_at ? strlen(e->s + e->path_at) + 1 : 0);
+	size_t n = sizeof(*e) + strlen(e->s) + 1 + (e->path_at ? strlen(e->s + e->path_at) + 1 : 0);
+
+	return (n + 7) & ~(size_t)7;
+}
+
+#define ARENA_MIN (64 << 10)
+
+/* Moves the live entries into a fresh mapping with room for need more
+ * bytes, and unmaps the old one. t->lock held for writing. 0 or -ENOMEM
+ * (t unchanged). */
+static int arena_move(struct inotab *t, size_t need)
+{
+	size_t live = t->used - t->dead, cap = ARENA_MIN, at = 0;
+	char *a;
+
+	while (cap < (live + need) + (live + need) / 2)
+		cap *= 2;
+	a = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->map.cap; i++) {
+		size_t n;
+
+		if (!t->map.keys[i])
+			continue;
+		n = ent_size(t->map.vals[i]);
+		memcpy(a + at, t->map.vals[i], n);
+		t->map.vals[i] = a + at;
+		at += n;
+	}
+	if (t->arena)
+		munmap(t->arena, t->cap);
+	t->arena = a;
+	t->cap = cap;
+	t->used = at;
+	t->dead = 0;
+	return 0;
+}
+
+/* Room for an entry of n bytes (8-aligned), or NULL. Moves the others. */
+static struct ino_ent *arena_alloc(struct inotab *t, size_t n)
+{
+	void *e;
+
+	if (t->used + n > t->cap && arena_move(t, n))
+		return NULL;
+	e = t->arena + t->used;
+	t->used += n;
+	return e;
+}
+
+/* An entry of n bytes left the map; its bytes are dead until the next
+ * move, which this may make (every entry pointer is then stale). */
+static void arena_free(struct inotab *t, size_t n)
+{
+	t->dead += n;
+	if (t->dead > ARENA_MIN && t->dead * 2 > t->used)
+		arena_move(t, 0); /* failing leaves it as it was */
 }
 
 int inotab__init(struct inotab *t)
@@ -69,9 +140,10 @@ void inotab__fini(struct inotab *t)
 		return;
 	free(t->ring);
 	t->ring = NULL;
-	for (size_t i = 0; i < t->map.cap; i++)
-		if (t->map.keys[i])
-			free(t->map.vals[i]);
+	if (t->arena)
+		munmap(t->arena, t->cap);
+	t->arena = NULL;
+	t->used = t->cap = t->dead = 0;
 	hmap__fini(&t->map);
 	pthread_rwlock_destroy(&t->lock);
 	t->inited = false;
@@ -114,7 +186,9 @@ uint64_t inotab__assign(struct inotab *t, const char *key, const char *path)
 
 	if (kl + pl > UINT32_MAX)
 		goto fail;
-	e = malloc(sizeof(*e) + kl + pl);
+	size_t n = (sizeof(*e) + kl + pl + 7) & ~(size_t)7;
+
+	e = arena_alloc(t, n);
 	if (!e)
 		goto fail;
 	e->fp = 0;
@@ -126,10 +200,9 @@ uint64_t inotab__assign(struct inotab *t, const char *key, const char *path)
 	if (pl)
 		memcpy(e->s + kl, path, pl);
 	if (hmap__put(&t->map, ino, e)) {
-		free(e);
+		t->used -= n; /* the last bytes of the arena: give them back */
 		goto fail;
 	}
-	t->bytes += ent_size(e);
 ref:
 	/* The reference is taken here, under the lock that a forget needs:
 	 * between this and the reply no ring eviction can free it. */
@@ -182,7 +255,7 @@ bool inotab__swap_fp(struct inotab *t, uint64_t ino, uint64_t fp)
 static void forget_one(struct inotab *t, uint64_t ino, uint64_t n)
 {
 	struct ino_ent *e = hmap__get(&t->map, ino);
-	uint64_t slot;
+	uint64_t slot, old;
 
 	if (!e || ino == FUSE_ROOT_ID)
 		return;
@@ -192,23 +265,25 @@ static void forget_one(struct inotab *t, uint64_t ino, uint64_t n)
 	if (!t->ring && !(t->ring = calloc(INO_FORGOTTEN, sizeof(*t->ring))))
 		return; /* kept: a leak is better than a lost handle */
 	slot = t->nforgot++;
-	/* The slot's previous occupant goes, unless held again since (its
-	 * forgot no longer names this slot). */
-	if (slot >= INO_FORGOTTEN) {
-		uint64_t old = t->ring[slot % INO_FORGOTTEN];
-		struct ino_ent *o = hmap__get(&t->map, old);
-
-		if (o && o->forgot == slot - INO_FORGOTTEN + 1) {
-			t->bytes -= ent_size(o);
-			hmap__del(&t->map, old);
-			free(o);
-			t->nring--;
-			hmap__shrink(&t->map);
-		}
-	}
+	old = t->ring[slot % INO_FORGOTTEN];
 	t->ring[slot % INO_FORGOTTEN] = ino;
 	e->forgot = slot + 1;
 	t->nring++;
+	/* The slot's previous occupant goes, unless held again since (its
+	 * forgot no longer names this slot). Last: freeing may move every
+	 * entry, e included. */
+	if (slot >= INO_FORGOTTEN) {
+		struct ino_ent *o = hmap__get(&t->map, old);
+
+		if (o && o->forgot == slot - INO_FORGOTTEN + 1) {
+			size_t n = ent_size(o);
+
+			hmap__del(&t->map, old);
+			t->nring--;
+			hmap__shrink(&t->map);
+			arena_free(t, n);
+		}
+	}
 }
 
 void inotab__forget(struct inotab *t, uint64_t ino, uint64_t nlookup)
@@ -225,7 +300,7 @@ void inotab__stats(struct inotab *t, uint64_t *held, uint64_t *forgotten,
 	*held = t->map.len - t->nring;
 	*forgotten = t->nring;
 	/* the entries, and the table's two arrays */
-	*bytes = t->bytes + t->map.cap * (sizeof(*t->map.keys) + sizeof(*t->map.vals));
+	*bytes = t->cap + t->map.cap * (sizeof(*t->map.keys) + sizeof(*t->map.vals));
 	pthread_rwlock_unlock(&t->lock);
 }
 

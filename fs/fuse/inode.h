@@ -18,7 +18,10 @@
 struct inotab {
 	pthread_rwlock_t lock;
 	struct hmap map;
-	uint64_t bytes; /* of the entries */
+	/* The entries, packed in one mapping (see inode.c): used bytes from
+	 * the start, dead of them freed since the last compaction. */
+	char *arena;
+	size_t used, cap, dead;
 	uint64_t *ring; /* the last INO_FORGOTTEN forgotten inode numbers */
 	uint64_t nforgot; /* forgets that emptied an entry, ever */
 	uint64_t nring;   /* entries now kept only by the ring */

@@ -90,7 +90,11 @@ for d in "merged/cpu/last-1h" "merged/cpu/$first..$last" "diff/cpu/$first/vs/$la
 done
 log "walked $n files"
 mem "after the walk"
-# Reads have stopped: after FSMOUNT_IDLE_S (5 s) the stores' read caches go.
-sleep 7
-mem "reads stopped 7 s"
-grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes|render_cache_file_bytes|fuse_inode|unwind_rows|unwind_row_chunks|unwind_map_bytes|unwind_table_bytes)' "$W/mp/metrics" | sed 's/^/# /'
+inodes=$(awk '$1 == "proffs_fuse_inodes_held" { print $2 }' "$W/mp/metrics")
+log "inodes held after the walk: $inodes"
+# Reads have stopped: after FSMOUNT_IDLE_S (5 s) the stores' read caches
+# go, the inode table is pruned (fs/fuse/prune.c) and a second later the
+# heap trimmed.
+sleep 9
+mem "reads stopped 9 s"
+grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes|render_cache_file_bytes|fuse_inode|fuse_prunes|unwind_rows|unwind_row_chunks|unwind_map_bytes|unwind_table_bytes)' "$W/mp/metrics" | sed 's/^/# /'
