@@ -20,9 +20,9 @@
  *
  * Entries are not malloc'd one by one: after a walk the kernel forgets
  * most of them, and the survivors (the ring, what is in use), scattered
- * one or two to a page among the freed, kept a walk's whole peak of heap
- * resident (a day of churn's walk: +12.7 MiB over the walk after a prune
- * had emptied the table to 0.7 MB). They are packed instead into one
+ * one or two to a page among the freed, kept those pages resident (a day
+ * of churn's walk left the heap +12.7 MiB with the table pruned to 0.7 MB;
+ * packed, +8.4 MiB, 1.3 MB of it the table). They are packed instead into one
  * anonymous mapping, bump-allocated, and moved into a fresh mapping of
  * the right size when over half of it is dead: the old one is unmapped,
  * so memory follows the table down. Only the map holds pointers to
