@@ -311,12 +311,17 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 			    now - pruned_ns >= INO_PRUNE_BUSY_GAP_S * 1000000000LL) {
 				fsmount__prune(m);
 				pruned_ns = now;
+				seen = activity(m); /* its own lookups (prune.c) */
 			}
 		} else if (!dropped && now - busy_ns >= FSMOUNT_IDLE_S * 1000000000LL) {
 			if (held > INO_PRUNE_IDLE) {
 				fsmount__prune(m);
 				pruned_ns = now;
 				trim = true;
+				/* Its own lookups are not reads: with more than
+				 * INO_PRUNE_IDLE inodes in use it would otherwise
+				 * prune again every FSMOUNT_IDLE_S. */
+				seen = activity(m);
 			} else {
 				heap_trim();
 			}

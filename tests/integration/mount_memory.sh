@@ -69,5 +69,31 @@ exec 3<&-
 # What the kernel forgot and was kept still serves (the table's ring).
 cat "$MP/cpu/latest/profile.pb" >/dev/null || fail "a read after the forgets"
 [[ $(ls "$MP/cpu/$M") == *profile.pb* ]] || fail "a listing after the prune"
+
+# More inodes in use than the prune's bound (every file of the walk held
+# open): a prune once reads stop, not one every 5 s for as long as they
+# stay open (its own lookups are not reads).
+python3 - "$WORK/files" "$WORK/opened" <<'PY' &
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (16384, 16384))
+fs = [open(l.rstrip("\n"), "rb") for l in open(sys.argv[1])]
+open(sys.argv[2], "w").write(str(len(fs)))
+time.sleep(120)
+PY
+HOLD=$!
+PIDS+=("$HOLD")
+for _ in $(seq 600); do [[ -s $WORK/opened ]] && break; sleep 0.1; done
+[[ -s $WORK/opened ]] || die "could not hold the files open"
+sleep 8
+p1=$(metric proffs_fuse_prunes_total)
+h1=$(metric proffs_fuse_inodes_held)
+# That read of metrics was a read: one more prune may follow it, 5 s on.
+sleep 15
+p2=$(metric proffs_fuse_prunes_total)
+log "$(cat "$WORK/opened") files held open: $h1 inodes held; prunes $pr, then $p1, 15 s later $p2"
+((h1 > 4096 && p1 > pr && p2 - p1 <= 1)) && ok "inodes in use past the bound: one prune per pause in reads ($pr, $p1, $p2)" ||
+	fail "held $h1, prunes $pr -> $p1 -> $p2 (want held > 4096, then at most one prune per pause)"
+kill "$HOLD" 2>/dev/null
+wait "$HOLD" 2>/dev/null
 mnt_stop "$MNT_PID" "$MP"
 finish
