@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 
 #include "fs/fuse/inode.h"
+#include "store/util/buf.h"
 #include "store/util/util.h"
 
 /* One record per inode, the strings inline: a walk of a busy tree
@@ -58,12 +59,16 @@ static const char *ent_path(const struct ino_ent *e)
 	return e->path_at ? e->s + e->path_at : e->s;
 }
 
-/* Its bytes in the arena (8-aligned, for the next entry's fields). */
+/* The bytes in the arena of an entry whose strings take kl and pl bytes
+ * (8-aligned, for the next entry's fields). */
+static size_t ent_bytes(size_t kl, size_t pl)
+{
+	return (sizeof(struct ino_ent) + kl + pl + 7) & ~(size_t)7;
+}
+
 static size_t ent_size(const struct ino_ent *e)
 {
-	size_t n = sizeof(*e) + strlen(e->s) + 1 + (e->path_at ? strlen(e->s + e->path_at) + 1 : 0);
-
-	return (n + 7) & ~(size_t)7;
+	return ent_bytes(strlen(e->s) + 1, e->path_at ? strlen(e->s + e->path_at) + 1 : 0);
 }
 
 #define ARENA_MIN (64 << 10)
@@ -186,7 +191,7 @@ uint64_t inotab__assign(struct inotab *t, const char *key, const char *path)
 
 	if (kl + pl > UINT32_MAX)
 		goto fail;
-	size_t n = (sizeof(*e) + kl + pl + 7) & ~(size_t)7;
+	size_t n = ent_bytes(kl, pl);
 
 	e = arena_alloc(t, n);
 	if (!e)
@@ -306,39 +311,25 @@ void inotab__stats(struct inotab *t, uint64_t *held, uint64_t *forgotten,
 
 char *inotab__top_names(struct inotab *t)
 {
-	size_t len = 0, cap = 256;
-	char *out = malloc(cap), *grown;
+	struct buf b = { 0 };
 
-	if (!out)
-		return NULL;
 	pthread_rwlock_rdlock(&t->lock);
 	for (size_t i = 0; i < t->map.cap; i++) {
 		const struct ino_ent *e = t->map.vals[i];
 		const char *p;
-		size_t n;
 
 		if (!t->map.keys[i] || e->forgot)
 			continue;
 		p = ent_path(e);
-		if (p[0] != '/' || !p[1] || strchr(p + 1, '/'))
-			continue;
-		n = strlen(p + 1) + 1;
-		if (len + n + 1 > cap) {
-			cap = 2 * (len + n + 1);
-			grown = realloc(out, cap);
-			if (!grown) {
-				free(out);
-				out = NULL;
-				errno = ENOMEM;
-				break;
-			}
-			out = grown;
-		}
-		memcpy(out + len, p + 1, n);
-		len += n;
+		if (p[0] == '/' && p[1] && !strchr(p + 1, '/'))
+			buf__put(&b, p + 1, strlen(p + 1) + 1);
 	}
 	pthread_rwlock_unlock(&t->lock);
-	if (out)
-		out[len] = '\0';
-	return out;
+	buf__put(&b, "", 1);
+	if (b.err) {
+		buf__free(&b);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return b.data;
 }

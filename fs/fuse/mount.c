@@ -302,8 +302,10 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 			trim = false;
 		}
 		inotab__stats(&m->inos, &held, &forgot, &bytes);
-		if (activity(m) != seen) {
-			seen = activity(m);
+		uint64_t act = activity(m);
+
+		if (act != seen) {
+			seen = act;
 			busy_ns = now;
 			dropped = false;
 			/* A long walk: bound the table while it goes on. */
