@@ -284,7 +284,8 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 {
 	const struct timespec second = { 1, 0 };
 	uint64_t seen = 0, held, forgot, bytes;
-	int64_t busy_ns = now_mono_ns(), pruned_ns = 0, now;
+	const int64_t idle_ns = FSMOUNT_IDLE_S * 1000000000LL;
+	int64_t busy_ns = now_mono_ns(), pruned_ns = 0, trimmed_ns = 0, now;
 	bool dropped = true, trim = false;
 
 	for (;;) {
@@ -292,15 +293,19 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 
 		if (sig > 0)
 			return sig;
-		if (!m)
-			continue;
 		now = now_mono_ns();
-		/* A prune's FORGETs came in over the last second: give back
-		 * what they freed. */
-		if (trim) {
+		/* The heap keeps freed blocks for the next render (main.c):
+		 * give its free pages back once reads stop, and the second
+		 * after a prune, whose FORGETs came in meanwhile. Once: each
+		 * trim madvises every free run again, a TLB shootdown each
+		 * (the sampler trims its own frees once a minute). */
+		if (trim || (now - busy_ns >= idle_ns && trimmed_ns < busy_ns)) {
 			heap_trim();
+			trimmed_ns = now;
 			trim = false;
 		}
+		if (!m)
+			continue;
 		inotab__stats(&m->inos, &held, &forgot, &bytes);
 		uint64_t act = activity(m);
 
@@ -315,7 +320,7 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 				pruned_ns = now;
 				seen = activity(m); /* its own lookups (prune.c) */
 			}
-		} else if (!dropped && now - busy_ns >= FSMOUNT_IDLE_S * 1000000000LL) {
+		} else if (!dropped && now - busy_ns >= idle_ns) {
 			if (held > INO_PRUNE_IDLE) {
 				fsmount__prune(m);
 				pruned_ns = now;
@@ -324,8 +329,6 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 				 * INO_PRUNE_IDLE inodes in use it would otherwise
 				 * prune again every FSMOUNT_IDLE_S. */
 				seen = activity(m);
-			} else {
-				heap_trim();
 			}
 			dropped = true;
 		}

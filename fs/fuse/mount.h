@@ -42,8 +42,9 @@ void fsmount__stop(struct fsmount *m);
 /*
  * The main thread's wait: returns the first of sigs (blocked in every
  * thread) that arrives. Meanwhile, once a second, it notices reads that
- * have stopped (no render for FSMOUNT_IDLE_S) and hands the heap's free
- * pages back (heap_trim), so a walk's peak does not stay resident.
+ * have stopped (no request for FSMOUNT_IDLE_S): then it prunes the inode
+ * table if it is large and hands the heap's free pages back (heap_trim),
+ * so a walk's peak does not stay resident. m may be NULL (no mount).
  */
 #define FSMOUNT_IDLE_S 5
 int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs);

@@ -90,14 +90,8 @@ struct render_ctx {
 static int render_cb(void *ctx, struct buf *out)
 {
 	struct render_ctx *rc = ctx;
-	int err = tree__render(rc->t, rc->n, out);
 
-	/* A merge builds and frees tens of MB in this FUSE thread; give the
-	 * freed pages back now, or each thread's arena keeps its peak (a
-	 * walk of a busy tree left 160 MB resident). The cache holds the
-	 * bytes that matter, within its bound. */
-	heap_trim();
-	return err;
+	return tree__render(rc->t, rc->n, out);
 }
 
 /* A referenced cache entry holding the bytes of file node n. */

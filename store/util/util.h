@@ -80,6 +80,10 @@ size_t u32_sort_unique(uint32_t *v, size_t n);
  * A no-op under AddressSanitizer: its allocator is not glibc's, and
  * glibc's trim of arenas it never set up faulted (found in make test). */
 void heap_trim(void);
+/* What glibc may keep of freed memory between heap_trim calls: main.c's
+ * mmap and trim thresholds (blocks below it come from the heap and stay
+ * there when freed, for the next render to reuse). */
+#define HEAP_KEEP_BYTES (32 << 20)
 
 /* Current time, Unix seconds and nanoseconds (CLOCK_REALTIME). */
 int64_t now_s(void);
