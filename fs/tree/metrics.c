@@ -76,6 +76,8 @@ int tree_metrics__render(struct store *s, const struct tree_counters *c,
 		prom__gauge(out, "proffs_store_locations", "Distinct locations stored.", st.nlocations);
 		prom__gauge(out, "proffs_store_strings", "Distinct strings stored.", st.nstrings);
 		prom__gauge(out, "proffs_store_blocks", "Sample blocks stored.", st.nblocks);
+		prom__gauge(out, "proffs_store_index_bytes",
+			    "Memory of the writer's content -> id maps.", st.index_bytes);
 		prom__gauge(out, "proffs_store_last_commit_timestamp_seconds",
 		      "Unix time of the last append (0: none).", (uint64_t)st.last_commit);
 		prom__counter(out, "proffs_store_dropped_blocks_total",

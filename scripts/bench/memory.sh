@@ -12,6 +12,9 @@
 # the churn and after the walk.
 #
 #   scripts/bench/memory.sh [PROFFS [N_BINARIES]]   (or NBIN=N in the environment)
+# MEM_DETAIL=1 adds, at the end, where the anonymous memory is (smaps:
+# the heap, other anonymous mappings) and glibc's arena figures
+# (malloc_stats, called through gdb after the last reading).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PROFFS=${1:-$ROOT/build/proffs}
@@ -45,6 +48,12 @@ mem() { # label
 		"$1" "$rss" "$anon" $((ml / 1024)) "$bm" "$(awk -v r="$rss" -v m="$ml" -v b="$bm" 'BEGIN { print ((r - b) * 1024 + m) / 1048576 }')"
 }
 
+# What grows with churn, read after a figure (a read of /prof/metrics).
+parts() {
+	awk '$1 ~ /^proffs_(store_index_bytes|store_series|store_locations|store_stacks|processes_tracked|symbol_cache_bytes|unwind_table_bytes)$/ { printf " %s=%s", substr($1, 8), $2 }
+	     END { print "" }' "$W/mp/metrics" | sed 's/^/#/'
+}
+
 mkdir -p "$W/mp" "$W/bin"
 "$PROFFS" run --store "$W/store" --mount "$W/mp" >"$W/run.log" 2>&1 &
 DPID=$!
@@ -73,11 +82,12 @@ for i in $(seq "$NBIN"); do
 	"$b" 3 >/dev/null
 	rm -f "$b"
 	# Flat or growing? A figure halfway through the distinct binaries.
-	((i == NBIN / 2)) && mem "after $i distinct binaries"
+	((i == NBIN / 2)) && { mem "after $i distinct binaries"; parts; }
 done
 ((FORKS > 0)) && wait "${PIDS[-1]}" 2>/dev/null
 sleep "${SETTLE:-12}" # at least one more drain
-mem "after churn" 
+mem "after churn"
+parts
 # The walk.
 n=0
 while IFS= read -r -d '' f; do
@@ -97,4 +107,12 @@ log "inodes held after the walk: $inodes"
 # heap trimmed.
 sleep 9
 mem "reads stopped 9 s"
-grep -E '^proffs_(symbol_cache|processes_tracked|render_cache_bytes|render_cache_file_bytes|fuse_inode|fuse_prunes|unwind_rows|unwind_row_chunks|unwind_map_bytes|unwind_table_bytes)' "$W/mp/metrics" | sed 's/^/# /'
+grep -E '^proffs_(symbol_cache|processes_tracked|store_index_bytes|store_series|store_stacks|store_locations|store_strings|render_cache_bytes|render_cache_file_bytes|fuse_inode|fuse_prunes|unwind_rows|unwind_row_chunks|unwind_map_bytes|unwind_table_bytes)' "$W/mp/metrics" | sed 's/^/# /'
+if [[ ${MEM_DETAIL:-0} = 1 ]]; then
+	awk '/^[0-9a-f]+-[0-9a-f]+ / { name = $6 == "" ? "[anon]" : $6 }
+	     /^Anonymous:/ { a[name] += $2 }
+	     END { for (n in a) if (a[n] >= 256) printf "# anon %6d KiB  %s\n", a[n], n }' "/proc/$DPID/smaps" | sort -k3 -rn
+	gdb -q -p "$DPID" -batch -ex 'call (void)malloc_stats()' > /dev/null 2>&1
+	sleep 0.5
+	grep -E '^(Arena|system bytes|in use bytes|Total|max mmap)' "$W/run.log" | sed 's/^/# /'
+fi

@@ -144,6 +144,7 @@ struct store_stats {
 	uint64_t nseries, nstacks, nlocations, nstrings, nblocks;
 	int64_t last_commit; /* Unix seconds of the last append, 0 = none */
 	uint64_t dropped_blocks; /* deleted by retention or the size bound */
+	uint64_t index_bytes;    /* the writer's content -> id maps in memory */
 };
 int store__stats(struct store *s, struct store_stats *st);
 

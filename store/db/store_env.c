@@ -320,6 +320,7 @@ int store__stats(struct store *s, struct store_stats *out)
 	mdb_env_info(s->env, &info);
 	mdb_env_stat(s->env, &st);
 	out->map_size = s->max_size;
+	out->index_bytes = atomic_load(&s->pc_bytes);
 	out->used_bytes = store__used_pages(s, txn) * st.ms_psize;
 	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
 	if (!stat(path, &fst))

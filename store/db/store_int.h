@@ -31,6 +31,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -147,6 +148,9 @@ struct store {
 	struct pend_tab pend[DB__N];
 	MDB_txn *pend_txn; /* the append txn they belong to (atomic access) */
 	struct u64map *pc_lstr; /* label string hash -> sid indexed in str_idx */
+	/* Bytes of those caches' slots after the last commit (a metric,
+	 * read by other threads). */
+	_Atomic uint64_t pc_bytes;
 };
 
 #define PC_MAX_ENTRIES (4u << 20) /* a cache this full starts over */

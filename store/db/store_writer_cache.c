@@ -173,6 +173,12 @@ void wctx__commit_caches(struct wctx *w)
 	pc_merge(s->pc_series, &w->txseries, true);
 	pc_merge(s->pc_locfp, &w->txlocfp, true);
 	pc_merge(s->pc_lstr, &w->txlstr, true);
+	uint64_t bytes = (s->pc_series->cap + s->pc_locfp->cap + s->pc_lstr->cap) *
+			 sizeof(struct u64map_ent);
+
+	for (size_t i = 0; i < sizeof(sym_dbs) / sizeof(sym_dbs[0]); i++)
+		bytes += s->pc_sym[sym_dbs[i]].cap * sizeof(struct u64map_ent);
+	atomic_store(&s->pc_bytes, bytes);
 }
 
 static int w_str(struct wctx *w, uint32_t pi, uint32_t *sid)
