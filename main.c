@@ -66,17 +66,18 @@ int main(int argc, char **argv)
 
 	if (dbg && *dbg && strcmp(dbg, "0"))
 		log_level = LOG_DEBUG;
-	/* Renders allocate and free blocks of MBs, one after another while
-	 * a client walks the tree. Handing each back at free (glibc's mmap
-	 * and trim thresholds) made the next render fault every page in
-	 * again: ~1,400 faults a minute's profile, ~4,000 an hour's, each
-	 * ~10 us on a hypervisor that traps them. So freed blocks stay in
-	 * the heap while reads go on, and the mount's wait loop gives them
-	 * back once reads stop (fsmount__wait_signal). Two arenas bound
-	 * what the threads hold meanwhile. */
-	mallopt(M_MMAP_THRESHOLD, HEAP_KEEP_BYTES);
-	mallopt(M_TRIM_THRESHOLD, HEAP_KEEP_BYTES);
-	mallopt(M_ARENA_MAX, 2);
+	/* Blocks over 256 KiB go back at free: the daemon's resident memory
+	 * is what it uses, not a peak some thread once reached. While reads
+	 * go on, the mount lets renders keep theirs instead (heap_keep,
+	 * fs/fuse), and gives them back with one malloc_trim when reads
+	 * stop. One arena, because that trim shrinks only the main arena's
+	 * top: another arena's top shrinks on a later free in it, which at
+	 * rest never comes (a mount kept 6 MB that way). Parallel renders
+	 * ran as fast with one arena as with two (tcache takes the small
+	 * blocks without the lock). */
+	mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_BYTES);
+	mallopt(M_TRIM_THRESHOLD, HEAP_TRIM_BYTES);
+	mallopt(M_ARENA_MAX, 1);
 	if (argc < 2) {
 		fprintf(stderr, "proffs: no command given (run, mount, import, cat, check, version; try --help)\n");
 		return 2;

@@ -294,12 +294,14 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 		if (sig > 0)
 			return sig;
 		now = now_mono_ns();
-		/* The heap keeps freed blocks for the next render (main.c):
-		 * give its free pages back once reads stop, and the second
-		 * after a prune, whose FORGETs came in meanwhile. Once: each
-		 * trim madvises every free run again, a TLB shootdown each
-		 * (the sampler trims its own frees once a minute). */
+		/* Renders kept their freed blocks in the heap (ops.c):
+		 * once reads stop, back to handing them back, and the free
+		 * pages go now; also the second after a prune, whose FORGETs
+		 * came in meanwhile. Once: each trim madvises every free run
+		 * again, a TLB shootdown each (the sampler trims its own
+		 * frees once a minute). */
 		if (trim || (now - busy_ns >= idle_ns && trimmed_ns < busy_ns)) {
+			heap_keep(false);
 			heap_trim();
 			trimmed_ns = now;
 			trim = false;

@@ -12,6 +12,7 @@
 # the churn and after the walk.
 #
 #   scripts/bench/memory.sh [PROFFS [N_BINARIES]]   (or NBIN=N in the environment)
+# MIN_S=SECONDS: the binaries take at least that long (see below).
 # MEM_DETAIL=1 adds, at the end, where the anonymous memory is (smaps:
 # the heap, other anonymous mappings) and glibc's arena figures
 # (malloc_stats, called through gdb after the last reading).
@@ -75,7 +76,13 @@ i = d.find(b'GNU\0', d.find(b'\x03\x00\x00\x00'))
 print(i + 4)
 PY
 )
+# MIN_S=SECONDS spreads the binaries over at least that long: the tree's
+# size (and the walk's) follows the run's length, which otherwise
+# follows how fast this machine copies and starts them.
+T0=$SECONDS
 for i in $(seq "$NBIN"); do
+	ahead=$(( ${MIN_S:-0} * i / NBIN - (SECONDS - T0) ))
+	((ahead > 0)) && sleep "$ahead"
 	b=$W/bin/job$i
 	cp "$TB/fixedwork" "$b"
 	printf '%040x' "$i" | xxd -r -p | dd of="$b" bs=1 seek="$off" conv=notrunc status=none

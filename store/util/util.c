@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +231,24 @@ int64_t now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static atomic_bool heap_kept;
+static pthread_mutex_t heap_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void heap_keep(bool keep)
+{
+	if (atomic_load(&heap_kept) == keep)
+		return;
+	/* The flag and the thresholds change together: a render starting
+	 * as the idle switch-off runs must not be left without them. */
+	pthread_mutex_lock(&heap_mu);
+	if (atomic_load(&heap_kept) != keep) {
+		mallopt(M_MMAP_THRESHOLD, keep ? HEAP_KEEP_BYTES : HEAP_MMAP_BYTES);
+		mallopt(M_TRIM_THRESHOLD, keep ? HEAP_KEEP_BYTES : HEAP_TRIM_BYTES);
+		atomic_store(&heap_kept, keep);
+	}
+	pthread_mutex_unlock(&heap_mu);
 }
 
 void heap_trim(void)

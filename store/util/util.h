@@ -80,10 +80,16 @@ size_t u32_sort_unique(uint32_t *v, size_t n);
  * A no-op under AddressSanitizer: its allocator is not glibc's, and
  * glibc's trim of arenas it never set up faulted (found in make test). */
 void heap_trim(void);
-/* What glibc may keep of freed memory between heap_trim calls: main.c's
- * mmap and trim thresholds (blocks below it come from the heap and stay
- * there when freed, for the next render to reuse). */
+/* glibc's thresholds: blocks over HEAP_MMAP_BYTES are mmapped and given
+ * back at free, and a heap top over HEAP_TRIM_BYTES free is trimmed,
+ * except while heap_keep(true) holds (renders going on), when blocks up
+ * to HEAP_KEEP_BYTES stay in the heap for the next render to reuse. */
+#define HEAP_MMAP_BYTES (256 << 10)
+#define HEAP_TRIM_BYTES (128 << 10)
 #define HEAP_KEEP_BYTES (32 << 20)
+/* Switches between the two (thread-safe; cheap when nothing changes).
+ * Switching keeping off does not trim: call heap_trim() after. */
+void heap_keep(bool keep);
 
 /* Current time, Unix seconds and nanoseconds (CLOCK_REALTIME). */
 int64_t now_s(void);

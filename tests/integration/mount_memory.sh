@@ -9,7 +9,8 @@
 #    nobody uses: the inode table then holds what is in use (a working
 #    directory at /prof/cpu itself, one in a minute, an open file), not
 #    every path walked; those keep working: no "(deleted)" working
-#    directory (getcwd would fail), the open file reads the same bytes
+#    directory (getcwd would fail), the open file reads the same bytes,
+#    and RssAnon is back within 8 MiB of its figure before the walk
 # san: no (RSS figures of an ASan build say nothing)
 # alone: no (the figures are this daemon's own; it once dropped the
 # kernel's caches host-wide, which slowed every other test)
@@ -55,7 +56,10 @@ sleep 8
 i2=$(metric proffs_fuse_inodes_held)
 all=$(metric proffs_fuse_inodes)
 pr=$(metric proffs_fuse_prunes_total)
-log "inodes held: $i1 after the walk, $i2 after reads stopped ($all with the forgotten kept); prunes $pr; RssAnon $(anon) KiB"
+a2=$(anon)
+log "inodes held: $i1 after the walk, $i2 after reads stopped ($all with the forgotten kept); prunes $pr; RssAnon $a2 KiB"
+((a2 - a0 <= 8 << 10)) && ok "once reads stopped, RssAnon is $(((a2 - a0) >> 10)) MiB over its figure before the walk (<= 8)" ||
+	fail "once reads stopped, RssAnon is $(((a2 - a0) >> 10)) MiB over its figure before the walk (want <= 8)"
 ((i1 > 8000 && i2 <= 64 && all <= 4096 + 64)) && ok "inodes held: $i1 after the walk, $i2 once reads stopped" ||
 	fail "inodes held: $i1 after the walk, $i2 after reads stopped, $all in the table (want > 8000, <= 64, <= 4160)"
 for p in "$CWD1" "$CWD2"; do
