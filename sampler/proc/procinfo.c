@@ -41,8 +41,13 @@ struct procs *procs__new(const struct procs_opts *o)
 	if (!ps)
 		return NULL;
 	ps->o = *o;
+	/* An exited process's samples all come before its exit event (one
+	 * ring, in order); what can come later is a sample held back for its
+	 * symbols (DEFER_NS, 1 s), one parked for its unwind tables (PARK_NS,
+	 * 5 s) and an off-CPU block from the other ring. 10 s covers those;
+	 * the 30 s it was kept 3x as many of a fork storm's processes. */
 	if (!ps->o.grace_ns)
-		ps->o.grace_ns = 30 * SEC_NS;
+		ps->o.grace_ns = 10 * SEC_NS;
 	return ps;
 }
 
@@ -176,7 +181,7 @@ static struct maps *read_maps(pid_t pid)
 			break;
 		m->n++;
 	}
-	/* Kept for as long as the process (and 30 s after it): at the size
+	/* Kept for as long as the process (and 10 s after it): at the size
 	 * read, not the doubling's. A short-lived program maps ~5 files of
 	 * the 32 the first step holds; 2 KB per process was most of what a
 	 * burst of 4,000 execs (a `find -exec cat` of the tree) cost. */

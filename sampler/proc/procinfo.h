@@ -55,7 +55,7 @@ struct procs;
 struct procs_opts {
 	struct symbolizer *sym; /* borrowed */
 	struct labeler *lab;    /* borrowed */
-	int64_t grace_ns;       /* keep exited processes this long; 0 = 30 s */
+	int64_t grace_ns;       /* keep exited processes this long; 0 = 10 s */
 };
 
 struct procs *procs__new(const struct procs_opts *o);
