@@ -285,7 +285,7 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 	const struct timespec second = { 1, 0 };
 	uint64_t seen = 0, held, forgot, bytes;
 	const int64_t idle_ns = FSMOUNT_IDLE_S * 1000000000LL;
-	int64_t busy_ns = now_mono_ns(), pruned_ns = 0, trimmed_ns = 0, now;
+	int64_t busy_ns = now_mono_ns(), pruned_ns = 0, now;
 	bool dropped = true, trim = false;
 
 	for (;;) {
@@ -293,21 +293,20 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 
 		if (sig > 0)
 			return sig;
-		now = now_mono_ns();
-		/* Renders kept their freed blocks in the heap (ops.c):
-		 * once reads stop, back to handing them back, and the free
-		 * pages go now; also the second after a prune, whose FORGETs
-		 * came in meanwhile. Once: each trim madvises every free run
-		 * again, a TLB shootdown each (the sampler trims its own
-		 * frees once a minute). */
-		if (trim || (now - busy_ns >= idle_ns && trimmed_ns < busy_ns)) {
-			heap_keep(false);
-			heap_trim();
-			trimmed_ns = now;
-			trim = false;
-		}
 		if (!m)
 			continue;
+		now = now_mono_ns();
+		/* Renders kept their freed blocks in the heap (ops.c): once
+		 * reads stop, back to handing them back, and the free pages
+		 * go now (after a prune, the second after, once its FORGETs
+		 * came in). Once per pause: each trim madvises every free run
+		 * again, a TLB shootdown each (the sampler trims its own frees
+		 * once a minute). */
+		if (trim) {
+			heap_keep(false);
+			heap_trim();
+			trim = false;
+		}
 		inotab__stats(&m->inos, &held, &forgot, &bytes);
 		uint64_t act = activity(m);
 
@@ -326,11 +325,14 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 			if (held > INO_PRUNE_IDLE) {
 				fsmount__prune(m);
 				pruned_ns = now;
-				trim = true;
 				/* Its own lookups are not reads: with more than
 				 * INO_PRUNE_IDLE inodes in use it would otherwise
 				 * prune again every FSMOUNT_IDLE_S. */
 				seen = activity(m);
+				trim = true; /* next second */
+			} else {
+				heap_keep(false);
+				heap_trim();
 			}
 			dropped = true;
 		}

@@ -185,14 +185,14 @@ static struct maps *read_maps(pid_t pid)
 	 * read, not the doubling's. A short-lived program maps ~5 files of
 	 * the 32 the first step holds; 2 KB per process was most of what a
 	 * burst of 4,000 execs (a `find -exec cat` of the tree) cost. */
-	if (m && m->n < cap) {
-		struct vma *nv = m->n ? realloc(m->v, m->n * sizeof(*nv)) : NULL;
+	if (m && !m->n) {
+		free(m->v);
+		m->v = NULL;
+	} else if (m && m->n < cap) {
+		struct vma *nv = realloc(m->v, m->n * sizeof(*nv));
 
-		if (nv || !m->n) {
-			if (!m->n)
-				free(m->v);
+		if (nv)
 			m->v = nv;
-		}
 	}
 out:
 	free(line);

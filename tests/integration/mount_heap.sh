@@ -17,7 +17,6 @@ START=1795518000 # 2026-11-24T11:00Z
 MP=$(mnt_dir mp)
 mnt_start "$STORE" "$MP"
 
-anon() { awk '/^RssAnon:/ { print $2 }' "/proc/$MNT_PID/status"; }
 minflt() { awk '{ print $10 }' "/proc/$MNT_PID/stat"; }
 minute() { date -u -d "@$((START + $1 * 60))" +%Y-%m-%dT%H:%M; }
 

@@ -55,6 +55,9 @@ is_mounted() {
 	awk -v d="$1" -v t="$2" '$2 == d && $3 == t { f = 1 } END { exit !f }' /proc/mounts
 }
 
+# The resident anonymous memory of the last mount started, KiB.
+anon() { awk '/^RssAnon:/ { print $2 }' "/proc/$MNT_PID/status"; }
+
 # mnt_start STORE MP [args...]: starts `proffs mount` in the background,
 # waits until MP is mounted. Sets MNT_PID. Its log is $WORK/mount-<n>.log.
 MNT_N=0

@@ -22,7 +22,6 @@ STORE=$WORK/store
 MP=$(mnt_dir mp)
 mnt_start "$STORE" "$MP"
 
-anon() { awk '/^RssAnon:/ { print $2 }' "/proc/$MNT_PID/status"; }
 metric() { awk -v k="$1" '$1 == k { print $2 }' "$MP/metrics"; }
 
 # Users of the tree while it is pruned: a working directory at a child of
