@@ -157,7 +157,9 @@ tol_of() { awk -v w="$1" -v st="$2" 'BEGIN { t = w * 0.02; if (t < 2) t = 2; if 
 near() { awk -v g="$1" -v w="$2" -v t="$3" 'BEGIN { exit !(g >= w - t && g <= w + t) }'; }
 check_count() { # what got thread_cpu_s nominal_s hz
 	local what=$1 got=$2 cpu=$3 nom=$4 hz=$5 want tol full=0
-	awk -v c="$cpu" -v n="$nom" 'BEGIN { exit !(c >= n * 0.98) }' && full=1
+	# Whole means within 0.5%: a thread that lost 1.4% of its CPU already
+	# spends most of the nominal check's 2% (CI: 968 of 990 at 9.862 s).
+	awk -v c="$cpu" -v n="$nom" 'BEGIN { exit !(c >= n * 0.995) }' && full=1
 	if ((full)); then
 		want=$((nom * hz))
 		tol=$(tol_of "$want" 0)
