@@ -72,9 +72,9 @@ int tree_metrics__render(struct store *s, const struct tree_counters *c,
 		prom__gauge(out, "proffs_store_used_bytes", "Bytes of the map in use.", st.used_bytes);
 		prom__gauge(out, "proffs_store_file_bytes", "Size of the store file on disk.", st.file_bytes);
 		prom__gauge(out, "proffs_store_series", "Series stored.", st.nseries);
-		prom__gauge(out, "proffs_store_stacks", "Distinct stacks stored.", st.nstacks);
-		prom__gauge(out, "proffs_store_locations", "Distinct locations stored.", st.nlocations);
-		prom__gauge(out, "proffs_store_strings", "Distinct strings stored.", st.nstrings);
+		prom__gauge(out, "proffs_store_stacks", "Stacks stored.", st.nstacks);
+		prom__gauge(out, "proffs_store_locations", "Locations stored.", st.nlocations);
+		prom__gauge(out, "proffs_store_strings", "Strings stored.", st.nstrings);
 		prom__gauge(out, "proffs_store_blocks", "Sample blocks stored.", st.nblocks);
 		prom__gauge(out, "proffs_store_index_bytes",
 			    "Memory of the writer's content -> id maps.", st.index_bytes);

@@ -199,6 +199,8 @@ static int append_txn(struct store *s, const char *type, uint64_t start,
 		goto out;
 	w.type = t.id;
 	wctx__known_locs(&w);
+	if ((rc = wctx__touch_known(&w)))
+		goto out;
 
 	if ((rc = append__collect(&w, vmap, ents, sh, si, &nent)))
 		goto out;

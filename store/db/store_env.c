@@ -106,6 +106,7 @@ int store__open(struct store **out, const struct store_opts *o)
 	unsigned int flags = MDB_NOTLS;
 	MDB_txn *txn = NULL;
 	const char *nosync = getenv("PROFFS_STORE_NOSYNC");
+	const char *window = getenv("PROFFS_STORE_INDEX_WINDOW_S");
 	struct stat st;
 	int rc;
 
@@ -119,6 +120,10 @@ int store__open(struct store **out, const struct store_opts *o)
 	s->max_size = o->max_size ? o->max_size : 4ULL << 30;
 	s->retention_s = o->retention_s;
 	s->readonly = o->readonly;
+	/* The writer's generations (tests shorten them to see one end; 0:
+	 * every commit ends one). */
+	s->pc_window_s = window && *window && atoll(window) >= 0 ? atoll(window) : PC_WINDOW_S;
+	s->pc_gen_start = now_mono_ns() / 1000000000;
 	if (!s->dir) {
 		rc = -ENOMEM;
 		goto err;

@@ -136,24 +136,32 @@ struct store {
 	/* Caches of the appending thread, holding committed ids only (ids of
 	 * interned tables never change once committed): content hash ->
 	 * id per table (stacks included), series content hash -> id
-	 * (verified on use: series can expire). */
+	 * (verified on use: series can expire). Each value is the id with,
+	 * in its upper 32 bits, the generation that last used it: an entry
+	 * unused for a whole generation is forgotten when the next one
+	 * starts (store_writer_cache.c says why that is safe). */
 	struct u64map *pc_sym; /* [DB__N] */
 	struct u64map *pc_series;
 	struct u64map *pc_locfp; /* profile location fingerprint -> location */
-	/* pc_sym[dbi] of str, func, map, loc and stacks is complete for ids
-	 * below pc_upto[dbi] (no on-disk index backs it): each append
-	 * transaction first adds the records committed since (by this or
-	 * another process). */
+	/* Every record below pc_upto[dbi] has been offered to pc_sym[dbi]:
+	 * each append transaction first adds the records committed since
+	 * (by this or another process); 0 = not yet, then only the newest
+	 * PC_RELOAD are taken. */
 	uint32_t pc_upto[DB__N];
 	struct pend_tab pend[DB__N];
 	MDB_txn *pend_txn; /* the append txn they belong to (atomic access) */
 	struct u64map *pc_lstr; /* label string hash -> sid indexed in str_idx */
+	uint32_t pc_gen;        /* the generation now */
+	int64_t pc_gen_start;   /* when it began, CLOCK_MONOTONIC seconds */
+	int64_t pc_window_s;    /* how long a generation lasts */
 	/* Bytes of those caches' slots after the last commit (a metric,
 	 * read by other threads). */
 	_Atomic uint64_t pc_bytes;
 };
 
-#define PC_MAX_ENTRIES (4u << 20) /* a cache this full starts over */
+#define PC_MAX_ENTRIES (4u << 20) /* a cache this full ends its generation early */
+#define PC_RELOAD 16384u          /* newest records per table taken at open */
+#define PC_WINDOW_S 600           /* a generation: 10 minutes */
 
 
 /* Maps an LMDB return code to -errno (MDB_MAP_FULL -> -ENOSPC,

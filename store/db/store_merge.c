@@ -8,8 +8,10 @@
  * series to label sets (their comm, pid and offcpu state), stacks to
  * locations, locations to mappings and functions, and all of those to
  * strings. Last, each (label set, stack) becomes one profile sample.
- * Store symbols are distinct by content, so the profile takes them
- * without looking for duplicates.
+ * The profile takes store symbols without looking for duplicates: ids are
+ * distinct, and content repeated under two ids (a symbol the writer had
+ * forgotten, store_writer_cache.c) stays two rows, as pprof allows; every
+ * render names frames by their text.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -361,8 +363,8 @@ static int m_resolve(struct mctx *m)
 	r.maps = maps;
 	r.funcs = funcs;
 	r.next[0] = ss;
-	/* Store symbols are distinct by content, and the idmaps keep out
-	 * what p has already: no lookups. */
+	/* Store ids are distinct, and the idmaps keep out what p has
+	 * already: no lookups. */
 	profile__distinct(m->p, true);
 	if ((rc = table__read_many(m->s, m->txn, DB_MAP, ms->ids, nmap, r_mapping, &r)) ||
 	    (rc = table__read_many(m->s, m->txn, DB_FUNC, fs->ids, nfunc, r_function, &r)) ||

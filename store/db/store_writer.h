@@ -34,6 +34,7 @@ struct wctx {
 	uint64_t *strh;                       /* profile string hashes, 0 = not yet */
 	uint64_t *maph, *funch;               /* mapping / function content hashes, likewise */
 	uint64_t *locfp;                      /* location fingerprints, likewise */
+	uint8_t *fresh; /* per location, known_locs' pc_get: 2 = first use this generation */
 	struct u64map ser_hash;               /* label hash -> ser_cache index */
 	struct ser_cache_ent *sc;
 	size_t nsc, capsc;
@@ -60,6 +61,9 @@ int wctx__type(struct wctx *w, const char *name, struct store_type *t,
 	       int *vmap);
 /* Resolves up front the locations the cache knows (a speed-up only). */
 void wctx__known_locs(struct wctx *w);
+/* Marks the mappings and functions of the locations known_locs found as
+ * used this generation. Returns 0 or -errno. */
+int wctx__touch_known(struct wctx *w);
 /* Series id of a sample (interned with the batch's extra labels). */
 int wctx__series(struct wctx *w, const struct prof_sample *sm, uint32_t *id);
 /* Resolves a sample's locations into w->path; *n = their number. */

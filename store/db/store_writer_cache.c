@@ -3,11 +3,28 @@
  *
  * Symbols of the profile are interned (each profile string, mapping,
  * function and location looked up once per batch in in-memory maps of
- * content hash -> id, which are the only index of those tables: rebuilt
- * from the tables by the first append of a process), and every sample's
+ * content hash -> id, the only index of those tables), and every sample's
  * locations become one interned stack record; samples' labels become
  * series. What a transaction adds is kept aside (wctx.tx*) and joins the
  * store's caches only when it commits.
+ *
+ * The maps forget. A host that runs a new binary every few minutes brings
+ * new mappings, locations and stacks all day, and maps that kept every
+ * record grew with the store's history (+1.5 MB per 1,000 one-shot
+ * binaries), never with what runs now. So the maps live in generations
+ * (PC_WINDOW_S, 10 minutes): a hit stamps its entry with the generation
+ * now, and when a generation ends the entries it did not use go. What
+ * runs keeps its entries forever; what stopped is gone 10 to 20 minutes
+ * later, and the maps hold what the host ran in the last two windows.
+ *
+ * A symbol seen again after it was forgotten is interned again under a new
+ * id: the tables are distinct by content within a window, not across
+ * windows, as in Pyroscope's per-block symbol tables. Readers never needed
+ * more: renders name frames by text (folded, top, svg), pprof merges
+ * equal functions by name, and a label string, the one thing readers look
+ * up by content, is found through str_idx on disk, never re-interned.
+ * The price is a record again (tens of bytes) for a frame sampled less
+ * than once in 10 minutes, against 48 bytes of map kept for it meanwhile.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,13 +37,40 @@
 
 static const int sym_dbs[] = { DB_STR, DB_FUNC, DB_MAP, DB_LOC, DB_STACK };
 
+/* A committed entry: its id, and the stamp of the generation now (the
+ * caller's lookup is a use). 0: absent; 1: found, used already in this
+ * generation; 2: found, first use in it. */
+static int pc_get(const struct store *s, struct u64map *m, uint64_t k, uint32_t *id)
+{
+	uint64_t *v = u64map__getp(m, k);
+	bool first;
+
+	if (!v)
+		return 0;
+	*id = (uint32_t)*v;
+	first = (uint32_t)(*v >> 32) != s->pc_gen;
+	*v = (uint64_t)s->pc_gen << 32 | *id;
+	return 1 + first;
+}
+
+/* An entry this transaction added (unstamped until it commits). */
+static bool tx_get(const struct u64map *m, uint64_t k, uint32_t *id)
+{
+	uint64_t v;
+
+	if (!u64map__get(m, k, &v))
+		return false;
+	*id = (uint32_t)v;
+	return true;
+}
+
 /* Finds content b[len] of table dbi, or adds it, through the in-memory
  * maps keyed by a 64-bit hash of the content (a collision needs ~2^32
- * distinct symbols to become likely). The maps are the only index of
- * these tables: wctx__sync keeps them complete. */
+ * distinct symbols to become likely). Content the maps forgot is added
+ * again under a new id. */
 static int w_intern(struct wctx *w, int dbi, const void *b, size_t len, uint32_t *id)
 {
-	uint64_t h, v;
+	uint64_t h;
 	int rc;
 
 	if (dbi == DB_STR && !len) {
@@ -34,19 +78,18 @@ static int w_intern(struct wctx *w, int dbi, const void *b, size_t len, uint32_t
 		return 0;
 	}
 	h = fhash(b, len, PC_SEED1);
-	if (u64map__get(&w->s->pc_sym[dbi], h, &v) || u64map__get(&w->txsym[dbi], h, &v)) {
-		*id = (uint32_t)v;
+	if (pc_get(w->s, &w->s->pc_sym[dbi], h, id) || tx_get(&w->txsym[dbi], h, id))
 		return 0;
-	}
 	rc = intern__add(w->s, w->txn, dbi, b, len, &w->next[dbi], id);
 	if (!rc)
 		rc = u64map__put(&w->txsym[dbi], h, *id);
 	return rc;
 }
 
-/* Brings s->pc_sym up to date with every record committed so far (all of
- * them when the store was just opened, then only those another process
- * added): a write transaction sees them all and no other writes meanwhile. */
+/* Offers s->pc_sym the records committed since the last append (when the
+ * store was just opened, the newest PC_RELOAD of each table: what ran
+ * last is what runs next; then only what another process added): a write
+ * transaction sees them all and no other writes meanwhile. */
 int wctx__sync(struct wctx *w)
 {
 	struct store *s = w->s;
@@ -58,11 +101,16 @@ int wctx__sync(struct wctx *w)
 		uint8_t kb[4];
 		MDB_val k = { 4, kb }, d;
 		MDB_cursor *c;
+		uint32_t from = s->pc_upto[dbi];
 
+		if (!from && (rc = table__next_id(s, w->txn, dbi, &from)))
+			break;
+		if (!s->pc_upto[dbi])
+			from = from > PC_RELOAD ? from - PC_RELOAD : 0;
 		rc = mdb_cursor_open(w->txn, s->dbi[dbi], &c);
 		if (rc)
 			break;
-		be32_put(kb, s->pc_upto[dbi]);
+		be32_put(kb, from);
 		for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); !rc;
 		     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
 			struct group g;
@@ -86,7 +134,8 @@ int wctx__sync(struct wctx *w)
 						continue; /* store__check reports it */
 					h = fhash(ids, n * sizeof(*ids), PC_SEED_STACK);
 				}
-				if (u64map__put(&s->pc_sym[dbi], h, g.first + r))
+				if (u64map__put(&s->pc_sym[dbi], h,
+						(uint64_t)s->pc_gen << 32 | (g.first + r)))
 					rc = -ENOMEM;
 			}
 			if (rc) {
@@ -110,7 +159,7 @@ int wctx__sync(struct wctx *w)
  * they, and only they, are indexed on disk in str_idx. */
 static int w_label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
 {
-	uint64_t h, v;
+	uint64_t h;
 	uint32_t id;
 	int rc;
 
@@ -119,10 +168,8 @@ static int w_label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
 		return 0;
 	}
 	h = fhash(b, len, PC_SEED1);
-	if (u64map__get(w->s->pc_lstr, h, &v) || u64map__get(&w->txlstr, h, &v)) {
-		*sid = (uint32_t)v;
+	if (pc_get(w->s, w->s->pc_lstr, h, sid) || tx_get(&w->txlstr, h, sid))
 		return 0;
-	}
 	/* The id readers find is the one to use. */
 	rc = intern__find(w->s, w->txn, DB_STR, DB_STR_IDX, b, len, &id);
 	if (!rc && !id) {
@@ -136,48 +183,83 @@ static int w_label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
 	return rc;
 }
 
-/* Adds src to dst. A bounded cache this full starts over; an unbounded
- * one (pc_sym, no index behind it) is dropped on ENOMEM, which the caller
- * must know: returns false then. */
-static bool pc_merge(struct u64map *dst, struct u64map *src, bool bounded)
+/* Adds src to dst, stamped with generation gen. On ENOMEM dst is dropped
+ * (a cache does without) and false returned. */
+static bool pc_merge(struct u64map *dst, const struct u64map *src, uint32_t gen)
 {
-	if (bounded && dst->n + src->n > PC_MAX_ENTRIES)
-		u64map__free(dst);
-	if (src->has_max && u64map__put(dst, U64MAP_EMPTY, src->max_v))
+	uint64_t g = (uint64_t)gen << 32;
+
+	if (src->has_max && u64map__put(dst, U64MAP_EMPTY, g | (uint32_t)src->max_v))
 		goto oom;
 	for (size_t i = 0; i < src->cap; i++)
-		if (src->e[i].k != U64MAP_EMPTY && u64map__put(dst, src->e[i].k, src->e[i].v))
+		if (src->e[i].k != U64MAP_EMPTY &&
+		    u64map__put(dst, src->e[i].k, g | (uint32_t)src->e[i].v))
 			goto oom;
 	return true;
 oom:
-	u64map__free(dst); /* do without */
+	u64map__free(dst);
 	return false;
 }
 
-/* After a commit: what this txn resolved is now safe to keep. */
+/* Keeps the entries of m that generation gen used, in a table sized for
+ * them (the old one's memory goes back). A table still over
+ * PC_MAX_ENTRIES, or one that cannot be allocated, starts empty. */
+static void pc_keep(struct u64map *m, uint32_t gen)
+{
+	struct u64map k = { 0 };
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->cap; i++)
+		n += m->e[i].k != U64MAP_EMPTY && (uint32_t)(m->e[i].v >> 32) == gen;
+	if (n <= PC_MAX_ENTRIES && !u64map__reserve(&k, n)) {
+		if (m->has_max && (uint32_t)(m->max_v >> 32) == gen)
+			u64map__put(&k, U64MAP_EMPTY, m->max_v);
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->e[i].k != U64MAP_EMPTY && (uint32_t)(m->e[i].v >> 32) == gen)
+				u64map__put(&k, m->e[i].k, m->e[i].v); /* reserved: no ENOMEM */
+	}
+	u64map__free(m);
+	*m = k;
+}
+
+/* After a commit: what this txn resolved is now safe to keep; a
+ * generation that has lasted its window (or filled a map) ends. */
 void wctx__commit_caches(struct wctx *w)
 {
 	struct store *s = w->s;
+	struct u64map *all[8];
+	size_t nall = 0;
+	int64_t now = now_mono_ns() / 1000000000;
+	bool full = false;
+	uint64_t bytes = 0;
 
 	for (size_t i = 0; i < sizeof(sym_dbs) / sizeof(sym_dbs[0]); i++) {
 		int dbi = sym_dbs[i];
 
+		if (w->txsym[dbi].n)
+			pc_merge(&s->pc_sym[dbi], &w->txsym[dbi], s->pc_gen);
 		/* wctx__sync left pc_upto at this txn's first new id. */
-		if (w->txsym[dbi].n && !pc_merge(&s->pc_sym[dbi], &w->txsym[dbi], false)) {
-			s->pc_upto[dbi] = 0; /* rebuilt by the next wctx__sync */
-			continue;
-		}
 		if (w->next[dbi] > s->pc_upto[dbi])
 			s->pc_upto[dbi] = w->next[dbi];
+		all[nall++] = &s->pc_sym[dbi];
 	}
-	pc_merge(s->pc_series, &w->txseries, true);
-	pc_merge(s->pc_locfp, &w->txlocfp, true);
-	pc_merge(s->pc_lstr, &w->txlstr, true);
-	uint64_t bytes = (s->pc_series->cap + s->pc_locfp->cap + s->pc_lstr->cap) *
-			 sizeof(struct u64map_ent);
+	pc_merge(s->pc_series, &w->txseries, s->pc_gen);
+	pc_merge(s->pc_locfp, &w->txlocfp, s->pc_gen);
+	pc_merge(s->pc_lstr, &w->txlstr, s->pc_gen);
+	all[nall++] = s->pc_series;
+	all[nall++] = s->pc_locfp;
+	all[nall++] = s->pc_lstr;
+	for (size_t i = 0; i < nall; i++)
+		full |= all[i]->n > PC_MAX_ENTRIES;
+	if (full || now - s->pc_gen_start >= s->pc_window_s) {
+		uint32_t ended = s->pc_gen++;
 
-	for (size_t i = 0; i < sizeof(sym_dbs) / sizeof(sym_dbs[0]); i++)
-		bytes += s->pc_sym[sym_dbs[i]].cap * sizeof(struct u64map_ent);
+		for (size_t i = 0; i < nall; i++)
+			pc_keep(all[i], ended);
+		s->pc_gen_start = now;
+	}
+	for (size_t i = 0; i < nall; i++)
+		bytes += all[i]->cap * sizeof(struct u64map_ent);
 	atomic_store(&s->pc_bytes, bytes);
 }
 
@@ -335,9 +417,9 @@ static uint64_t w_locfp(struct wctx *w, uint64_t lid)
 void wctx__known_locs(struct wctx *w)
 {
 	const struct profile *p = w->p;
-	const struct u64map *m = w->s->pc_locfp;
-	uint64_t ring_fp[FP_AHEAD], v;
-	uint32_t ring_lid[FP_AHEAD];
+	struct u64map *m = w->s->pc_locfp;
+	uint64_t ring_fp[FP_AHEAD];
+	uint32_t ring_lid[FP_AHEAD], v;
 	size_t head = 0, n = 0;
 
 	/* The location table in order (a batch's table holds the locations
@@ -349,8 +431,8 @@ void wctx__known_locs(struct wctx *w)
 			continue;
 		u64map__prefetch(m, fp);
 		if (n == FP_AHEAD) {
-			if (u64map__get(m, ring_fp[head], &v))
-				w->locs[ring_lid[head] - 1] = (uint32_t)v;
+			if ((w->fresh[ring_lid[head] - 1] = pc_get(w->s, m, ring_fp[head], &v)))
+				w->locs[ring_lid[head] - 1] = v;
 			n--;
 		}
 		ring_fp[head] = fp;
@@ -361,9 +443,34 @@ void wctx__known_locs(struct wctx *w)
 	for (; n; n--) {
 		size_t k = (head + FP_AHEAD - n) % FP_AHEAD;
 
-		if (u64map__get(m, ring_fp[k], &v))
-			w->locs[ring_lid[k] - 1] = (uint32_t)v;
+		if ((w->fresh[ring_lid[k] - 1] = pc_get(w->s, m, ring_fp[k], &v)))
+			w->locs[ring_lid[k] - 1] = v;
 	}
+}
+
+/* A location found by its fingerprint skips its mapping and functions,
+ * so they are looked up here as a use, once a generation (the first batch
+ * that finds the location in it): otherwise they would be forgotten while
+ * their locations are sampled, and the next new location of that binary
+ * would intern them again. */
+int wctx__touch_known(struct wctx *w)
+{
+	const struct profile *p = w->p;
+	uint32_t id;
+	int rc = 0;
+
+	for (uint64_t lid = 1; lid <= p->nlocations && !rc; lid++) {
+		const struct prof_location *pl = &p->locations[lid - 1];
+
+		if (w->fresh[lid - 1] != 2)
+			continue; /* unknown (w_location resolves it all) or done */
+		if (pl->mapping_id && pl->mapping_id <= p->nmappings)
+			rc = w_mapping(w, pl->mapping_id, &id);
+		for (uint32_t i = 0; i < pl->nlines && !rc; i++)
+			if (pl->lines[i].function_id)
+				rc = w_function(w, pl->lines[i].function_id, &id);
+	}
+	return rc;
 }
 
 static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
@@ -372,7 +479,7 @@ static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 	struct sym_line *lines = NULL;
 	uint8_t stackbuf[512], *b = stackbuf;
 	uint32_t mapping;
-	uint64_t fp, v;
+	uint64_t fp;
 	int rc;
 
 	if (!lid || lid > w->p->nlocations)
@@ -383,8 +490,8 @@ static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 	}
 	pl = &w->p->locations[lid - 1];
 	fp = w_locfp(w, lid);
-	if (fp && (u64map__get(w->s->pc_locfp, fp, &v) || u64map__get(&w->txlocfp, fp, &v))) {
-		*out = w->locs[lid - 1] = (uint32_t)v;
+	if (fp && (pc_get(w->s, w->s->pc_locfp, fp, out) || tx_get(&w->txlocfp, fp, out))) {
+		w->locs[lid - 1] = *out;
 		return 0;
 	}
 	if ((rc = w_mapping(w, pl->mapping_id, &mapping)))
@@ -466,13 +573,10 @@ uint64_t wctx__stack_hash(struct wctx *w, uint32_t n)
 int wctx__stack_id(struct wctx *w, const struct prof_sample *sm, uint64_t h, uint32_t *id)
 {
 	uint32_t n;
-	uint64_t v;
 	int rc;
 
-	if (u64map__get(&w->s->pc_sym[DB_STACK], h, &v) || u64map__get(&w->txsym[DB_STACK], h, &v)) {
-		*id = (uint32_t)v;
+	if (pc_get(w->s, &w->s->pc_sym[DB_STACK], h, id) || tx_get(&w->txsym[DB_STACK], h, id))
 		return 0;
-	}
 	/* New: its locations are all resolved by now, so this is cheap. */
 	if ((rc = wctx__stack_path(w, sm, &n)))
 		return rc;
@@ -535,14 +639,14 @@ static int w_series_of(struct wctx *w, struct lpair *lp, size_t n, uint32_t *id)
 	}
 	be64_put(hk, hash64(b, len, STORE_HASH_SEED));
 	{
-		uint64_t cv;
+		uint32_t cv;
 		MDB_val v;
 
-		if ((u64map__get(w->s->pc_series, be64_get(hk), &cv) ||
-		     u64map__get(&w->txseries, be64_get(hk), &cv)) &&
-		    !table__read(w->s, w->txn, DB_SERIES, (uint32_t)cv, &v) &&
+		if ((pc_get(w->s, w->s->pc_series, be64_get(hk), &cv) ||
+		     tx_get(&w->txseries, be64_get(hk), &cv)) &&
+		    !table__read(w->s, w->txn, DB_SERIES, cv, &v) &&
 		    v.mv_size == len + 8 && !memcmp(v.mv_data, b, len)) {
-			*id = (uint32_t)cv;
+			*id = cv;
 			rc = 0;
 			goto out;
 		}
@@ -671,6 +775,24 @@ int wctx__series(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
 
 /* The type record, created from p on first use; vmap[i] = the type's
  * value index of p's value i. */
+/* Whether store string sid holds the text of profile string pi. By text,
+ * not id: the type's strings may have been forgotten and interned again
+ * since the type was made. */
+static bool w_str_is(struct wctx *w, uint32_t sid, uint32_t pi)
+{
+	const struct profile *p = w->p;
+	size_t len;
+	MDB_val v;
+
+	if (pi >= p->nstrs)
+		return false;
+	len = p->str_lens ? p->str_lens[pi] : strlen(p->strs[pi]);
+	if (!sid)
+		return !len;
+	return !table__read(w->s, w->txn, DB_STR, sid, &v) && v.mv_size == len &&
+	       !memcmp(v.mv_data, p->strs[pi], len);
+}
+
 int wctx__type(struct wctx *w, const char *name, struct store_type *t,
 		  int *vmap)
 {
@@ -710,14 +832,10 @@ int wctx__type(struct wctx *w, const char *name, struct store_type *t,
 		return rc;
 	}
 	for (uint32_t i = 0; i < p->nvalues; i++) {
-		uint32_t ts, us;
-
 		vmap[i] = -1;
-		if ((rc = w_str(w, p->sample_types[i].type, &ts)) ||
-		    (rc = w_str(w, p->sample_types[i].unit, &us)))
-			return rc;
 		for (uint32_t j = 0; j < t->nvalues; j++)
-			if (t->vtype[j] == ts && t->vunit[j] == us)
+			if (w_str_is(w, t->vtype[j], p->sample_types[i].type) &&
+			    w_str_is(w, t->vunit[j], p->sample_types[i].unit))
 				vmap[i] = j;
 		if (vmap[i] < 0) {
 			pr_err("store: type %s has no value type %s/%s", name,
@@ -741,8 +859,9 @@ int wctx__init(struct wctx *w)
 	w->maph = calloc(p->nmappings + 1, sizeof(uint64_t));
 	w->funch = calloc(p->nfunctions + 1, sizeof(uint64_t));
 	w->locfp = calloc(p->nlocations + 1, sizeof(uint64_t));
+	w->fresh = calloc(p->nlocations + 1, 1);
 	if (!w->strs || !w->maps || !w->funcs || !w->locs || !w->strh || !w->maph ||
-	    !w->funch || !w->locfp)
+	    !w->funch || !w->locfp || !w->fresh)
 		return -ENOMEM;
 	memset(w->strs, 0xff, (p->nstrs + 1) * sizeof(uint32_t));
 	memset(w->maps, 0xff, (p->nmappings + 1) * sizeof(uint32_t));
@@ -772,6 +891,7 @@ void wctx__free(struct wctx *w)
 	free(w->maph);
 	free(w->funch);
 	free(w->locfp);
+	free(w->fresh);
 	free(w->maps);
 	free(w->funcs);
 	free(w->locs);

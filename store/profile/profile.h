@@ -130,7 +130,7 @@ int profile__reserve(struct profile *p, size_t strs, size_t maps, size_t funcs, 
 
 /* on: the caller promises that the strings, mappings, functions and
  * locations it adds until off are not in p yet (a merge of a store, whose
- * symbols are distinct by construction): adds append without a lookup.
+ * symbols have distinct ids): adds append without a lookup.
  * Lookups after off see every row. An empty string is always index 0. */
 void profile__distinct(struct profile *p, bool on);
 

@@ -273,6 +273,24 @@ static inline bool u64map__get(const struct u64map *m, uint64_t k, uint64_t *v)
 	return false;
 }
 
+/* k's value, in place (valid until the next put), or NULL. */
+static inline uint64_t *u64map__getp(struct u64map *m, uint64_t k)
+{
+	size_t j;
+
+	if (k == U64MAP_EMPTY)
+		return m->has_max ? &m->max_v : NULL;
+	if (!m->cap)
+		return NULL;
+	j = u64map__slot(k, m->cap);
+	while (m->e[j].k != U64MAP_EMPTY) {
+		if (m->e[j].k == k)
+			return &m->e[j].v;
+		j = (j + 1) & (m->cap - 1);
+	}
+	return NULL;
+}
+
 static inline void u64map__free(struct u64map *m)
 {
 	free(m->e);

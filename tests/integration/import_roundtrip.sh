@@ -9,7 +9,11 @@
 #     input's; flat and cum per function equal pprof's on the input;
 #   - folded.txt sums to the total in its unit (samples for cpu), top.txt
 #     is what go tool pprof -top prints, the SVG is well-formed;
-#   - --type and --label: the type directory and label pair are listed.
+#   - --type and --label: the type directory and label pair are listed;
+#   - a store whose writer forgot symbols between two imports of the same
+#     profile (each commit ends a generation) holds them twice, and reads
+#     back as the one profile doubled: folded.txt line for line, pprof
+#     -top and top.txt alike.
 # san: yes
 . "$(dirname "$0")/lib.bash"
 
@@ -90,5 +94,33 @@ ls_custom=$("$PROFFS" cat --store "$S" custom 2>/dev/null)
 	&& ok "root lists cpu, heap, goroutine, custom" \
 	|| fail "root listing: $ls_types"
 [[ $ls_custom == *"node=web-3"* ]] && ok "custom/ lists node=web-3" || fail "custom listing: $ls_custom"
+
+# The writer forgets: cpu, then block (cpu's symbols go unused), then cpu
+# again, in one process whose every commit ends a generation.
+S2=$T/forgot
+out=$(PROFFS_STORE_INDEX_WINDOW_S=0 "$PROFFS" import --store "$S2" "$T/cpu.pb.gz" "$T/block.pb.gz" \
+	"$T/cpu.pb.gz" 2>&1) && ok "cpu, block, cpu imported into a store that forgets at each commit" \
+	|| fail "import into $S2: $out"
+metric_of() { "$PROFFS" cat --store "$1" metrics 2>/dev/null | awk -v m="$2" '$1 == m { print $2 }'; }
+"$PROFFS" import --store "$T/once" "$T/cpu.pb.gz" "$T/block.pb.gz" >/dev/null 2>&1
+l1=$(metric_of "$T/once" proffs_store_locations) l2=$(metric_of "$S2" proffs_store_locations)
+[[ -n $l1 && -n $l2 ]] && ((l2 > l1)) && ok "cpu's locations were recorded again ($l1 -> $l2 locations)" \
+	|| fail "no location recorded twice ($l1 once, $l2 with forgetting): nothing was forgotten"
+"$PROFFS" cat --store "$T/once" "merged/cpu/$range/folded.txt" 2>/dev/null |
+	awk '{ $NF = 2 * $NF; print }' >"$T/once2.folded"
+"$PROFFS" cat --store "$S2" "merged/cpu/$range/folded.txt" >"$T/forgot.folded" 2>/dev/null
+[[ -s $T/once2.folded ]] && cmp -s "$T/once2.folded" "$T/forgot.folded" \
+	&& ok "folded.txt: the profile doubled, line for line ($(wc -l <"$T/forgot.folded") lines)" \
+	|| { fail "folded.txt differs from the profile doubled"; diff "$T/once2.folded" "$T/forgot.folded" | head -5; }
+"$PROFFS" cat --store "$S2" "merged/cpu/$range/profile.pb" >"$T/forgot.pb" 2>/dev/null
+"$PROFFS" cat --store "$T/once" "merged/cpu/$range/profile.pb" >"$T/once.pb" 2>/dev/null
+top_pct() { go tool pprof -top -nodecount=1000 "$1" 2>/dev/null | awk '/^ *[0-9.]+[a-z]* +[0-9.]+%/ { print $2, $5, $6 }' | sort; }
+[[ -n $(top_pct "$T/once.pb") ]] && cmp -s <(top_pct "$T/once.pb") <(top_pct "$T/forgot.pb") \
+	&& ok "pprof -top: every function's flat% and cum% as in the profile once" \
+	|| { fail "pprof -top differs"; diff <(top_pct "$T/once.pb") <(top_pct "$T/forgot.pb") | head -5; }
+"$PROFFS" cat --store "$S2" "merged/cpu/$range/top.txt" >"$T/forgot.top" 2>/dev/null
+same_top "forgot" "$T/forgot.pb" "$T/forgot.top"
+"$PROFFS" check --store "$S2" >/dev/null 2>&1 && ok "proffs check: the store is sound" \
+	|| fail "proffs check $S2"
 
 finish

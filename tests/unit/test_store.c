@@ -1064,6 +1064,163 @@ static void t_dedupe(const char *dir)
 	store__close(s);
 }
 
+/* Sums of a merged profile by stack text (a store may hold the same
+ * content under two ids once its writer forgot it): "root;..;leaf v0"
+ * lines, sorted. */
+static char *by_text(const struct profile *p)
+{
+	char *c = canon_sorted(p), *save, *tok, *out, prev[4200] = "";
+	size_t cap = strlen(c) + 1, o = 0;
+	long long sum = 0;
+
+	out = calloc(1, cap + 64);
+	o = snprintf(out, cap + 64, "\n"); /* every line between newlines */
+	for (tok = strtok_r(c, "\n", &save);; tok = strtok_r(NULL, "\n", &save)) {
+		char key[4200] = "";
+		long long v0 = 0;
+
+		if (tok) { /* "comm pid stack v0 v1": the pid is kept, the ids are not */
+			char *v = strrchr(tok, ' ');
+
+			*v = 0;
+			v = strrchr(tok, ' ');
+			v0 = atoll(v + 1);
+			*v = 0;
+			snprintf(key, sizeof(key), "%s", tok);
+		}
+		if (*prev && (!tok || strcmp(key, prev))) {
+			o += snprintf(out + o, cap + 64 - o, "%s %lld\n", prev, sum);
+			sum = 0;
+		}
+		if (!tok)
+			break;
+		snprintf(prev, sizeof(prev), "%s", key);
+		sum += v0;
+	}
+	free(c);
+	return out;
+}
+
+/* Adds one sample "main;fn" of comm at leaf address addr. */
+static void add_at(struct profile *p, const char *comm, const char *fn, uint64_t addr)
+{
+	struct prof_mapping m = { .start = 0x400000, .limit = 0x500000,
+				  .file = profile__intern_str(p, "/usr/bin/app"),
+				  .build_id = profile__intern_str(p, "abcdef"),
+				  .has_functions = true };
+	uint64_t mid = profile__add_mapping(p, &m), locs[2];
+	struct prof_label l = { .key = profile__intern_str(p, "comm"),
+				.str = profile__intern_str(p, comm) };
+	const char *names[2] = { fn, "main" };
+	int64_t v[2] = { 1, 10000000 };
+
+	for (int i = 0; i < 2; i++) {
+		struct prof_function f = { .name = profile__intern_str(p, names[i]),
+					   .system_name = profile__intern_str(p, names[i]),
+					   .filename = profile__intern_str(p, "app.c") };
+		struct prof_line ln = { profile__add_function(p, &f), 10 };
+		struct prof_location L = { mid, i ? 0x400010 : addr, 1, &ln };
+
+		locs[i] = profile__add_location(p, &L);
+	}
+	profile__add_sample(p, locs, 2, &l, 1, v);
+}
+
+/* The writer's maps forget what a whole generation did not use, keep what
+ * it did, and a forgotten symbol seen again gets a record again, which
+ * readers sum by content. A generation is ended by moving its start back. */
+static void t_forget(const char *dir)
+{
+	struct store_opts so = { .dir = dir };
+	struct store_stats st[8];
+	struct store *s = NULL;
+	struct profile *a = mk(), *b = mk(), *k1 = mk(), *k2 = mk(), *m;
+	char *got;
+	int64_t t = T0;
+	int i = 0;
+
+	for (int j = 0; j < 50; j++) {
+		char st_[64];
+
+		snprintf(st_, sizeof(st_), "main;a%d;leafA", j);
+		add(a, "one", "1", st_, 1);
+		snprintf(st_, sizeof(st_), "main;b%d;leafB", j);
+		add(b, "two", "2", st_, 1);
+	}
+	add_at(k1, "three", "known", 0x400100);
+	add_at(k2, "three", "known", 0x400200); /* a new address of a known function */
+	CHECK(store__open(&s, &so) == 0, "forget: fresh store");
+	if (!s)
+		goto out;
+#define APPEND(p, what)                                                                     \
+	do {                                                                                \
+		CHECK(store__append(s, "cpu", t * 1000000000LL, 10000000000LL, p, NULL, 0) == 0 && \
+			      store__stats(s, &st[i]) == 0,                                  \
+		      "forget: %s", what);                                                   \
+		t += 10;                                                                    \
+		i++;                                                                        \
+	} while (0)
+#define END_GEN() (s->pc_gen_start -= s->pc_window_s)
+	APPEND(a, "a");              /* 0 */
+	APPEND(k1, "k1");            /* 1 */
+	END_GEN();
+	APPEND(b, "b, generation 0 ends: all of it was used"); /* 2 */
+	APPEND(k1, "k1 again");      /* 3 */
+	CHECK(st[3].nstacks == st[2].nstacks && st[3].nstrings == st[2].nstrings,
+	      "forget: k1 again within its window: nothing new (%llu stacks)",
+	      (unsigned long long)st[3].nstacks);
+	END_GEN();
+	APPEND(b, "b again, generation 1 ends: a was not used in it"); /* 4 */
+	CHECK(st[4].nstacks == st[3].nstacks && st[4].nlocations == st[3].nlocations,
+	      "forget: b again: no new stacks or locations (%llu, %llu)",
+	      (unsigned long long)st[4].nstacks, (unsigned long long)st[4].nlocations);
+	CHECK(st[4].index_bytes < st[3].index_bytes,
+	      "forget: the maps shrank when a's entries went (%llu -> %llu bytes)",
+	      (unsigned long long)st[3].index_bytes, (unsigned long long)st[4].index_bytes);
+	APPEND(k2, "k2: a new location of a function known only through k1's location"); /* 5 */
+	CHECK(st[5].nlocations == st[4].nlocations + 1 && st[5].nstrings == st[4].nstrings,
+	      "forget: k2 adds its location only, not its function's strings again "
+	      "(locations %llu -> %llu, strings %llu -> %llu)",
+	      (unsigned long long)st[4].nlocations, (unsigned long long)st[5].nlocations,
+	      (unsigned long long)st[4].nstrings, (unsigned long long)st[5].nstrings);
+	APPEND(a, "a after it was forgotten"); /* 6 */
+	CHECK(st[6].nstacks == st[5].nstacks + 50 && st[6].nlocations == st[5].nlocations + 51,
+	      "forget: a's 50 stacks and 51 locations recorded again, main's kept "
+	      "(stacks %llu -> %llu, locations %llu -> %llu)",
+	      (unsigned long long)st[5].nstacks, (unsigned long long)st[6].nstacks,
+	      (unsigned long long)st[5].nlocations, (unsigned long long)st[6].nlocations);
+	m = merge(s, "cpu", NULL, 0, T0, t);
+	got = m ? by_text(m) : NULL;
+	{
+		int found = 0;
+
+		for (int j = 0; j < 50 && got; j++) {
+			char want[256];
+
+			snprintf(want, sizeof(want),
+				 "\none 1 main@/usr/bin/app:%llx;a%d@/usr/bin/app:%llx;leafA@/usr/bin/app:%llx 2\n",
+				 0x400000ULL + 16 * 'm', j, 0x400000ULL + 16 * ('a' + 7),
+				 0x400000ULL + 16 * ('l' + 14));
+			found += strstr(got, want) != NULL;
+		}
+		CHECK(found == 50, "forget: a's 50 stacks read back by content with both batches' counts (%d)",
+		      found);
+	}
+	CHECK(m && total0(m) == 50 * 4 + 3, "forget: every sample reads back (%lld)",
+	      m ? (long long)total0(m) : -1LL);
+	free(got);
+	profile__free(m);
+	CHECK(store__check(s, stdout) == 0, "forget: check sound");
+	store__close(s);
+#undef APPEND
+#undef END_GEN
+out:
+	profile__free(a);
+	profile__free(b);
+	profile__free(k1);
+	profile__free(k2);
+}
+
 static const struct test_scenario scenarios[] = {
 	{ "extra_label_clash", t_extra_label_clash },
 	{ "types", t_types },
@@ -1084,6 +1241,7 @@ static const struct test_scenario scenarios[] = {
 	{ "concurrent_readers", t_concurrent_readers },
 	{ "map_resize", t_map_resize },
 	{ "dedupe", t_dedupe },
+	{ "forget", t_forget },
 	{ "label_set_fold", t_label_set_fold },
 };
 
