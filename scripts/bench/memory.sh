@@ -88,8 +88,11 @@ for i in $(seq "$NBIN"); do
 	printf '%040x' "$i" | xxd -r -p | dd of="$b" bs=1 seek="$off" conv=notrunc status=none
 	"$b" 3 >/dev/null
 	rm -f "$b"
-	# Flat or growing? A figure halfway through the distinct binaries.
+	# Flat or growing? A figure halfway through the distinct binaries,
+	# and what grows with them every tenth of the way.
 	((i == NBIN / 2)) && { mem "after $i distinct binaries"; parts; }
+	((NBIN >= 10 && i % (NBIN / 10) == 0)) && printf '# %d binaries, %d s:%s\n' "$i" \
+		$((SECONDS - T0)) "$(parts | sed 's/^#//')"
 done
 ((FORKS > 0)) && wait "${PIDS[-1]}" 2>/dev/null
 sleep "${SETTLE:-12}" # at least one more drain
