@@ -161,7 +161,7 @@ struct store {
 
 #define PC_MAX_ENTRIES (4u << 20) /* a cache this full ends its generation early */
 #define PC_RELOAD 16384u          /* newest records per table taken at open */
-#define PC_WINDOW_S 600           /* a generation: 10 minutes */
+#define PC_WINDOW_S 3600          /* a generation: an hour (DESIGN-NOTES) */
 
 
 /* Maps an LMDB return code to -errno (MDB_MAP_FULL -> -ENOSPC,

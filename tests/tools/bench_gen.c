@@ -41,6 +41,7 @@
 #include "store/profile/pprof.h"
 #include "store/profile/profile.h"
 #include "store/db/store.h"
+#include "store/db/store_int.h"
 
 #define NEXE 40
 #define NPROC 200
@@ -773,6 +774,9 @@ int main(int argc, char **argv)
 	/* Draws continue from the universe's stream with a per-run offset so
 	 * the batches differ from each other but not between runs. */
 	rng_state = seed * 0x2545f4914f6cdd1dULL + 1;
+	const char *gb = getenv("BENCH_GEN_WINDOW_BATCHES");
+	uint32_t gen_batches = gb ? (uint32_t)atoi(gb) : 0;
+
 	for (uint32_t i = 0; i < nbatches; i++) {
 		int64_t t = start + (int64_t)i * batch_s;
 		struct profile *p;
@@ -784,7 +788,14 @@ int main(int argc, char **argv)
 		if (s) {
 			static const struct store_label node = { "node", "bench-host" };
 			double w0 = ts(CLOCK_MONOTONIC), c0 = ts(CLOCK_THREAD_CPUTIME_ID), dw;
-			int err = store__append(s, "cpu", t * 1000000000LL,
+			int err;
+
+			/* The writer's generations in batches, not seconds (the
+			 * bench appends a day in seconds): this batch's commit
+			 * ends one. */
+			if (gen_batches && i && i % gen_batches == 0)
+				s->pc_gen_start = now_mono_ns() / 1000000000 - s->pc_window_s;
+			err = store__append(s, "cpu", t * 1000000000LL,
 						batch_s * 1000000000LL, p, &node, 1);
 
 			if (err) {
