@@ -122,7 +122,9 @@ int store__open(struct store **out, const struct store_opts *o)
 	s->readonly = o->readonly;
 	/* The writer's generations (tests shorten them to see one end; 0:
 	 * every commit ends one). */
-	s->pc_window_s = window && *window && atoll(window) >= 0 ? atoll(window) : PC_WINDOW_S;
+	s->pc_window_s = window && *window ? atoll(window) : -1;
+	if (s->pc_window_s < 0)
+		s->pc_window_s = PC_WINDOW_S;
 	s->pc_gen_start = now_mono_ns() / 1000000000;
 	if (!s->dir) {
 		rc = -ENOMEM;

@@ -106,10 +106,11 @@ int wctx__sync(struct wctx *w)
 		MDB_cursor *c;
 		uint32_t from = s->pc_upto[dbi];
 
-		if (!from && (rc = table__next_id(s, w->txn, dbi, &from)))
-			break;
-		if (!s->pc_upto[dbi])
+		if (!from) {
+			if ((rc = table__next_id(s, w->txn, dbi, &from)))
+				break;
 			from = from > PC_RELOAD ? from - PC_RELOAD : 0;
+		}
 		rc = mdb_cursor_open(w->txn, s->dbi[dbi], &c);
 		if (rc)
 			break;
@@ -187,8 +188,8 @@ static int w_label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
 }
 
 /* Adds src to dst, stamped with generation gen. On ENOMEM dst is dropped
- * (a cache does without) and false returned. */
-static bool pc_merge(struct u64map *dst, const struct u64map *src, uint32_t gen)
+ * (a cache does without). */
+static void pc_merge(struct u64map *dst, const struct u64map *src, uint32_t gen)
 {
 	uint64_t g = (uint64_t)gen << 32;
 
@@ -198,10 +199,9 @@ static bool pc_merge(struct u64map *dst, const struct u64map *src, uint32_t gen)
 		if (src->e[i].k != U64MAP_EMPTY &&
 		    u64map__put(dst, src->e[i].k, g | (uint32_t)src->e[i].v))
 			goto oom;
-	return true;
+	return;
 oom:
 	u64map__free(dst);
-	return false;
 }
 
 /* Keeps the entries of m that generation gen used, in a table sized for

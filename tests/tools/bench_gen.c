@@ -794,9 +794,9 @@ int main(int argc, char **argv)
 			 * bench appends a day in seconds): this batch's commit
 			 * ends one. */
 			if (gen_batches && i && i % gen_batches == 0)
-				s->pc_gen_start = now_mono_ns() / 1000000000 - s->pc_window_s;
-			err = store__append(s, "cpu", t * 1000000000LL,
-						batch_s * 1000000000LL, p, &node, 1);
+				store__gen_end_next(s);
+			err = store__append(s, "cpu", t * 1000000000LL, batch_s * 1000000000LL, p,
+					    &node, 1);
 
 			if (err) {
 				fprintf(stderr, "bench_gen: store__append batch %u: %s\n", i,

@@ -1160,7 +1160,7 @@ static void t_forget(const char *dir)
 		t += 10;                                                                    \
 		i++;                                                                        \
 	} while (0)
-#define END_GEN() (s->pc_gen_start -= s->pc_window_s)
+#define END_GEN() store__gen_end_next(s)
 	APPEND(a, "a");              /* 0 */
 	APPEND(k1, "k1");            /* 1 */
 	END_GEN();
