@@ -39,6 +39,9 @@ report() {
 	else
 		fail=$((fail + 1)); failed+=("$name")
 		printf 'FAIL %-50s %3ds (rc %d)\n' "$name" "$dt" "$rc"
+		# The failed checks first: a reader who sees only the lines
+		# next to this one (CI's excerpt) still learns what failed.
+		grep -m 8 -E '^(FAIL|not ok|ERROR|==[0-9]+==ERROR)' "$log" | sed 's/^/    ! /'
 		tail -n 25 "$log" | sed 's/^/    | /'
 	fi
 }

@@ -73,11 +73,15 @@ within "$(pct "$whole" "$long")" 90 100 && ok "waitLong's stack is whole in $(pc
 	{ fail "waitLong's stack whole in only $(pct "$whole" "$long")%"; grep waitLong "$F" | head -3; }
 # The nanosleep itself is state=sleep; a woken thread preempted before it
 # is back in user space adds a runqueue block under the same user frames
-# (real on a loaded host), never a disk one.
+# (real on a loaded host), never a disk one. The program may rightly wait
+# on the disk elsewhere: a page fault reading its binary while other tests
+# write (3 ms of it in one CI run), so only the nanosleep's disk time counts.
 ls_=$(fsum "$MP/merged/offcpu/pid=$LP/state=sleep/$R/folded.txt" ';waitLong;.*hrtimer_nanosleep_\[k\]$')
-ld=$(fsum "$MP/merged/offcpu/pid=$LP/state=disk/$R/folded.txt" 2>/dev/null)
-within "$(pct "$ls_" "$long")" 95 100 && ((${ld:-0} == 0)) && ok "waitLong's nanosleep is state=sleep ($(pct "$ls_" "$long")%; the rest runqueue), none disk" ||
-	{ fail "waitLong: $(pct "$ls_" "$long")% state=sleep, $(ms "${ld:-0}") ms disk"; grep -h waitLong "$MP/merged/offcpu/pid=$LP/state=runqueue/$R/folded.txt" 2>/dev/null | head -3; }
+cp "$MP/merged/offcpu/pid=$LP/state=disk/$R/folded.txt" "$WORK/sleeper.disk" 2>/dev/null || : >"$WORK/sleeper.disk"
+ld=$(fsum "$WORK/sleeper.disk" ';waitLong;.*hrtimer_nanosleep_\[k\]$')
+log "sleeper: $(ms "$(fsum "$WORK/sleeper.disk")") ms state=disk in all ($(wc -l <"$WORK/sleeper.disk") stacks)"
+within "$(pct "$ls_" "$long")" 95 100 && ((ld == 0)) && ok "waitLong's nanosleep is state=sleep ($(pct "$ls_" "$long")%; the rest runqueue), never disk" ||
+	{ fail "waitLong: $(pct "$ls_" "$long")% state=sleep, $(ms "$ld") ms of its nanosleep disk"; grep -h waitLong "$MP/merged/offcpu/pid=$LP/state=runqueue/$R/folded.txt" "$WORK/sleeper.disk" 2>/dev/null | head -3; }
 
 # --- waits: mutex, pipe, vfork; states ---
 F=$WORK/waits.folded
@@ -171,6 +175,6 @@ fi
 # --- metrics ---
 grep -Eq '^proffs_offcpu_samples_total [1-9]' "$MP/metrics" && ok "metrics: offcpu blocks counted" || fail "metrics: no offcpu blocks"
 grep -E '^proffs_offcpu_(lost|stack_errors)' "$MP/metrics" | sed 's/^/    /'
-run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, no mount left"
+run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0 in $RUN_STOP_S s, no mount left"
 "$PROFFS" check --store "$STORE" >"$WORK/check.out" 2>&1 && ok "proffs check: store sound" || { cat "$WORK/check.out"; fail "proffs check"; }
 finish

@@ -46,5 +46,5 @@ grep -Eq '^proffs_samples_total [1-9]' "$MP/metrics" && ok "metrics: samples cou
 for m in proffs_lost_samples_total proffs_processes_tracked proffs_symbol_cache_symbols proffs_cpu_seconds_total proffs_resident_memory_bytes; do
 	grep -q "^$m" "$MP/metrics" || fail "metrics: $m missing"
 done
-run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, no mount left"
+run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0 in $RUN_STOP_S s, no mount left"
 finish

@@ -84,15 +84,22 @@ run_start() {
 
 # run_stop PID MP: SIGTERM; expect exit 0 within 15 s and no mount left.
 run_stop() {
-	local pid=$1 mp=$2 i rc
+	local pid=$1 mp=$2 i rc t0=$EPOCHREALTIME
 	kill -TERM "$pid"
 	for i in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	if kill -0 "$pid" 2>/dev/null; then fail "proffs run did not exit on SIGTERM"; return 1; fi
+	RUN_STOP_S=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+	if kill -0 "$pid" 2>/dev/null; then
+		fail "proffs run did not exit within $RUN_STOP_S s of SIGTERM"
+		run_stop_log; return 1
+	fi
 	wait "$pid"; rc=$?
-	[[ $rc == 0 ]] || { fail "proffs run exited $rc on SIGTERM"; return 1; }
-	if grep -q " $mp " /proc/mounts; then fail "mount left behind at $mp"; return 1; fi
+	[[ $rc == 0 ]] || { fail "proffs run exited $rc on SIGTERM (after $RUN_STOP_S s)"; run_stop_log; return 1; }
+	if grep -q " $mp " /proc/mounts; then fail "mount left behind at $mp"; run_stop_log; return 1; fi
 	return 0
 }
+
+# run_stop_log: the daemon's last words, for a failed stop.
+run_stop_log() { echo "--- daemon log (tail)"; tail -n 12 "$RUN_LOG"; }
 
 # fsum FILE [ERE]: sum of the counts of folded lines (matching ERE).
 # A cpu folded.txt counts samples; a test that compares with CPU time

@@ -232,7 +232,7 @@ done
 # batch still open when the signal comes (the interval is 5 s).
 "$TESTS_BIN/forker" 1 3000 lastbatch >"$WORK/last.out" || fail "forker lastbatch"
 before=$(fsum "$MP/merged/cpu/comm=lastbatch/$R/folded.txt")
-run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, no mount left"
+run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0 in $RUN_STOP_S s, no mount left"
 grep -q "storing the last batch" "$RUN_LOG" || fail "no last-batch message in the log"
 "$PROFFS" cat --store "$STORE" "/merged/cpu/comm=lastbatch/$R/folded.txt" >"$WORK/last.folded" || fail "proffs cat lastbatch"
 after=$(fsum "$WORK/last.folded")
