@@ -43,6 +43,10 @@ const volatile __u32 state_mask = 7;    /* 1 << enum offcpu_state, per recorded 
 const volatile bool with_kthreads = false;
 const volatile bool want_user = true;
 const volatile bool want_kernel = true;
+/* true: user stacks are walked with the files' unwind tables, the cpu
+ * sampler's own maps (bpf/unwind_walk.h, shared by fd); false: the
+ * kernel's frame-pointer walk. */
+const volatile bool unwind_tables = false;
 
 /* include/linux/sched.h; stable ABI in practice (exported to tracing). */
 #define TASK_INTERRUPTIBLE 0x1
@@ -124,31 +128,42 @@ static __always_inline bool wanted(struct task_struct *t)
 	return true;
 }
 
-static __always_inline void send(struct prof_sample_ev *ev, long nframes)
+static __always_inline void send_bytes(struct prof_sample_ev *ev, __u64 size)
 {
-	__u64 size = __builtin_offsetof(struct prof_sample_ev, frames) + nframes * sizeof(__u64);
-
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
 	if (bpf_ringbuf_output(&events, ev, size, BPF_RB_NO_WAKEUP))
 		count(OFFCPU_CNT_RINGFULL, 1);
 }
 
+static __always_inline void send(struct prof_sample_ev *ev, long nframes)
+{
+	send_bytes(ev, __builtin_offsetof(struct prof_sample_ev, frames) + nframes * sizeof(__u64));
+}
+
+#include "bpf/unwind_walk.h"
+
 /*
- * The user stack of the current task, innermost first, into buf (max
- * PROF_MAX_FRAMES). The same seam as user_stack() in bpf/profile.bpf.c:
- * here the current task has not returned to user space since it blocked,
- * so its saved user registers (bpf_task_pt_regs) are where it blocked,
- * and an unwinder that starts from them serves both programs. Returns the
- * number of frames, or -errno.
+ * The user stack of the current task, innermost first, into ev->frames
+ * (max PROF_MAX_FRAMES), walked as bpf/profile.bpf.c walks a sample's:
+ * the current task has not returned to user space since it blocked, so
+ * its saved user registers (bpf_task_pt_regs, where unwind_user starts)
+ * are where it blocked. Tables off: the kernel's frame-pointer walk,
+ * which from a frameless leaf (libc's system call wrappers: every block)
+ * loses the leaf's callers up to the last frame pointer. Returns the
+ * number of frames, or -errno; sets ev->uend.
  */
-static __noinline int user_stack(struct task_struct *task, __u64 *buf)
+static __noinline int user_stack(struct prof_sample_ev *ev)
 {
 	long n;
 
-	if (!buf || !task)
+	if (!ev)
 		return -22;
-	n = bpf_get_task_stack(task, buf, PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+	if (unwind_tables)
+		return unwind_user(ev, 0);
+	ev->uend = PROF_UE_FP;
+	n = bpf_get_task_stack(bpf_get_current_task_btf(), ev->frames,
+			       PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
 	if (n < 0)
 		return n;
 	return n / sizeof(__u64);
@@ -174,9 +189,11 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 	ev->period = 0;
 	ev->flags = 0;
 	ev->nkern = 0;
+	ev->uend = PROF_UE_NONE;
+	ev->ustack_len = 0;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 	if (want_user && task->mm) {
-		n = user_stack(task, ev->frames);
+		n = user_stack(ev);
 		if (n < 0) {
 			count(OFFCPU_CNT_USTACK_ERR, 1);
 			ev->flags |= PROF_F_UERR;
@@ -189,7 +206,12 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 		}
 	}
 	ev->nuser = nu;
-	send(ev, nu);
+	/* A walk to finish in user space carries the stack copy. */
+	if (ev->uend == PROF_UE_PENDING)
+		send_bytes(ev, __builtin_offsetof(struct prof_sample_ev, ustack) +
+				       (ev->ustack_len & 0x3fff));
+	else
+		send(ev, nu);
 	return 0;
 }
 
@@ -216,6 +238,8 @@ static __always_inline void record(struct task_struct *next, __u64 now, __u64 de
 	ev->period = delta;
 	ev->flags = (st->state << OFFCPU_STATE_SHIFT) & OFFCPU_STATE_MASK;
 	ev->nuser = 0;
+	ev->uend = PROF_UE_NONE; /* scratch may hold a user part's */
+	ev->ustack_len = 0;
 	BPF_CORE_READ_STR_INTO(&ev->comm, next, group_leader, comm);
 	if (want_kernel) {
 		/* next is not running: its stack is as it left it. */

@@ -179,15 +179,28 @@ static void add_offcpu(struct profiler *pr, const struct prof_sample_ev *ev, int
 		pr->offcpu_samples++;
 }
 
-static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
-{
-	add_offcpu(ctx, ev, now_mono_ns() + DEFER_NS);
-}
-
-/* A walk the twin finished (sampler/unwind/pending.h). */
+/* A walk the twin finished (sampler/unwind/pending.h): a cpu sample or
+ * an off-CPU block, told apart by the record's type. */
 static void unwound(void *ctx, struct proc *p, const struct prof_sample_ev *ev)
 {
-	add_sample(ctx, ev, now_mono_ns() + DEFER_NS);
+	if (ev->type == OFFCPU_EV_SAMPLE)
+		add_offcpu(ctx, ev, now_mono_ns() + DEFER_NS);
+	else
+		add_sample(ctx, ev, now_mono_ns() + DEFER_NS);
+}
+
+static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
+{
+	struct profiler *pr = ctx;
+
+	/* Its user stack reached a file whose table is not loaded yet: the
+	 * twin finishes it, as it does a cpu sample's. */
+	if (ev->uend == PROF_UE_PENDING && pr->pend) {
+		pending__add(pr->pend, procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id), ev,
+			     offsetof(struct prof_sample_ev, ustack) + ev->ustack_len, unwound, pr);
+		return;
+	}
+	add_offcpu(pr, ev, now_mono_ns() + DEFER_NS);
 }
 
 static void on_sample(void *ctx, const struct prof_sample_ev *ev, size_t size)
@@ -321,10 +334,12 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	if (o->offcpu) {
 		static const char *const types[] = { "events", "offcpu" };
 		static const char *const units[] = { "count", "nanoseconds" };
+		struct unwind_fds fds;
 		struct offcpu_opts oo = {
 			.target_tgid = o->target_tgid,
 			.min_ns = o->offcpu_min_ns,
 			.states = o->offcpu_states,
+			.unw = sampler__unwind_fds(pr->s, &fds) ? NULL : &fds,
 			.on_sample = on_offcpu,
 			.ctx = pr,
 		};

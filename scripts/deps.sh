@@ -17,6 +17,7 @@ PKGS=(
   sshfs openssh-server openssh-client
   nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
   linux-perf procps psmisc util-linux
+  libdevel-nytprof-perl
 )
 
 missing=()

@@ -103,12 +103,22 @@ static void join(struct offcpu *oc, const struct prof_sample_ev *k, const struct
 	j->nuser = 0;
 	j->npy = 0; /* no Python walk off-CPU */
 	j->pyend = PY_END_NONE;
+	j->uend = PROF_UE_NONE;
+	j->ustack_len = 0;
 	if (u) {
 		memcpy(&j->frames[k->nkern], u->frames, u->nuser * sizeof(__u64));
 		j->nuser = u->nuser;
-		j->flags |= u->flags & (PROF_F_UTRUNC | PROF_F_UERR);
+		j->flags |= u->flags & (PROF_F_UTRUNC | PROF_F_UERR | PROF_F_UEXACT);
 		j->cgroup_id = u->cgroup_id;
 		memcpy(j->comm, u->comm, sizeof(j->comm));
+		j->uend = u->uend;
+		/* A walk to finish: its registers and stack copy go along
+		 * (handle_one bounded ustack_len by what arrived). */
+		if (u->uend == PROF_UE_PENDING) {
+			memcpy(j->uregs, u->uregs, sizeof(j->uregs));
+			j->ustack_len = u->ustack_len;
+			memcpy(j->ustack, u->ustack, u->ustack_len);
+		}
 	}
 	emit(oc, j);
 }
@@ -151,6 +161,10 @@ static void handle_one(struct offcpu *oc, void *data, size_t size)
 		return;
 	}
 	if (ev->type != OFFCPU_EV_USER)
+		return;
+	if (ev->uend == PROF_UE_PENDING &&
+	    (size < offsetof(struct prof_sample_ev, ustack) ||
+	     ev->ustack_len > size - offsetof(struct prof_sample_ev, ustack)))
 		return;
 	/* Every block of this thread since it last left user space. */
 	for (size_t r = 0; r < oc->npend; r++) {
@@ -238,6 +252,16 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 	oc->skel->rodata->min_ns = oc->o.min_ns;
 	oc->skel->rodata->state_mask = oc->o.states;
 	oc->skel->rodata->with_kthreads = oc->o.kthreads;
+	/* The cpu sampler's tables, not copies: one set of rows to build,
+	 * and a file's table loaded for either program serves both. */
+	oc->skel->rodata->unwind_tables = o->unw != NULL;
+	if (o->unw &&
+	    ((err = bpf_map__reuse_fd(oc->skel->maps.unw_rows, o->unw->rows)) ||
+	     (err = bpf_map__reuse_fd(oc->skel->maps.unw_rules, o->unw->rules)) ||
+	     (err = bpf_map__reuse_fd(oc->skel->maps.unw_files, o->unw->files)))) {
+		pr_err("offcpu: cannot share the unwind tables: %s", strerror(-err));
+		goto err;
+	}
 	/* Records are drained every poll (~250 ms) without a wakeup each:
 	 * 8 MiB holds ~20k typical records (~400 B), i.e. ~80k blocks/s of
 	 * at least the minimum, far beyond a host's usual rate. */

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "bpf/offcpu.h"
+#include "sampler/unwind/unwinder.h"
 
 /* Recorded by default: every state; blocks of at least 1 ms. */
 #define OFFCPU_DEFAULT_STATES ((1u << OFFCPU_NSTATES) - 1)
@@ -25,6 +26,11 @@ struct offcpu_opts {
 	unsigned states;    /* bit per enum offcpu_state; 0 = OFFCPU_DEFAULT_STATES */
 	bool kthreads;      /* record kernel threads too */
 	size_t ring_bytes;  /* 0 = 8 MiB */
+	/* The cpu sampler's unwind tables (sampler__unwind_fds), borrowed for
+	 * the lifetime of the offcpu: user stacks are walked with them, and
+	 * a record whose walk ends PROF_UE_PENDING carries registers and a
+	 * stack copy for pending__add. NULL: frame pointers. */
+	const struct unwind_fds *unw;
 	/* Called from offcpu__poll() per record, in ring order; the record
 	 * (period = nanoseconds off CPU, state in flags) is only valid during
 	 * the call. */

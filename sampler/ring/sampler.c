@@ -313,6 +313,16 @@ int sampler__ncpus(struct sampler *s)
 	return s->nlinks;
 }
 
+int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out)
+{
+	if (!s->o.unwinder)
+		return -ENOENT;
+	out->rows = bpf_map__fd(s->skel->maps.unw_rows);
+	out->rules = bpf_map__fd(s->skel->maps.unw_rules);
+	out->files = bpf_map__fd(s->skel->maps.unw_files);
+	return 0;
+}
+
 void sampler__close(struct sampler *s)
 {
 	if (!s)

@@ -48,6 +48,11 @@ int sampler__py_set(struct sampler *s, pid_t tgid, const struct py_proc *c);
 void sampler__wake(struct sampler *s);
 /* Number of CPUs with an attached event. */
 int sampler__ncpus(struct sampler *s);
+/* The descriptors of the unwind tables' maps (row chunks, rules, files;
+ * bpf/unwind_walk.h), owned by s and valid until sampler__close, for
+ * another BPF program to walk user stacks with. Returns 0, or -ENOENT
+ * when s walks frame pointers. */
+int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out);
 /* Detaches and frees. */
 void sampler__close(struct sampler *s);
 

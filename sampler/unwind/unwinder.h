@@ -18,6 +18,12 @@
 struct bpf_map;
 struct unwinder;
 
+/* The descriptors of the maps a BPF program walks user stacks with
+ * (bpf/unwind_walk.h): row chunks, rules, files. */
+struct unwind_fds {
+	int rows, rules, files;
+};
+
 struct unwinder_opts {
 	const char *debug_root; /* separate debug files; NULL = /usr/lib/debug */
 	uint32_t max_rows;      /* rows of all tables; 0 = 1 << 20 (8 MiB) */

@@ -12,13 +12,18 @@
 #    pipe read are state=sleep with futex / pipe_read kernel frames; a
 #    vfork parent is state=disk.
 #  - spin: two spinners pinned to one CPU wait for it: state=runqueue.
+#  - gzip: Debian's (stripped, no frame pointers) blocked 20 s in a pipe
+#    read: its user stack whole from libc's start code to read (walked
+#    with the cpu sampler's unwind tables).
 #  - sleep: a thread that only sleeps (100 ms naps) for 60 s accounts for
 #    60 s +- 5% (no double counting across CPUs).
 #  - the daemon's own threads are not recorded; metrics count blocks.
 #  - the tree, merged/, diff/, top.txt, flamegraph.svg, profile.pb
-#    (protoc, go tool pprof) and flamegraph.pl (when installed) on offcpu.
+#    (protoc, go tool pprof) and flamegraph.pl (widths, a differential
+#    graph of diff/) on offcpu.
 # long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/sampler_lib.bash"
+source "$(dirname "$0")/flamegraph.bash"
 
 STORE=$WORK/store
 MP=$WORK/mp
@@ -28,18 +33,32 @@ command -v taskset >/dev/null || skip "taskset (util-linux) is needed to pin the
 T=$TESTS_BIN/offcpu_truth
 [[ -x $T ]] || die "$T not built"
 
-run_start "$STORE" "$MP" --offcpu --batch-interval 2s
+# The helper's own table is built 1.5 s late (PROFFS_UNWIND_DELAY), so
+# each helper's first blocks end their BPF walk pending and the daemon
+# finishes them from the stack copy, as it does cpu samples'.
+PROFFS_UNWIND_DELAY=1500:$T run_start "$STORE" "$MP" --offcpu --batch-interval 2s
 grep -q "offcpu: blocks of" "$RUN_LOG" || die "no offcpu line in the daemon log"
 log "daemon up (pid $RUN_PID)"
+# The tables of what already runs are built first (up to 20 s): the
+# helpers' first blocks must wait for their own table's delay only, not
+# behind that queue past the daemon's 5 s bound for a pending walk.
+for i in $(seq 100); do [[ $(metric proffs_unwind_builds_queued) == 0 ]] && break; sleep 0.2; done
+log "unwind tables of running processes built after $((i / 5)) s"
 
 "$T" sleep 60 >"$WORK/sleep.out" & SP=$!; PIDS+=("$SP")
 "$T" waits 60 & WP=$!; PIDS+=("$WP")
 "$T" sleeper 60 >"$WORK/sleeper.out" & LP=$!; PIDS+=("$LP")
-taskset -c 0 "$T" spin 20 & PP=$!; PIDS+=("$PP")
+# The spinners start once the others' tables are in: preempted hundreds
+# of times a second, their first blocks would fill the daemon's room for
+# pending walks (256) within the table's delay.
+(sleep 3; exec taskset -c 0 "$T" spin 20) & PP=$!; PIDS+=("$PP")
+# Debian's gzip (stripped, no frame pointers) waiting 20 s on a pipe.
+sleep 20 | gzip -c >/dev/null & GZ=$!; PIDS+=("$GZ")
 wait "$PP" || fail "spin failed"
 wait "$WP" || fail "waits failed"
 wait "$LP" || fail "sleeper failed"
 wait "$SP" || fail "sleep failed"
+wait "$GZ" || fail "gzip failed"
 sleep 5 # two batch intervals: every block is stored
 kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
 
@@ -64,13 +83,30 @@ within "$share" 87.9 93.9 && ok "folded.txt: waitLong $share% of the program's o
 	fail "folded.txt: waitLong $share%, want 90.9 +- 3"
 within "$(pct "$all" 60000000)" 95 105 && ok "the sleeper's blocks add up to $(ms "$all") ms of its 60 s" ||
 	fail "the sleeper's blocks add up to $(ms "$all") ms, want 60000 +- 5%"
-# Whole: the user frames from main, libc's nanosleep, then the kernel's
-# from the system call entry down to the nanosleep path (the kernel's
-# walker of a blocked thread skips the scheduler's own frames:
+# Whole: the user frames from _start through nap and libc's two
+# frameless nanosleep functions (walked with unwind tables: a
+# frame-pointer walk from the leaf loses nap and nanosleep), then the
+# kernel's from the system call entry down to the nanosleep path (the
+# kernel's walker of a blocked thread skips the scheduler's own frames:
 # do_nanosleep, schedule, __schedule).
-whole=$(fsum "$F" '^offcpu_truth;(__libc_start_call_main;)?main;waitLong;[^;]*nanosleep[^;]*;entry_SYSCALL_64[^;]*_\[k\];do_syscall_64_\[k\];.*hrtimer_nanosleep_\[k\]$')
+whole=$(fsum "$F" '^offcpu_truth;_start;__libc_start_main[^;]*;__libc_start_call_main;main;waitLong;nap;[^;]*nanosleep[^;]*;__clock_nanosleep;entry_SYSCALL_64[^;]*_\[k\];do_syscall_64_\[k\];.*hrtimer_nanosleep_\[k\]$')
 within "$(pct "$whole" "$long")" 90 100 && ok "waitLong's stack is whole in $(pct "$whole" "$long")% of its time" ||
 	{ fail "waitLong's stack whole in only $(pct "$whole" "$long")%"; grep waitLong "$F" | head -3; }
+# Its first blocks were walked while its table was still being built:
+# finished in user space, not left as "[unwind: no table]".
+# (Unless the daemon had no room to park them, or the table took over 5
+# s: a busy host's limits, counted, not this path's failure.)
+mk=$(fsum "$F" '\[unwind: ')
+pf=$(metric 'proffs_unwind_pending_total{outcome="finished"}')
+px=$(($(metric 'proffs_unwind_pending_total{outcome="no_room"}') + $(metric 'proffs_unwind_pending_total{outcome="expired"}')))
+if ((mk == 0 && pf > 0)); then
+	ok "no walk of the sleeper's ended in a marker ($pf pending walks finished in user space)"
+elif ((mk > 0 && px > 0)); then
+	log "note: $(ms "$mk") ms of the sleeper's blocks end in a marker, and $px pending walks found no room or expired: not judged"
+else
+	fail "$(ms "$mk") ms of the sleeper's blocks end in a marker ($pf pending walks finished, $px dropped)"
+	grep -F '[unwind: ' "$F" | cut -c1-200 | head -3
+fi
 # The nanosleep itself is state=sleep; a woken thread preempted before it
 # is back in user space adds a runqueue block under the same user frames
 # (real on a loaded host), never a disk one. The program may rightly wait
@@ -88,9 +124,11 @@ F=$WORK/waits.folded
 cp "$MP/merged/offcpu/pid=$WP/$R/folded.txt" "$F" || die "read waits folded.txt"
 cp "$MP/merged/offcpu/pid=$WP/state=sleep/$R/folded.txt" "$WORK/w.sleep" || die "read state=sleep"
 cp "$MP/merged/offcpu/pid=$WP/state=disk/$R/folded.txt" "$WORK/w.disk" || die "read state=disk"
-mtx=$(fsum "$WORK/w.sleep" ';waiterMain;waitMutex;[^;]*lock[^;]*;.*futex[^;]*_\[k\]$')
-pip=$(fsum "$WORK/w.sleep" ';waiterMain;waitPipe;[^;]*read[^;]*;.*pipe_read_\[k\]$')
-vfk=$(fsum "$WORK/w.disk" ';waiterMain;waitVfork;[^;]*vfork[^;]*;.*_\[k\]$')
+# The whole user stacks, the helpers' own static callers (lockIt, readIt,
+# forkIt) included: each called a frameless libc function.
+mtx=$(fsum "$WORK/w.sleep" ';waiterMain;waitMutex;lockIt;[^;]*mutex_lock[^;]*;.*futex[^;]*_\[k\]$')
+pip=$(fsum "$WORK/w.sleep" ';waiterMain;waitPipe;readIt;[^;]*read[^;]*;.*pipe_read_\[k\]$')
+vfk=$(fsum "$WORK/w.disk" ';waiterMain;waitVfork;forkIt;[^;]*vfork[^;]*;.*_\[k\]$')
 log "waiter: mutex $(ms "$mtx") ms, pipe $(ms "$pip") ms (state=sleep); vfork $(ms "$vfk") ms (state=disk)"
 ((mtx >= 3000000)) && ok "contended mutex: $(ms "$mtx") ms, state=sleep, futex kernel frames" || { fail "mutex waits: $(ms "$mtx") ms"; grep waitMutex "$F" | head -3; }
 ((pip >= 3000000)) && ok "pipe read: $(ms "$pip") ms, state=sleep, pipe_read kernel frames" || { fail "pipe waits: $(ms "$pip") ms"; grep waitPipe "$F" | head -3; }
@@ -103,7 +141,17 @@ else
 	ok "no futex or pipe wait under state=disk"
 fi
 # (waitpid after the vfork may rightly sleep a moment: not the vfork.)
-if grep -E 'waitVfork;[^;]*vfork[^;]*;' "$WORK/w.sleep"; then fail "vfork waits under state=sleep"; else ok "no vfork wait under state=sleep"; fi
+if grep -E 'waitVfork;forkIt;[^;]*vfork[^;]*;' "$WORK/w.sleep"; then fail "vfork waits under state=sleep"; else ok "no vfork wait under state=sleep"; fi
+
+# --- a binary without frame pointers ---
+F=$WORK/gzip.folded
+cp "$MP/merged/offcpu/pid=$GZ/$R/folded.txt" "$F" || die "read gzip folded.txt"
+rd=$(fsum "$F" 'pipe_read_\[k\]$')
+gw=$(fsum "$F" '^gzip;(.*;)?__libc_start_call_main;([^;[]+;)+[^;]*read[^;]*;entry_SYSCALL_64[^;]*_\[k\];.*pipe_read_\[k\]$')
+log "gzip: $(ms "$rd") ms in pipe_read, $(ms "$gw") ms of it under whole user stacks"
+((rd >= 15000000)) && within "$(pct "$gw" "$rd")" 95 100 &&
+	ok "gzip (no frame pointers) waiting on a pipe: whole user stacks from libc's start to read in $(pct "$gw" "$rd")% of $(ms "$rd") ms" ||
+	{ fail "gzip's pipe wait: $(ms "$rd") ms, whole in $(pct "$gw" "$rd")%"; cut -c1-300 "$F" | head -3; }
 
 # --- runqueue ---
 F=$WORK/spin.folded
@@ -165,11 +213,21 @@ if cp "$D" "$WORK/diff.folded" 2>/dev/null && awk 'NF < 3 { exit 1 }' "$WORK/dif
 else
 	fail "diff/offcpu folded.txt"
 fi
-if command -v flamegraph.pl >/dev/null; then
-	flamegraph.pl --countname=us <"$MP/merged/offcpu/pid=$LP/$R/folded.txt" >"$WORK/fg.svg" && grep -q waitLong "$WORK/fg.svg" &&
-		ok "flamegraph.pl draws offcpu folded.txt" || fail "flamegraph.pl"
+# flamegraph.pl: waitLong's frame as wide as its share; the diff drawn as
+# a differential graph (widths from the second profile, the sleep-only
+# program: its nap is all new, the sleeper's waitLong not drawn).
+if fg_have; then
+	fg --countname=us <"$WORK/sleeper.folded" >"$WORK/fg.svg" 2>"$WORK/fg.err" || fail "flamegraph.pl: $(head -2 "$WORK/fg.err")"
+	fshare=$(pct "$(fg_count "$WORK/fg.svg" waitLong)" "$(fg_count "$WORK/fg.svg" all)")
+	within "$fshare" 87.9 93.9 && ok "flamegraph.pl: waitLong's frame is $fshare% wide (90.9 +- 3)" ||
+		fail "flamegraph.pl: waitLong's frame is $fshare% wide, want 90.9 +- 3"
+	fg --countname=us <"$WORK/diff.folded" >"$WORK/fgdiff.svg" 2>"$WORK/fg.err" || fail "flamegraph.pl on the diff: $(head -2 "$WORK/fg.err")"
+	d=$(fg_delta_sum "$WORK/fgdiff.svg")
+	within "$d" 90 100 && ((! $(fg_count "$WORK/fgdiff.svg" waitLong))) && (($(fg_count "$WORK/fgdiff.svg" nap))) &&
+		ok "flamegraph.pl draws diff/ as a differential graph (nap's stacks new: +$d% in all; waitLong not drawn)" ||
+		{ fail "flamegraph.pl on diff/: changes add up to $d% (want +90..100), waitLong $(fg_count "$WORK/fgdiff.svg" waitLong), nap $(fg_count "$WORK/fgdiff.svg" nap)"; fg_titles "$WORK/fgdiff.svg" | grep '; [-+]' | head -5; }
 else
-	log "(flamegraph.pl not installed: not checked)"
+	fail "$(fg_have)"
 fi
 
 # --- metrics ---

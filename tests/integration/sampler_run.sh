@@ -17,6 +17,7 @@
 #  - SIGTERM exits 0, leaves no mount, and stores the batch still open
 # long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/sampler_lib.bash"
+source "$(dirname "$0")/flamegraph.bash"
 
 HZ=99
 PERIOD=$((1000000000 / HZ))
@@ -119,6 +120,15 @@ log "truth: $n samples, iterateLong $share%, iterateShort $(pct "$short" "$tot")
 # 40 s of CPU (~4000 samples) unless the host was very busy.
 ((n >= 1500)) || fail "truth has only $n samples (want >= 1500: the host is too busy to judge)"
 within "$share" 88.9 92.9 && ok "folded.txt: iterateLong share $share% (90.9 +- 2)" || fail "folded.txt: iterateLong share $share%, want 90.9 +- 2"
+# flamegraph.pl reads the same file: iterateLong's frame is as wide.
+if fg_have; then
+	fg --title truth <"$F" >"$WORK/truth.svg" 2>"$WORK/fg.err" || fail "flamegraph.pl on truth's folded.txt: $(head -2 "$WORK/fg.err")"
+	fshare=$(pct "$(fg_count "$WORK/truth.svg" iterateLong)" "$(fg_count "$WORK/truth.svg" all)")
+	within "$fshare" 88.9 92.9 && ok "flamegraph.pl: iterateLong's frame is $fshare% wide (90.9 +- 2)" ||
+		fail "flamegraph.pl: iterateLong's frame is $fshare% wide, want 90.9 +- 2"
+else
+	fail "$(fg_have)"
+fi
 # The stack is whole: the frames in order, nothing missing between them
 # (the unwinder goes on past main to libc's start code and _start).
 whole=$(fsum "$F" '^truth;(_start;__libc_start_main[^;]*;)?(__libc_start_call_main;)?main;iterateLong;iterate$')

@@ -10,8 +10,8 @@
 #  - heap of that minute: holdHeap's inuse_space 8 MiB +- 10% (a mean of
 #    the minute's 30 snapshots, not their sum); goroutine: 25 in
 #    holdGoroutine
-#  - go tool pprof -top reads profile.pb of every type; flamegraph.pl (when
-#    installed) renders folded.txt
+#  - go tool pprof -top reads profile.pb of every type; flamegraph.pl
+#    renders folded.txt
 #  - the target killed and restarted: a restart is counted, no value is
 #    negative, the rate after it shows no spike (and no hole)
 #  - a listener that never answers, one that answers 500, one that answers
@@ -23,6 +23,7 @@
 # the stop latency are timings)
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 source "$(dirname "$0")/sampler_lib.bash"
+source "$(dirname "$0")/flamegraph.bash"
 
 command -v go >/dev/null || skip "golang-go is not installed"
 IVL=2
@@ -125,16 +126,15 @@ for f in "$H/profile.pb" "$G/profile.pb" "$MP/merged/mutex/job=app/last-5m/profi
 		fail "go tool pprof -top ${f#$MP/}: $(head -3 "$WORK/t.top")"
 	fi
 done
-FG=${FLAMEGRAPH_PL:-$(command -v flamegraph.pl)}
-if [[ -n $FG ]]; then
+if fg_have; then
 	for t in alloc heap goroutine; do
 		f=$MP/merged/$t/job=app/$RANGE/folded.txt
-		"$FG" "$f" >"$WORK/$t.svg" 2>"$WORK/fg.err" && grep -q '<svg' "$WORK/$t.svg" &&
+		fg "$f" >"$WORK/$t.svg" 2>"$WORK/fg.err" && grep -q '<svg' "$WORK/$t.svg" &&
 			{ ! command -v xmllint >/dev/null || xmllint --noout "$WORK/$t.svg"; } &&
 			ok "flamegraph.pl renders $t folded.txt" || fail "flamegraph.pl on $t: $(head -2 "$WORK/fg.err")"
 	done
 else
-	log "note: flamegraph.pl is not installed (Debian 12 has no package; set FLAMEGRAPH_PL): not run"
+	fail "$(fg_have)"
 fi
 
 # --- the target restarts ---
