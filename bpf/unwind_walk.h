@@ -1,9 +1,12 @@
 /*
- * unwind_walk.h - the user-stack walk of bpf/profile.bpf.c (BPF only,
- * included once). Per frame: pc -> its mapping (skipped while the pc
- * stays in the last mapping) -> (device, inode, pgoff) ->
- * the file's rows (bpf/unwind.h) -> binary search -> rule -> CFA, return
- * address, rbp. The mapping comes from the mm's maple tree (mt_lookup). Files known to have no unwind information and anonymous
+ * unwind_walk.h - the user-stack walk of bpf/profile.bpf.c and
+ * bpf/offcpu.bpf.c (BPF only, included once by each; the includer
+ * defines `scratch`, its per-CPU struct prof_sample_ev, and the walk runs
+ * in the context of the task it walks). Per frame: pc -> its mapping
+ * (skipped while the pc stays in the last mapping) -> (device, inode,
+ * pgoff) -> the file's rows (bpf/unwind.h) -> binary search -> rule ->
+ * CFA, return address, rbp. The mapping comes from the mm's maple tree
+ * (mt_lookup). Files known to have no unwind information and anonymous
  * executable memory (JIT) take a frame-pointer step; a file whose table
  * is not loaded yet ends the walk as PROF_UE_PENDING with the registers
  * and a copy of the stack, and user space finishes it.

@@ -93,10 +93,10 @@ for i in $(seq "$RUNS"); do
 	DCPU+=("$(awk -v c="$((d1 - d0))" -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')")
 	if ((i == RUNS)); then
 		RSS=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status")
-		for fd in /proc/$DPID/fdinfo/*; do
-			m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null || true)
-			[[ -n $m ]] && MEMLOCK=$((MEMLOCK + m))
-		done
+		# Once per map: the offcpu object holds its own descriptors of
+		# the cpu sampler's unwind maps.
+		MEMLOCK=$(cat /proc/$DPID/fdinfo/* 2>/dev/null | awk '/^map_id:/ { id = $2 } /^memlock:/ { m = $2 } /^pos:/ { id = ""; m = "" }
+			id != "" && m != "" && !seen[id]++ { t += m; id = ""; m = "" } END { print t + 0 }')
 		cp "$W/mp/metrics" "$W/metrics"
 	fi
 	daemon_stop
