@@ -96,13 +96,17 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* A record is too big for the BPF stack: build it here. */
+/* A record is too big for the BPF stack: build it here. The user part
+ * (and bpf/unwind_walk.h, which writes its frames) uses scratch; the
+ * kernel part, written at a context switch, its own kscratch: a switch on
+ * this CPU in the middle of a user walk (a kernel that preempts the task
+ * work) must not overwrite the record being walked. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct prof_sample_ev);
-} scratch SEC(".maps");
+} scratch SEC(".maps"), kscratch SEC(".maps");
 
 static __always_inline void count(__u32 idx, __u64 n)
 {
@@ -226,7 +230,7 @@ static __always_inline void record(struct task_struct *next, __u64 now, __u64 de
 	long n, nk = 0;
 	bool user = want_user && next->mm;
 
-	ev = bpf_map_lookup_elem(&scratch, &zero);
+	ev = bpf_map_lookup_elem(&kscratch, &zero);
 	if (!ev)
 		return;
 	ev->type = OFFCPU_EV_SAMPLE;
@@ -238,7 +242,7 @@ static __always_inline void record(struct task_struct *next, __u64 now, __u64 de
 	ev->period = delta;
 	ev->flags = (st->state << OFFCPU_STATE_SHIFT) & OFFCPU_STATE_MASK;
 	ev->nuser = 0;
-	ev->uend = PROF_UE_NONE; /* scratch may hold a user part's */
+	ev->uend = PROF_UE_NONE;
 	ev->ustack_len = 0;
 	BPF_CORE_READ_STR_INTO(&ev->comm, next, group_leader, comm);
 	if (want_kernel) {
