@@ -1,6 +1,7 @@
 /*
  * python_walk.h - the Python part of a sample (bpf/python.h has the
- * records). Included by profile.bpf.c after its maps and count().
+ * records). Included by profile.bpf.c and offcpu.bpf.c after their maps
+ * (py_procs is the cpu sampler's; offcpu shares it by fd).
  *
  * Why this shape: the thread state is the sampled thread's own, read
  * through its pthread TSD slot (fsbase + tsd_off), so a thread that

@@ -159,7 +159,9 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 static void add_offcpu(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
 {
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
-	int n = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
+	/* nn native frames in pr->frames; n stored (Python frames merged) */
+	int nn = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES), n = nn;
+	const struct frame *fr = pr->frames;
 	const int64_t vals[2] = { 1, (int64_t)ev->period };
 	const char *state = offcpu__state_name(ev->flags);
 	/* An off-CPU interval is filed under the minute it ended in (when
@@ -168,15 +170,22 @@ static void add_offcpu(struct profiler *pr, const struct prof_sample_ev *ev, int
 	struct batch *b = minutes__batch(pr->omins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
 	char comm[PROF_COMM_LEN + 1];
 
-	if (due_ns && waits_for_load(p, pr->frames, n) && defer(pr, ev, due_ns, true))
+	if (due_ns && waits_for_load(p, pr->frames, nn) && defer(pr, ev, due_ns, true))
 		return;
+	if (pr->py && p && ev->npy) {
+		n = pyprocs__merge(pr->py, p, ev, pr->frames, nn, pr->pyframes, STACK_MAX_FRAMES);
+		fr = pr->pyframes;
+	}
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
-	if (!b || batch__add_values(b, p, ev->tgid, comm, pr->frames, n, vals, state ? "state" : NULL,
-				    state))
+	if (!b || batch__add_values(b, p, ev->tgid, comm, fr, n, vals, state ? "state" : NULL, state))
 		pr->nomem++;
 	else
 		pr->offcpu_samples++;
+	/* A Python process that only waits is set up from its blocks. Last:
+	 * it may re-read p's maps, which frees the vmas fr points at. */
+	if (pr->py && p)
+		pyprocs__see(pr->py, p, pr->frames, nn, (int64_t)ev->time_ns);
 }
 
 /* A walk the twin finished (sampler/unwind/pending.h): a cpu sample or
@@ -340,6 +349,7 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 			.min_ns = o->offcpu_min_ns,
 			.states = o->offcpu_states,
 			.unw = sampler__unwind_fds(pr->s, &fds) ? NULL : &fds,
+			.py_procs_fd = pr->py ? sampler__py_procs_fd(pr->s) : -1,
 			.on_sample = on_offcpu,
 			.ctx = pr,
 		};

@@ -313,6 +313,11 @@ int sampler__ncpus(struct sampler *s)
 	return s->nlinks;
 }
 
+int sampler__py_procs_fd(struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.py_procs);
+}
+
 int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out)
 {
 	if (!s->o.unwinder)

@@ -53,6 +53,9 @@ int sampler__ncpus(struct sampler *s);
  * another BPF program to walk user stacks with. Returns 0, or -ENOENT
  * when s walks frame pointers. */
 int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out);
+/* The descriptor of the map of Python processes BPF walks (sampler__py_set
+ * fills it), owned by s and valid until sampler__close. */
+int sampler__py_procs_fd(struct sampler *s);
 /* Detaches and frees. */
 void sampler__close(struct sampler *s);
 

@@ -15,6 +15,9 @@
 #  - gzip: Debian's (stripped, no frame pointers) blocked 20 s in a pipe
 #    read: its user stack whole from libc's start code to read (walked
 #    with the cpu sampler's unwind tables).
+#  - python: Debian's python3.11 sleeping 0.9 s in waitLong and 0.1 s in
+#    waitShort (tests/helpers/py_sleep.py): its blocks carry the Python
+#    functions, waitLong 90% +- 3 of them.
 #  - sleep: a thread that only sleeps (100 ms naps) for 60 s accounts for
 #    60 s +- 5% (no double counting across CPUs).
 #  - the daemon's own threads are not recorded; metrics count blocks.
@@ -54,11 +57,16 @@ log "unwind tables of running processes built after $((i / 5)) s"
 (sleep 3; exec taskset -c 0 "$T" spin 20) & PP=$!; PIDS+=("$PP")
 # Debian's gzip (stripped, no frame pointers) waiting 20 s on a pipe.
 sleep 20 | gzip -c >/dev/null & GZ=$!; PIDS+=("$GZ")
+# Debian's python3.11 sleeping in two Python functions.
+PYBIN=/usr/bin/python3.11
+PY=""
+[[ -x $PYBIN ]] && { "$PYBIN" "$ROOT/tests/helpers/py_sleep.py" 30 & PY=$!; PIDS+=("$PY"); }
 wait "$PP" || fail "spin failed"
 wait "$WP" || fail "waits failed"
 wait "$LP" || fail "sleeper failed"
 wait "$SP" || fail "sleep failed"
 wait "$GZ" || fail "gzip failed"
+[[ -z $PY ]] || wait "$PY" || fail "py_sleep.py failed"
 sleep 5 # two batch intervals: every block is stored
 kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
 
@@ -152,6 +160,22 @@ log "gzip: $(ms "$rd") ms in pipe_read, $(ms "$gw") ms of it under whole user st
 ((rd >= 15000000)) && within "$(pct "$gw" "$rd")" 95 100 &&
 	ok "gzip (no frame pointers) waiting on a pipe: whole user stacks from libc's start to read in $(pct "$gw" "$rd")% of $(ms "$rd") ms" ||
 	{ fail "gzip's pipe wait: $(ms "$rd") ms, whole in $(pct "$gw" "$rd")%"; cut -c1-300 "$F" | head -3; }
+
+# --- Python functions off CPU ---
+if [[ -n $PY ]]; then
+	F=$WORK/py.folded
+	cp "$MP/merged/offcpu/pid=$PY/$R/folded.txt" "$F" || die "read py_sleep folded.txt"
+	all=$(fsum "$F"); withpy=$(fsum "$F" ' \(py_sleep\.py\)')
+	long=$(fsum "$F" ';main \(py_sleep\.py\);waitLong \(py_sleep\.py\);[^;]*;.*nanosleep[^;]*_\[k\]$')
+	short=$(fsum "$F" ';main \(py_sleep\.py\);waitShort \(py_sleep\.py\);[^;]*;.*nanosleep[^;]*_\[k\]$')
+	share=$(pct "$long" "$((long + short))")
+	log "py_sleep.py: $(ms "$all") ms off CPU, $(ms "$withpy") ms with Python frames; waitLong $(ms "$long") ms, waitShort $(ms "$short") ms"
+	within "$(pct "$withpy" "$all")" 80 100 && within "$share" 87 93 &&
+		ok "Python off CPU: waitLong (py_sleep.py) $share% of the time under its two functions (90 +- 3), Python frames on $(pct "$withpy" "$all")% of it" ||
+		{ fail "Python off CPU: waitLong $share%, Python frames on $(pct "$withpy" "$all")%"; sort -t' ' -k2 -nr "$F" | cut -c1-300 | head -4; }
+else
+	log "note: $PYBIN is not installed: Python frames off CPU not checked"
+fi
 
 # --- runqueue ---
 F=$WORK/spin.folded
