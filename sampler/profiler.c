@@ -105,6 +105,27 @@ static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t 
 	return true;
 }
 
+/* The unwind tables of the files in pr->frames[0..nn) (ev's, symbolized)
+ * were used: tables in use stay, the rest age out. */
+static void touch_tables(struct profiler *pr, const struct prof_sample_ev *ev, int nn)
+{
+	int64_t now = now_mono_ns();
+	const struct vma *last = NULL;
+
+	if (!pr->unw || !ev->nuser)
+		return;
+	unwinder__lock(pr->unw);
+	for (int i = 0; i < nn; i++) {
+		const struct vma *v = pr->frames[i].vma;
+
+		if (!v || v == last || !v->file)
+			continue;
+		last = v;
+		unwinder__touch_locked(pr->unw, unwinder__kdev(v->dev), v->ino, now);
+	}
+	unwinder__unlock(pr->unw);
+}
+
 /*
  * Symbolizes a sample and counts it in the batch. A sample whose frames
  * wait for the loader (the first samples of a new binary or JIT) is held
@@ -127,22 +148,7 @@ static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int
 		fr = pr->pyframes;
 	}
 	pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
-	/* Tables in use stay; the rest age out. */
-	if (pr->unw && ev->nuser) {
-		int64_t now = now_mono_ns();
-		const struct vma *last = NULL;
-
-		unwinder__lock(pr->unw);
-		for (int i = 0; i < nn; i++) {
-			const struct vma *v = pr->frames[i].vma;
-
-			if (!v || v == last || !v->file)
-				continue;
-			last = v;
-			unwinder__touch_locked(pr->unw, unwinder__kdev(v->dev), v->ino, now);
-		}
-		unwinder__unlock(pr->unw);
-	}
+	touch_tables(pr, ev, nn);
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
 	if (!b || batch__add(b, p, ev->tgid, comm, fr, n))
@@ -176,6 +182,8 @@ static void add_offcpu(struct profiler *pr, const struct prof_sample_ev *ev, int
 		n = pyprocs__merge(pr->py, p, ev, pr->frames, nn, pr->pyframes, STACK_MAX_FRAMES);
 		fr = pr->pyframes;
 	}
+	/* A process that only waits keeps its tables too. */
+	touch_tables(pr, ev, nn);
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
 	if (!b || batch__add_values(b, p, ev->tgid, comm, fr, n, vals, state ? "state" : NULL, state))
