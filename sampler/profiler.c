@@ -27,7 +27,6 @@
 struct deferred {
 	struct deferred *next;
 	int64_t due_ns; /* symbolized then with whatever is loaded */
-	bool offcpu;    /* an off-CPU block (on_offcpu), not a cpu sample */
 	/* a struct prof_sample_ev cut after its frames (the record's stack
 	 * copy, if it had one, is not needed once its walk is finished) */
 	_Alignas(struct prof_sample_ev) unsigned char ev[];
@@ -83,7 +82,7 @@ static bool waits_for_load(const struct proc *p, const struct frame *fr, int n)
 }
 
 /* Keeps a copy of ev for later; false when too many wait already. */
-static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns, bool offcpu)
+static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
 {
 	size_t nf = prof_sample_slots(ev), sz;
 	struct deferred *d;
@@ -97,7 +96,6 @@ static bool defer(struct profiler *pr, const struct prof_sample_ev *ev, int64_t 
 		return false;
 	memcpy(d->ev, ev, offsetof(struct prof_sample_ev, frames) + nf * sizeof(ev->frames[0]));
 	d->due_ns = due_ns;
-	d->offcpu = offcpu;
 	d->next = NULL;
 	*pr->deferred_tail = d;
 	pr->deferred_tail = &d->next;
@@ -127,109 +125,90 @@ static void touch_tables(struct profiler *pr, const struct prof_sample_ev *ev, i
 }
 
 /*
- * Symbolizes a sample and counts it in the batch. A sample whose frames
- * wait for the loader (the first samples of a new binary or JIT) is held
- * back until due_ns rather than stored unresolved; due_ns 0: now, with
- * whatever is loaded. The drain never waits for a file.
+ * Symbolizes a record, a cpu sample or an off-CPU block (OFFCPU_EV_SAMPLE),
+ * and counts it in its type's batch. A record whose frames wait for the
+ * loader (the first samples of a new binary or JIT, a process's first
+ * blocks after the daemon starts) is held back until due_ns rather than
+ * stored unresolved; due_ns 0: now, with whatever is loaded. The drain
+ * never waits for a file.
  */
-static void add_sample(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
+static void add_record(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
 {
+	bool off = ev->type == OFFCPU_EV_SAMPLE;
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
 	/* nn native frames in pr->frames; n stored (Python frames merged) */
 	int nn = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES), n = nn;
-	struct batch *b = minutes__batch(pr->mins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
-	const struct frame *fr = pr->frames;
-	char comm[PROF_COMM_LEN + 1];
-
-	if (due_ns && waits_for_load(p, pr->frames, nn) && defer(pr, ev, due_ns, false))
-		return;
-	if (pr->py && p && ev->npy) {
-		n = pyprocs__merge(pr->py, p, ev, pr->frames, nn, pr->pyframes, STACK_MAX_FRAMES);
-		fr = pr->pyframes;
-	}
-	pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
-	touch_tables(pr, ev, nn);
-	memcpy(comm, ev->comm, PROF_COMM_LEN);
-	comm[PROF_COMM_LEN] = 0;
-	if (!b || batch__add(b, p, ev->tgid, comm, fr, n))
-		pr->nomem++;
-	else
-		pr->samples++;
-	/* Last: it may re-read p's maps, which frees the vmas fr points at. */
-	if (pr->py && p)
-		pyprocs__see(pr->py, p, pr->frames, nn, (int64_t)ev->time_ns);
-}
-
-/* add_sample for an off-CPU block: held back the same way while its
- * files' symbols load (a process's first blocks after the daemon starts). */
-static void add_offcpu(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
-{
-	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
-	/* nn native frames in pr->frames; n stored (Python frames merged) */
-	int nn = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES), n = nn;
-	const struct frame *fr = pr->frames;
-	const int64_t vals[2] = { 1, (int64_t)ev->period };
-	const char *state = offcpu__state_name(ev->flags);
 	/* An off-CPU interval is filed under the minute it ended in (when
 	 * the thread ran again: the time the event carries); a wait across a
 	 * minute boundary is not split, as the earlier minute may be stored. */
-	struct batch *b = minutes__batch(pr->omins, wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
+	struct batch *b = minutes__batch(off ? pr->omins : pr->mins,
+					 wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
+	const struct frame *fr = pr->frames;
 	char comm[PROF_COMM_LEN + 1];
+	int err;
 
-	if (due_ns && waits_for_load(p, pr->frames, nn) && defer(pr, ev, due_ns, true))
+	if (due_ns && waits_for_load(p, pr->frames, nn) && defer(pr, ev, due_ns))
 		return;
 	if (pr->py && p && ev->npy) {
 		n = pyprocs__merge(pr->py, p, ev, pr->frames, nn, pr->pyframes, STACK_MAX_FRAMES);
 		fr = pr->pyframes;
 	}
-	/* A process that only waits keeps its tables too. */
+	if (!off)
+		pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
 	touch_tables(pr, ev, nn);
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
-	if (!b || batch__add_values(b, p, ev->tgid, comm, fr, n, vals, state ? "state" : NULL, state))
+	if (!b) {
+		err = -ENOMEM;
+	} else if (off) {
+		const int64_t vals[2] = { 1, (int64_t)ev->period };
+		const char *state = offcpu__state_name(ev->flags);
+
+		err = batch__add_values(b, p, ev->tgid, comm, fr, n, vals, state ? "state" : NULL, state);
+	} else {
+		err = batch__add(b, p, ev->tgid, comm, fr, n);
+	}
+	if (err)
 		pr->nomem++;
-	else
+	else if (off)
 		pr->offcpu_samples++;
-	/* A Python process that only waits is set up from its blocks. Last:
-	 * it may re-read p's maps, which frees the vmas fr points at. */
+	else
+		pr->samples++;
+	/* A Python process is set up from whichever record shows its
+	 * interpreter first. Last: it may re-read p's maps, which frees the
+	 * vmas fr points at. */
 	if (pr->py && p)
 		pyprocs__see(pr->py, p, pr->frames, nn, (int64_t)ev->time_ns);
 }
 
-/* A walk the twin finished (sampler/unwind/pending.h): a cpu sample or
- * an off-CPU block, told apart by the record's type. */
+/* A walk the twin finished (sampler/unwind/pending.h). */
 static void unwound(void *ctx, struct proc *p, const struct prof_sample_ev *ev)
 {
-	if (ev->type == OFFCPU_EV_SAMPLE)
-		add_offcpu(ctx, ev, now_mono_ns() + DEFER_NS);
-	else
-		add_sample(ctx, ev, now_mono_ns() + DEFER_NS);
+	add_record(ctx, ev, now_mono_ns() + DEFER_NS);
 }
 
-static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
+/* A record of either ring (size bytes as received). One whose user stack
+ * reached a file whose table is not loaded yet goes to the twin first. */
+static void take(struct profiler *pr, const struct prof_sample_ev *ev, size_t size)
 {
-	struct profiler *pr = ctx;
-
-	/* Its user stack reached a file whose table is not loaded yet: the
-	 * twin finishes it, as it does a cpu sample's. */
-	if (ev->uend == PROF_UE_PENDING && pr->pend) {
-		pending__add(pr->pend, procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id), ev,
-			     offsetof(struct prof_sample_ev, ustack) + ev->ustack_len, unwound, pr);
-		return;
-	}
-	add_offcpu(pr, ev, now_mono_ns() + DEFER_NS);
-}
-
-static void on_sample(void *ctx, const struct prof_sample_ev *ev, size_t size)
-{
-	struct profiler *pr = ctx;
-
 	if (ev->uend == PROF_UE_PENDING && pr->pend) {
 		pending__add(pr->pend, procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id), ev, size,
 			     unwound, pr);
 		return;
 	}
-	add_sample(pr, ev, now_mono_ns() + DEFER_NS);
+	add_record(pr, ev, now_mono_ns() + DEFER_NS);
+}
+
+static void on_sample(void *ctx, const struct prof_sample_ev *ev, size_t size)
+{
+	take(ctx, ev, size);
+}
+
+/* An off-CPU block joined in sampler/offcpu/ (its stack copy, if any,
+ * ends the record). */
+static void on_offcpu(void *ctx, const struct prof_sample_ev *ev)
+{
+	take(ctx, ev, offsetof(struct prof_sample_ev, ustack) + ev->ustack_len);
 }
 
 /* Samples held back whose files are loaded (or that waited long enough,
@@ -246,10 +225,7 @@ static void replay(struct profiler *pr, bool force)
 		next = d->next;
 		int64_t due = force || now >= d->due_ns ? 0 : d->due_ns;
 
-		if (d->offcpu)
-			add_offcpu(pr, DEFERRED_EV(d), due);
-		else
-			add_sample(pr, DEFERRED_EV(d), due);
+		add_record(pr, DEFERRED_EV(d), due);
 		free(d);
 	}
 }
