@@ -59,7 +59,6 @@ struct profiler {
 	size_t ndeferred;
 	int64_t stats_ns; /* monotonic time of the last update_stats() */
 	int64_t trim_ns;  /* ... of the last symbolizer__trim() */
-	uint64_t sym_budget; /* symbol cache bytes (0: SYM_CACHE_BYTES) */
 	pthread_mutex_t lock; /* guards st */
 	struct profiler_stats st;
 };
@@ -278,9 +277,6 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	so.ctx = pr;
 	pr->frames = calloc(2 * PROF_MAX_FRAMES, sizeof(*pr->frames));
 	pr->sym = symbolizer__new(NULL);
-	/* Tests shrink the symbol cache to see it evict. */
-	if (getenv("PROFFS_SYM_CACHE_BYTES"))
-		pr->sym_budget = strtoull(getenv("PROFFS_SYM_CACHE_BYTES"), NULL, 10);
 	pr->lab = labeler__new(&lo);
 	wallclock__refresh(&pr->wc);
 	pr->mins = minutes__new(1000000000LL / so.hz,
@@ -466,7 +462,7 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 	now = now_mono_ns();
 	/* Between samples (no name looked up is held now), once a second. */
 	if (now - pr->trim_ns >= 1000000000LL) {
-		symbolizer__trim(pr->sym, pr->sym_budget);
+		symbolizer__trim(pr->sym, 0);
 		pr->trim_ns = now;
 	}
 	if (timeout_ms == 0 || now - pr->stats_ns >= 1000000000LL) {

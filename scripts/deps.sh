@@ -10,14 +10,15 @@ PKGS=(
   libbpf-dev libelf-dev libdw-dev zlib1g-dev
   libprotobuf-c-dev protobuf-c-compiler
   libzstd-dev liblmdb-dev lmdb-utils
-  libcurl4-openssl-dev
+  libcurl4-openssl-dev libiberty-dev
   clang llvm bpftool libclang-rt-14-dev
   golang-go protobuf-compiler
   libxml2-utils
   sshfs openssh-server openssh-client
   nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
   linux-perf procps psmisc util-linux
-  libdevel-nytprof-perl
+  libdevel-nytprof-perl libc6-dbg
+  nodejs
 )
 
 missing=()

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "render_int.h"
+#include "store/util/demangle.h"
 #include "store/util/hmap.h"
 
 #define NODE_FRACTION 0.005
@@ -70,8 +71,15 @@ static uint32_t node_name(struct top *t, const struct prof_location *l, const st
 	char buf[512];
 	int n;
 
-	if (ln && ln->function_id && ln->function_id <= p->nfunctions)
-		name = p->strs[p->functions[ln->function_id - 1].name];
+	if (ln && ln->function_id && ln->function_id <= p->nfunctions) {
+		const struct prof_function *f = &p->functions[ln->function_id - 1];
+
+		name = p->strs[f->name];
+		/* pprof demangles a name equal to its system name (an imported
+		 * C++ profile) to its short form; ours are stored demangled. */
+		if (!strcmp(name, p->strs[f->system_name]) && (n = (int)demangle__name(name, false, buf, sizeof(buf))))
+			return frametab__intern(&t->names, buf, (size_t)n);
+	}
 	if (name && *name)
 		return frametab__intern(&t->names, name, strlen(name));
 	if (l->mapping_id && l->mapping_id <= p->nmappings) {

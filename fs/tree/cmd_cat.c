@@ -135,7 +135,7 @@ static int print_node(struct tree *t, const struct node *n)
 
 int cmd_cat(int argc, char **argv)
 {
-	static const struct store_cmd cmd = { "cat", "+:s:h", usage };
+	static const struct store_cmd cmd = { "cat", ":s:h", usage };
 	struct store_opts so = { .readonly = true };
 	struct store *s = NULL;
 	struct tree *t = NULL;

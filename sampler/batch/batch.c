@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sampler/batch/batch.h"
+#include "store/util/demangle.h"
 #include "store/util/hmap.h"
 #include "store/util/util.h"
 
@@ -256,9 +257,21 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 		loc.mapping_id = unknown_mapping(b);
 	if (f->name) {
 		struct prof_function fn = { 0 };
+		char shown[512];
 
-		fn.name = fn.system_name = profile__intern_str(b->p, f->name);
-		if (fn.name == UINT32_MAX)
+		/* The stored name is what pprof shows (SPEC §2): a perf-map
+		 * JIT frame marked "_[j]", a C++/Rust symbol demangled to
+		 * pprof's short form; the system name keeps the symbol. */
+		fn.system_name = profile__intern_str(b->p, f->name);
+		if (f->jit) {
+			snprintf(shown, sizeof(shown), "%s_[j]", f->name);
+			fn.name = profile__intern_str(b->p, shown);
+		} else if (demangle__name(f->name, false, shown, sizeof(shown))) {
+			fn.name = profile__intern_str(b->p, shown);
+		} else {
+			fn.name = fn.system_name;
+		}
+		if (fn.name == UINT32_MAX || fn.system_name == UINT32_MAX)
 			return 0;
 		line.function_id = profile__add_function(b->p, &fn);
 		if (!line.function_id)

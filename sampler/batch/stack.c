@@ -71,7 +71,7 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 		else if (!strcmp(f->vma->path, "[vdso]"))
 			f->name = symbolizer__vdso(sym, look - f->vma->start + f->vma->pgoff);
 		else
-			f->name = procs__jit_symbol(ps, p, look);
+			f->jit = (f->name = procs__jit_symbol(ps, p, look)) != NULL;
 	}
 	if ((ev->flags & PROF_F_UTRUNC) && n < max) {
 		memset(&out[n], 0, sizeof(out[n]));

@@ -17,6 +17,7 @@ struct frame {
 	const char *name; /* function, or NULL when unresolved */
 	bool kernel;
 	bool marker;      /* not a frame: stands for frames lost (truncation) */
+	bool jit;         /* name came from the process's perf map */
 	struct vma *vma;  /* user frames: the mapping, or NULL (unmapped) */
 	uint64_t off;     /* file offset of addr within vma's file */
 	/* A Python frame (addr: its code object): name is "qualname (file)" */

@@ -73,14 +73,34 @@ static int read_loads(Elf *elf, struct elf_info *e)
 	return 0;
 }
 
-static int sym_cmp(const void *a, const void *b)
+/*
+ * Aliases share an address; the one the sort puts first names it. A sized
+ * symbol first (an unsized one may be a label that covers nothing), then
+ * the name the library exports over its local aliases: glibc's debug file
+ * has __libc_start_main_alias_2, _impl and two versioned
+ * __libc_start_main at one address, and perf and gdb say
+ * __libc_start_main. Then a default version (@@ or none) over an old one
+ * (@), then the name itself, so the choice never depends on qsort.
+ */
+static int sym_rank(unsigned char bind, const char *name)
+{
+	const char *at = strchr(name, '@');
+	int r = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+
+	return r * 2 + (at && at[1] != '@');
+}
+
+static int sym_cmp(const void *a, const void *b, void *strs)
 {
 	const struct elf_sym *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* Among aliases prefer the one with a size. */
-	return (x->size < y->size) - (x->size > y->size);
+	if ((x->size != 0) != (y->size != 0))
+		return x->size ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return strcmp((const char *)strs + x->name, (const char *)strs + y->name);
 }
 
 /* Collects FUNC symbols of the section of type `type`. Returns the count
@@ -131,6 +151,14 @@ static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *
 		if (!name || !*name)
 			continue;
 		len = strnlen(name, 4096) + 1;
+		/* A debug file's .symtab names versioned definitions
+		 * "sym@@GLIBC_2.34": the version is not part of the name. */
+		{
+			const char *at = memchr(name, '@', len - 1);
+
+			if (at && at > name)
+				len = (size_t)(at - name) + 1;
+		}
 		if (*strs_len + len > ELFSYM_MAX_STRS)
 			return -EFBIG;
 		if (*nsyms == cap) {
@@ -159,6 +187,7 @@ static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *
 		(*syms)[*nsyms].addr = s.st_value;
 		(*syms)[*nsyms].size = s.st_size;
 		(*syms)[*nsyms].name = *strs_len;
+		(*syms)[*nsyms].rank = (uint8_t)sym_rank(GELF_ST_BIND(s.st_info), name);
 		*strs_len += len;
 		(*nsyms)++;
 		added++;
@@ -185,7 +214,7 @@ static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
 		return n < 0 ? (int)n : -ENOENT;
 	}
 	if (nsyms)
-		qsort(syms, nsyms, sizeof(*syms), sym_cmp);
+		qsort_r(syms, nsyms, sizeof(*syms), sym_cmp, strs);
 	free(e->syms);
 	free(e->strs);
 	e->syms = syms;
@@ -270,7 +299,7 @@ const char *elfsym__lookup(const struct elf_info *e, uint64_t vaddr)
 
 	if (!lo)
 		return NULL;
-	/* Aliases share an address; sorting put the sized one first. */
+	/* Aliases share an address; sorting put the one to show first. */
 	size_t i = lo - 1;
 	while (i > 0 && e->syms[i - 1].addr == e->syms[i].addr)
 		i--;

@@ -16,7 +16,8 @@ struct elf_load {
 
 struct elf_sym {
 	uint64_t addr, size;
-	uint32_t name; /* offset into elf_info.strs */
+	uint32_t name; /* offset into elf_info.strs; a version suffix (@@V, @V) cut off */
+	uint8_t rank;  /* among aliases at one address, lower wins (elfsym.c) */
 };
 
 struct elf_info {

@@ -29,6 +29,9 @@ struct store_opts {
 	uint64_t max_size;      /* bytes; LMDB map size. 0 = 4 GiB */
 	int64_t retention_s;    /* drop data older than this; 0 = keep */
 	bool readonly;          /* open for queries only */
+	/* Tests and benches only (never set by a proffs command): commits
+	 * without an fsync, so a crash may lose them. */
+	bool nosync;
 };
 
 /* Opens (creating if needed) the store in o->dir. On success *out owns the

@@ -105,8 +105,6 @@ int store__open(struct store **out, const struct store_opts *o)
 	char path[4096];
 	unsigned int flags = MDB_NOTLS;
 	MDB_txn *txn = NULL;
-	const char *nosync = getenv("PROFFS_STORE_NOSYNC");
-	const char *window = getenv("PROFFS_STORE_INDEX_WINDOW_S");
 	struct stat st;
 	int rc;
 
@@ -120,11 +118,16 @@ int store__open(struct store **out, const struct store_opts *o)
 	s->max_size = o->max_size ? o->max_size : 4ULL << 30;
 	s->retention_s = o->retention_s;
 	s->readonly = o->readonly;
-	/* The writer's generations (tests shorten them to see one end; 0:
-	 * every commit ends one). */
-	s->pc_window_s = window && *window ? atoll(window) : -1;
-	if (s->pc_window_s < 0)
-		s->pc_window_s = PC_WINDOW_S;
+	/* The writer's generations: PROFFS_STORE_INDEX_WINDOW_S=N (README,
+	 * Debugging) makes them N seconds, 0 every commit, so tests see one
+	 * end. */
+	{
+		const char *window = getenv("PROFFS_STORE_INDEX_WINDOW_S");
+
+		s->pc_window_s = window && *window ? atoll(window) : -1;
+		if (s->pc_window_s < 0)
+			s->pc_window_s = PC_WINDOW_S;
+	}
 	s->pc_gen_start = now_mono_ns() / 1000000000;
 	if (!s->dir) {
 		rc = -ENOMEM;
@@ -143,7 +146,7 @@ int store__open(struct store **out, const struct store_opts *o)
 		pr_err("store: cannot create %s: %s", o->dir, strerror(errno));
 		goto err;
 	}
-	if (nosync && *nosync && strcmp(nosync, "0"))
+	if (o->nosync)
 		flags |= MDB_NOSYNC; /* tests and benchmarks only */
 	rc = mdb_env_create(&s->env);
 	if (rc)

@@ -20,6 +20,7 @@
  * its time, and many freshly faulted pages, building indexes no one read.
  */
 #include "store/profile/profile.h"
+#include "store/util/demangle.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -900,11 +901,19 @@ size_t profile__frame_name(const struct profile *p, uint64_t loc, uint32_t li,
 	if (li < l->nlines && l->lines[li].function_id &&
 	    l->lines[li].function_id <= p->nfunctions) {
 		const struct prof_function *f = &p->functions[l->lines[li].function_id - 1];
-		const char *name = p->strs[f->name];
+		const char *name = p->strs[f->name], *sys = p->strs[f->system_name];
+		size_t nl = strlen(name);
 
 		if (!*name)
-			name = p->strs[f->system_name];
-		r = snprintf(buf, size, "%s", *name ? name : "??");
+			name = sys;
+		/* folded.txt and the SVG read as perf prints: C++ and Rust
+		 * names whole (the stored name is pprof's short form); a
+		 * perf-map JIT name (ends in "_[j]") is shown as written. */
+		r = 0;
+		if (kmark && demangle__looks_mangled(sys) && !(nl >= 4 && !strcmp(name + nl - 4, "_[j]")))
+			r = (int)demangle__name(sys, true, buf, size);
+		if (!r)
+			r = snprintf(buf, size, "%s", *name ? name : "??");
 	} else if (m) {
 		const char *base = strrchr(file, '/');
 

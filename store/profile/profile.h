@@ -202,8 +202,10 @@ uint32_t profile__display_value(const struct profile *p);
  * buf (NUL-terminated, truncated to size): the function name; for a
  * location without lines, "module+0xOFFSET" (module = basename of the
  * mapping file, offset = file offset of the address) or "0xADDR" with no
- * mapping. Kernel frames (mapping file "[kernel.kallsyms]" or starting
- * with "[" and flagged kernel) get the suffix "_[k]" when kmark is true.
+ * mapping. kmark true is the folded.txt/flame-graph style: kernel frames
+ * (mapping file "[kernel.kallsyms]" or starting with "[" and flagged
+ * kernel) get the suffix "_[k]", and a function whose system name is a
+ * mangled C++/Rust symbol is shown demangled in full, as perf shows it.
  * ';' in a name is written ':' so folded lines stay parseable.
  * Returns the length written.
  */

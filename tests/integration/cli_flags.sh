@@ -23,7 +23,7 @@ expect_bad() {
 
 expect_bad "no command" 
 expect_bad "unknown command" frobnicate
-for cmd in run mount import cat check; do
+for cmd in run mount import cat check copy; do
 	expect_bad "$cmd --no-such-flag" "$cmd" --store "$S" --no-such-flag
 	expect_bad "$cmd -Q" "$cmd" --store "$S" -Q
 	expect_bad "$cmd --store (no value)" "$cmd" --store
@@ -47,6 +47,11 @@ expect_bad "import --label x" import --store "$S" --label x f.pb
 expect_bad "cat without a path" cat --store "$S"
 expect_bad "cat two paths" cat --store "$S" /a /b
 expect_bad "check extra argument" check --store "$S" extra
+# Flags after operands are flags (GNU getopt order), as in every command.
+expect_bad "import FILE --bad-flag" import --store "$S" f.pb --bad-flag
+expect_bad "cat PATH --bad-flag" cat --store "$S" /cpu --bad-flag
+expect_bad "mount MOUNTPOINT --bad-flag" mount --store "$S" "$T/a" --bad-flag
+expect_bad "copy DEST --bad-flag" copy --store "$S" "$T/c" --bad-flag
 [[ ! -e $S ]] && ok "no store was created by a refused command" || fail "a refused command created $S"
 # --help is not an error: usage on stdout, exit 0.
 for cmd in run mount import cat check version; do

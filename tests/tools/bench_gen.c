@@ -762,6 +762,9 @@ int main(int argc, char **argv)
 	if (store_dir) {
 		struct store_opts o = { .dir = store_dir, .max_size = max_size };
 
+		/* the benches' switch (a test tool's; no proffs command has one) */
+		o.nosync = getenv("PROFFS_STORE_NOSYNC") && strcmp(getenv("PROFFS_STORE_NOSYNC"), "0");
+
 		CHK(!store__open(&s, &o));
 	}
 	if (pprof_dir)

@@ -253,6 +253,9 @@ int main(int argc, char **argv)
 	struct store *s;
 	int c, logfd = -1, rc = 0;
 
+	/* A test tool's switch (no proffs command has one): commits without
+	 * an fsync when the test is not about durability. */
+	so.nosync = getenv("PROFFS_STORE_NOSYNC") && strcmp(getenv("PROFFS_STORE_NOSYNC"), "0");
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'S': so.dir = optarg; break;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "store/profile/profile.h"
+#include "store/util/demangle.h"
 #include "tests/test.h"
 
 static struct profile *mk(int64_t a, int64_t b)
@@ -44,6 +45,33 @@ int main(void)
 	CHECK(profile__display_value(m) == 1, "display value is the last type");
 	profile__frame_name(m, m->samples[0].locs[0], 0, true, name, sizeof(name));
 	CHECK(!strcmp(name, "work:x"), "';' in a frame is written ':' (got %s)", name);
+	{
+		/* C++ and Rust: the stored name is pprof's short form, the
+		 * system name the symbol; folded.txt shows it as perf does. */
+		struct profile *q = profile__new();
+		struct prof_function f = { .name = profile__intern_str(q, "Threads::create_vm"),
+					   .system_name = profile__intern_str(q, "_ZN7Threads9create_vmEP14JavaVMInitArgsPb") };
+		struct prof_line ln = { profile__add_function(q, &f), 0 };
+		struct prof_location L = { 0, 0x10, 1, &ln };
+		uint64_t loc = profile__add_location(q, &L);
+		char dm[128];
+
+		profile__frame_name(q, loc, 0, true, dm, sizeof(dm));
+		CHECK(!strcmp(dm, "Threads::create_vm(JavaVMInitArgs*, bool*)"), "folded style: whole C++ name (%s)", dm);
+		profile__frame_name(q, loc, 0, false, dm, sizeof(dm));
+		CHECK(!strcmp(dm, "Threads::create_vm"), "pprof style: the stored short name (%s)", dm);
+		CHECK(demangle__name("_ZNSt6vectorIiSaIiEE9push_backERKi", false, dm, sizeof(dm)) &&
+		      !strcmp(dm, "std::vector::push_back"), "short form drops parameters and templates (%s)", dm);
+		CHECK(demangle__name("_ZN9__gnu_cxxltIPiEEbRKNS_17__normal_iteratorIT_EES6_", false, dm, sizeof(dm)) &&
+		      !strcmp(dm, "__gnu_cxx::operator<"), "an operator's '<' stays (%s)", dm);
+		CHECK(demangle__name("_ZN4core3fmt5write17h0123456789abcdefE", true, dm, sizeof(dm)) &&
+		      !strcmp(dm, "core::fmt::write"), "Rust legacy symbol (%s)", dm);
+		CHECK(demangle__name("_RNvCs1234_7mycrate3foo", true, dm, sizeof(dm)) && !strcmp(dm, "mycrate::foo"),
+		      "Rust v0 symbol (%s)", dm);
+		CHECK(!demangle__name("main", true, dm, sizeof(dm)) && !demangle__name("_Zgarbage", true, dm, sizeof(dm)),
+		      "plain C and garbage are left alone");
+		profile__free(q);
+	}
 	d = profile__diff(a, b);
 	CHECK(d && d->nsamples == 4, "diff keeps both sides apart (got %u)", d ? d->nsamples : 0);
 	CHECK(profile__total(d, 0) == 6 - 7, "diff total is B - A");

@@ -556,27 +556,19 @@ static void t_reopen_readonly(const char *dir)
  * reseeded). Stores the day's total of value 0 in *sum. Returns the open
  * store (the caller closes it) or NULL if it could not be opened.
  * Five scenarios build this store; opened without an fsync per commit
- * (PROFFS_STORE_NOSYNC, read by store__open only) it costs a tenth. No
+ * (store_opts.nosync, which no proffs command sets) it costs a tenth. No
  * check here is about durability: store_crash.sh is. */
 static struct store *day_store(const char *dir, int64_t *sum)
 {
 	const char *comms[] = { "a", "b", "c" }, *fr[] = { "x", "y", "z", "w" };
-	struct store_opts o = { .dir = dir };
+	struct store_opts o = { .dir = dir, .nosync = true };
 	struct store *s = NULL;
 	struct profile *p;
 	bool ok = true;
-	char *was = getenv("PROFFS_STORE_NOSYNC");
 
 	*sum = 0;
 	rnd = 88172645463325252ULL;
-	was = was ? strdup(was) : NULL;
-	setenv("PROFFS_STORE_NOSYNC", "1", 1);
 	CHECK(store__open(&s, &o) == 0, "fresh store for rollups");
-	if (was)
-		setenv("PROFFS_STORE_NOSYNC", was, 1);
-	else
-		unsetenv("PROFFS_STORE_NOSYNC");
-	free(was);
 	if (!s)
 		return NULL;
 	for (int64_t t = D0 - 1800; t < D0 + 86400 + 3600; t += 300) {

@@ -4,6 +4,7 @@
  * addresses through a perf map; unresolved frames print module+0xOFFSET;
  * and the sampler's hash map survives heavy insert/delete. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,35 @@ int main(void)
 	CHECK(name && strstr(name, "getppid"), "libc: getppid+1 -> %s (in %s)", name ? name : "none",
 	      v ? v->path : "no mapping");
 
+	/* glibc's debug file (libc6-dbg) names __libc_start_main's address
+	 * five times: three local aliases and two versions of the export.
+	 * The export's plain name wins, as perf and gdb show it. */
+	{
+		const char *dbg = NULL;
+		struct elf_info di;
+		char dpath[160];
+		int fd;
+
+		if (v && v->dso && v->dso->tab && v->dso->tab->elf.build_id[0]) {
+			const char *bid = v->dso->tab->elf.build_id;
+
+			snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
+			dbg = dpath;
+		}
+		fd = dbg ? open(dbg, O_RDONLY) : -1;
+		CHECK(fd >= 0, "libc6-dbg's debug file for libc: %s", dbg ? dbg : "(no build id)");
+		if (fd >= 0 && !elfsym__read(fd, true, &di)) {
+			const struct elf_sym *s = elfsym__find(&di, "__libc_start_main_impl");
+			const char *n = s ? elfsym__lookup(&di, s->addr + 1) : NULL;
+
+			CHECK(n && !strcmp(n, "__libc_start_main"), "an exported name beats local aliases at its address: %s",
+			      n ? n : "none");
+			elfsym__fini(&di);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+
 	/* The symbol cache's bound: tables unused for 10 ticks go when over
 	 * budget, and come back at their next use. */
 	{
@@ -217,8 +247,9 @@ int main(void)
 	CHECK(!name, "perf map: just past jit_alpha -> none");
 	name = perfmap__lookup(pm, 0x7f0000002000);
 	fr = (struct frame){ .addr = 0x7f0000002000, .name = name };
+	fr.jit = true;
 	prod_name(&fr, buf, sizeof(buf));
-	CHECK(!strcmp(buf, "jit_beta:with:semis"), "';' in a name becomes ':' -> %s", buf);
+	CHECK(!strcmp(buf, "jit_beta:with:semis_[j]"), "';' in a name becomes ':', a JIT frame ends _[j] -> %s", buf);
 	perfmap__free(pm);
 	unlink(path);
 
