@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -487,7 +488,7 @@ int cmd_run(int argc, char **argv)
 	struct profiler_opts po = { .hz = 19 };
 	struct tree_opts to = { .metrics_cb = metrics_cb };
 	struct pusher_opts pusho = { 0 };
-	char *dups[MAX_LABELS] = { 0 }, host[256];
+	char *dups[MAX_LABELS] = { 0 }, host[256], mp_abs[PATH_MAX];
 	struct tree *tree = NULL;
 	struct unmounter *um = NULL;
 	bool dropped = false;
@@ -661,15 +662,18 @@ int cmd_run(int argc, char **argv)
 	if (setpriority(PRIO_PROCESS, 0, -10))
 		pr_warn("run: cannot raise the daemon's priority: %s", strerror(errno));
 
-	/* While we are one thread with signals blocked: the helper that will
-	 * unmount the tree once our own privileges are gone. */
-	err = privs__start_unmounter(mo.mountpoint, &um);
-	if (err)
-		pr_warn("run: no unmount helper (%s): keeping all privileges", strerror(-err));
-
 	/* The default /prof usually does not exist yet on a fresh host. */
 	if (mkdir(mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
 		pr_warn("run: cannot create %s: %s", mo.mountpoint, strerror(errno));
+
+	/* While we are one thread with signals blocked: the helper that will
+	 * unmount the tree once our own privileges are gone. It finds the
+	 * mount by its absolute path in the kernel's mount table. */
+	if (!realpath(mo.mountpoint, mp_abs))
+		snprintf(mp_abs, sizeof(mp_abs), "%s", mo.mountpoint);
+	err = privs__start_unmounter(mp_abs, &um);
+	if (err)
+		pr_warn("run: no unmount helper (%s): keeping all privileges", strerror(-err));
 
 	err = store__open(&r.store, &so);
 	if (err) {
@@ -686,8 +690,12 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	to.metrics_ctx = &r;
-	if (um)
+	if (um) {
 		mo.on_serve = drop_in_fuse_thread;
+		/* fusectl is root's: once dropped, only the helper may. */
+		mo.abort_conn = privs__abort;
+		mo.abort_ctx = um;
+	}
 	tree = tree__new(r.store, &to);
 	if (!tree) {
 		pr_err("run: cannot build the tree: %s", strerror(errno));
@@ -769,10 +777,16 @@ out:
 		pthread_join(r.thread, NULL);
 		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	}
-	/* Without CAP_SYS_ADMIN the helper detaches the mount; the FUSE loop
-	 * then sees its connection end, and fsmount__stop finds it gone. */
+	/* The request loop ends first, while our own requests still reach
+	 * the mount (fsmount__end_loop says why); then, without
+	 * CAP_SYS_ADMIN, the helper detaches it, and fsmount__stop finds
+	 * it gone. */
+	if (r.fm && fsmount__end_loop(r.fm))
+		pr_warn("run: the FUSE request loop did not end; aborting the connection");
 	if (r.fm && dropped && (err = privs__unmount(um)))
 		pr_warn("run: the unmount helper failed: %s", strerror(-err));
+	else if (r.fm && dropped)
+		fsmount__detached(r.fm);
 	if (r.fm)
 		fsmount__stop(__atomic_exchange_n(&r.fm, NULL, __ATOMIC_ACQ_REL));
 	privs__unmounter_free(um);

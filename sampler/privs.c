@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <linux/capability.h>
 #include <poll.h>
 #include <pthread.h>
@@ -16,7 +18,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +28,6 @@
 #ifndef CAP_CHECKPOINT_RESTORE
 #define CAP_CHECKPOINT_RESTORE 40
 #endif
-#define FUSE_SUPER_MAGIC 0x65735546
 
 /*
  * What the daemon does after the drop, and what it needs for it:
@@ -118,12 +118,89 @@ static int answer(int sock, char r, int fd)
 	return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
+/* Copies a /proc/self/mountinfo path field (spaces and the like written
+ * \ooo) into out; false if it does not fit. */
+static bool unescape(const char *f, size_t n, char *out, size_t cap)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = f[i];
+
+		if (c == '\\' && i + 3 < n && f[i + 1] >= '0' && f[i + 1] <= '3') {
+			c = (char)((f[i + 1] - '0') << 6 | (f[i + 2] - '0') << 3 | (f[i + 3] - '0'));
+			i += 3;
+		}
+		if (k + 1 >= cap)
+			return false;
+		out[k++] = c;
+	}
+	out[k] = 0;
+	return true;
+}
+
+/*
+ * The FUSE connection (its device minor) of the newest FUSE mount at
+ * mountpoint in our namespace, from /proc/self/mountinfo, or -1. Read
+ * from the kernel's table, never through the mount: once the daemon's
+ * request loop has ended, a stat or statfs of the mount would wait for
+ * an answer that never comes.
+ */
+static int fuse_conn_at(const char *mountpoint)
+{
+	char line[4096], mp[PATH_MAX];
+	int conn = -1;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root mountpoint opts... - fstype ... */
+		unsigned maj, min;
+		char *mp_f, *dash, *fs;
+		int off = 0;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %n", &maj, &min, &off) != 2 || !off)
+			continue;
+		mp_f = line + off;
+		dash = strstr(mp_f, " - ");
+		fs = dash ? dash + 3 : NULL;
+		if (!fs || strncmp(fs, "fuse", 4) || (fs[4] != ' ' && fs[4] != '.'))
+			continue;
+		if (unescape(mp_f, strcspn(mp_f, " "), mp, sizeof(mp)) && !strcmp(mp, mountpoint))
+			conn = (int)min;
+	}
+	fclose(f);
+	return conn;
+}
+
+/* Fails every request of FUSE connection conn, pending or future, and
+ * wakes whoever waits on it (fusectl; mounted first if it is not). */
+static bool abort_conn(int conn)
+{
+	char p[64];
+	int fd;
+
+	if (conn < 0)
+		return false;
+	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%d/abort", conn);
+	if (access(p, F_OK))
+		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, "1", 1) == 1;
+	close(fd);
+	return ok;
+}
+
 /* The helper: one request, one answer. It unmounts nothing but a FUSE
- * mount at the mountpoint it was given, and creates nothing but maps of
- * the one shape the unwinder's row chunks have, which hold only what the
- * daemon writes into them. */
+ * mount at the mountpoint it was given, aborts no connection but that
+ * mount's, and creates nothing but maps of the one shape the unwinder's
+ * row chunks have, which hold only what the daemon writes into them. */
 static void helper_main(int fd, const char *mountpoint)
 {
+	int conn = -1; /* the connection of the mount 'u' detached */
 	char c;
 
 	/* Nothing of the daemon's (store, /dev/fuse) stays open here. */
@@ -131,12 +208,13 @@ static void helper_main(int fd, const char *mountpoint)
 		if (i != fd && i != 2)
 			close(i);
 	while (read(fd, &c, 1) == 1) {
-		struct statfs sf;
 		char r = 'n';
 		int mfd = -1;
 
-		if (c == 'u' && !statfs(mountpoint, &sf) && sf.f_type == FUSE_SUPER_MAGIC &&
+		if (c == 'u' && (conn = fuse_conn_at(mountpoint)) >= 0 &&
 		    !umount2(mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW))
+			r = 'y';
+		if (c == 'a' && abort_conn(conn >= 0 ? conn : fuse_conn_at(mountpoint)))
 			r = 'y';
 		if (c == 'c' && (mfd = unwinder__chunk_create()) >= 0)
 			r = 'y';
@@ -234,6 +312,11 @@ out:
 int privs__unmount(struct unmounter *u)
 {
 	return ask(u, 'u', NULL);
+}
+
+int privs__abort(void *u)
+{
+	return ask(u, 'a', NULL);
 }
 
 int privs__unwind_chunk(void *u)

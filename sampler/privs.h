@@ -28,6 +28,12 @@ int privs__start_unmounter(const char *mountpoint, struct unmounter **out);
  * mount there) and waits for it, up to 1 s. Returns 0 or -errno. */
 int privs__unmount(struct unmounter *u);
 
+/* Asks the helper (u, a struct unmounter *: the type of mount_opts'
+ * abort_conn) to abort the FUSE connection of the mount it detached, or
+ * else of the FUSE mount at its mountpoint (fusectl), and waits up to
+ * 1 s. Returns 0 or -errno. */
+int privs__abort(void *u);
+
 /* Asks the helper (u, a struct unmounter *: the type of the unwinder's
  * chunk_fd hook) for a new row chunk (unwinder__chunk_create) and waits
  * for it, up to 1 s. Returns the map's fd, the caller's, or -errno.

@@ -23,7 +23,9 @@ struct fsmount {
 	char *mountpoint;
 	dev_t dev; /* of the mounted filesystem, to abort its connection */
 	pthread_t loop;
-	bool loop_started, mounted;
+	bool loop_started, loop_joined, mounted;
+	int (*abort_conn)(void *ctx); /* mount_opts.abort_conn */
+	void *abort_ctx;
 	atomic_bool stopping; /* fsmount__stop() began */
 	struct inotab inos;
 	uid_t uid;

@@ -6,9 +6,13 @@
  * readers hold files open.
  *
  * Stopping: libfuse checks for the session's exit only between requests,
- * so fsmount__stop() sends one (a stat of a fresh name), then unmounts,
- * then, as a last resort, aborts the connection through fusectl. The
- * final unmount is lazy so that the mountpoint is free at once.
+ * so fsmount__end_loop() sends one (a stat of a fresh name) while the
+ * mount is still attached here; fsmount__stop() then unmounts and, as a
+ * last resort, aborts the connection through fusectl (itself, or through
+ * the caller's abort_conn when it gave up the privilege). Unmounting alone
+ * is no way to end the loop: a copy of the mount in another mount
+ * namespace keeps the connection, and our workers blocked on it, alive.
+ * The final unmount is lazy so that the mountpoint is free at once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -101,6 +105,8 @@ int fsmount__start(struct fsmount **out, struct tree *t,
 	m->gid = getgid();
 	m->on_serve = o->on_serve;
 	m->on_serve_ctx = o->on_serve_ctx;
+	m->abort_conn = o->abort_conn;
+	m->abort_ctx = o->abort_ctx;
 	m->mountpoint = realpath(o->mountpoint, NULL);
 	if (!m->mountpoint) {
 		err = -errno;
@@ -194,6 +200,13 @@ static void abort_conn(struct fsmount *m)
 	char p[64];
 	FILE *f;
 
+	if (m->abort_conn) {
+		int err = m->abort_conn(m->abort_ctx);
+
+		if (err)
+			pr_warn("cannot abort the FUSE connection: %s", strerror(-err));
+		return;
+	}
 	if (!m->dev)
 		return;
 	snprintf(p, sizeof(p), "/sys/fs/fuse/connections/%u/abort",
@@ -224,34 +237,53 @@ static void ensure_unmounted(struct fsmount *m)
 		pr_warn("%s: umount2: %s", m->mountpoint, strerror(errno));
 }
 
-static int join_for(pthread_t th, int secs)
+/* Waits up to ms for the loop thread to end. */
+static bool join_ms(pthread_t th, int ms)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += secs;
-	return pthread_timedjoin_np(th, NULL, &ts);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	return pthread_timedjoin_np(th, NULL, &ts) == 0;
+}
+
+int fsmount__end_loop(struct fsmount *m)
+{
+	if (!m || !m->loop_started || m->loop_joined)
+		return 0;
+	atomic_store(&m->stopping, true);
+	fuse_session_exit(m->se);
+	/* A poke's request is answered in microseconds when a worker is
+	 * free; one busy rendering takes its turn. */
+	for (int i = 0; i < 8 && !m->loop_joined; i++) {
+		poke(m);
+		m->loop_joined = join_ms(m->loop, 50 + 25 * i);
+	}
+	return m->loop_joined ? 0 : -ETIMEDOUT;
+}
+
+void fsmount__detached(struct fsmount *m)
+{
+	if (m)
+		m->mounted = false;
 }
 
 void fsmount__stop(struct fsmount *m)
 {
-	bool joined = false;
+	bool joined;
 
 	if (!m)
 		return;
-	atomic_store(&m->stopping, true);
-	if (m->loop_started) {
-		fuse_session_exit(m->se);
-		for (int i = 0; i < 3 && !joined; i++) {
-			poke(m);
-			joined = join_for(m->loop, 1) == 0;
-		}
-		if (!joined) {
-			/* Unmounting ends the connection when no file is open. */
-			fuse_session_unmount(m->se);
-			m->mounted = false;
-			joined = join_for(m->loop, 2) == 0;
-		}
+	fsmount__end_loop(m);
+	joined = m->loop_joined;
+	if (m->loop_started && !joined) {
+		/* Unmounting ends the connection when no file is open and no
+		 * other namespace holds a copy of the mount. */
+		fuse_session_unmount(m->se);
+		m->mounted = false;
+		joined = join_ms(m->loop, 300);
 		if (!joined) {
 			abort_conn(m);
 			pthread_join(m->loop, NULL);

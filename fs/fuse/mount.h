@@ -23,6 +23,11 @@ struct mount_opts {
 	 * sets, capabilities included); NULL = none. */
 	void (*on_serve)(void *ctx);
 	void *on_serve_ctx;
+	/* Aborts this mount's FUSE connection (fusectl) for a process that
+	 * no longer may: the last resort of fsmount__stop when the request
+	 * loop does not end. NULL = abort it here, with our own privileges. */
+	int (*abort_conn)(void *ctx);
+	void *abort_ctx;
 };
 
 struct fsmount;
@@ -37,7 +42,23 @@ struct fsmount;
  */
 int fsmount__start(struct fsmount **out, struct tree *t,
 		   const struct mount_opts *o);
-/* Unmounts, joins the FUSE threads and frees m. Safe with open files. */
+/*
+ * Ends the request loop while the mount is still attached here: libfuse
+ * looks at its exit flag only between requests, so this sends some (a
+ * stat of a fresh name) until a worker sees it, for up to about a second.
+ * Call it before anything detaches the mount (the unmount helper): once
+ * detached in our namespace no request of ours reaches it, and a copy of
+ * the mount in another namespace (a container start, `unshare -m`, a
+ * service with PrivateTmp=) keeps the connection alive, so nothing would
+ * wake the workers. Returns 0, or -ETIMEDOUT (fsmount__stop goes on to
+ * its last resorts).
+ */
+int fsmount__end_loop(struct fsmount *m);
+/* Someone else (the unmount helper) detached the mount: fsmount__stop
+ * does not try to unmount it again. */
+void fsmount__detached(struct fsmount *m);
+/* Ends the loop (if fsmount__end_loop did not), unmounts, joins the FUSE
+ * threads and frees m. Safe with open files. */
 void fsmount__stop(struct fsmount *m);
 /*
  * The main thread's wait: returns the first of sigs (blocked in every

@@ -21,7 +21,8 @@
 #  - nothing of the root-only file appears in the tree;
 #  - folded.txt is one well-formed line per stack;
 #  - SIGTERM ends the daemon in <= 2 s, exit 0, no mount left, and the
-#    last batch is stored.
+#    last batch is stored, with copies of the mount held in other mount
+#    namespaces (nobody's unshare -Urm, root's unshare -m).
 # alone: yes (its checks are a stop latency and a memory figure)
 # fs.protected_symlinks is set to 0 for the test (restored at exit):
 # with it on, the kernel itself refuses to follow nobody's links in /tmp
@@ -101,6 +102,12 @@ start_case rootlink "$H" jit $A_ROOT $CASE_SECS link "$ROOTFILE"
 start_case rewrite "$H" jit $A_RW $CASE_SECS rewrite
 start_case comm "$H" comm $CASE_SECS
 start_case badelf "$WORK/bin/badelf" spin $CASE_SECS
+# Copies of the mount in other mount namespaces (nobody's own user
+# namespace, and root's as a container start makes): the daemon must
+# still end within 2 s of SIGTERM (tests/integration/sampler_signal.sh).
+start_case ns1 unshare -Urm sleep $CASE_SECS
+start_case ns2 unshare -Urm sleep $CASE_SECS
+unshare -m --propagation private sleep $CASE_SECS & CASE[nsroot]=$!; PIDS+=($!)
 # The window starts once the 60,000 mappings all exist.
 for i in $(seq 600); do grep -q "60000 mappings" "$WORK/maps.out" && break; sleep 0.1; done
 grep -q "60000 mappings" "$WORK/maps.out" || die "the maps case did not set up its mappings in 60 s: $(cat "$WORK/maps.out")"
@@ -167,6 +174,7 @@ within "$(pct "$jr" "$tot")" 50 100 && ok "rewritten map resolves the JIT: jit_r
 
 # --- every case was sampled; JIT frames of refused maps stay unnamed ---
 for n in "${!CASE[@]}"; do
+	[[ $n == ns* ]] && continue # they sleep
 	cp "$MP/merged/cpu/pid=${CASE[$n]}/last-15m/folded.txt" "$WORK/$n.folded" 2>/dev/null || : >"$WORK/$n.folded"
 	s=$(($(fsum "$WORK/$n.folded") / PERIOD))
 	((s >= 50)) || fail "case $n: only $s samples (was it sampled?)"
