@@ -18,7 +18,7 @@ PKGS=(
   nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
   linux-perf procps psmisc util-linux
   libdevel-nytprof-perl libc6-dbg
-  nodejs
+  nodejs systemd
 )
 
 missing=()

@@ -2,7 +2,9 @@
 # The test runner: unit tests (normal and sanitizer builds), integration
 # scripts, a short fuzz run. Each test's output goes to build/test-logs/;
 # a failing test's log tail is printed. Exit 77 from a test means "skipped"
-# (it must print why). Ends with the line "N passed, N failed".
+# (it must print why); a skip counts as a failure unless
+# PROFFS_TEST_ALLOW_SKIP=1 (a machine without root or BPF). Ends with the
+# line "N passed, N failed".
 #
 # Integration scripts live in tests/integration/*.sh and get:
 #   PROFFS   the binary under test     TESTS_BIN  helper binaries
@@ -34,8 +36,14 @@ report() {
 	log=$(logfile "$name")
 	if ((rc == 0)); then
 		pass=$((pass + 1)); printf 'PASS %-50s %3ds\n' "$name" "$dt"
-	elif ((rc == 77)); then
+	elif ((rc == 77)) && [[ ${PROFFS_TEST_ALLOW_SKIP:-} == 1 ]]; then
 		skip=$((skip + 1)); printf 'SKIP %-50s %s\n' "$name" "$(tail -n 1 "$log")"
+	elif ((rc == 77)); then
+		# A test that cannot run here is not a pass: CI has root, BPF
+		# and every tool deps.sh installs, so a skip there is a defect.
+		fail=$((fail + 1)); failed+=("$name")
+		printf 'FAIL %-50s skipped: %s (set PROFFS_TEST_ALLOW_SKIP=1 on a machine that cannot run it)\n' \
+			"$name" "$(tail -n 1 "$log")"
 	else
 		fail=$((fail + 1)); failed+=("$name")
 		printf 'FAIL %-50s %3ds (rc %d)\n' "$name" "$dt" "$rc"

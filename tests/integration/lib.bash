@@ -13,11 +13,12 @@ FAILS=0
 ok() { printf 'ok: %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*"; FAILS=$((FAILS + 1)); }
 
-# need_tools CMD...: skips the test (exit 77) unless every CMD is on PATH.
+# need_tools CMD...: fails the test unless every CMD is on PATH
+# (scripts/deps.sh installs them all).
 need_tools() {
 	local t
 	for t; do
-		command -v "$t" >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+		command -v "$t" >/dev/null || { echo "FAIL: $t not installed (scripts/deps.sh installs it)"; exit 1; }
 	done
 }
 
