@@ -50,14 +50,10 @@ reader() { # id
 			if ! cat "$MP/${FILES[i]}" >"$WORK/rd.$id" 2>"$WORK/rd.$id.err"; then
 				echo "reader $id: read ${FILES[i]}: $(cat "$WORK/rd.$id.err")"; continue
 			fi
-			if ! cmp -s "$WORK/rd.$id" "$WORK/expect/$i"; then
-				if [[ ${FILES[i]} == */profile.pb ]]; then
-					# judged below by what pprof makes of it
-					cp "$WORK/rd.$id" "$WORK/pbdiff.$id.$r.$k.$i"
-				else
-					echo "reader $id: ${FILES[i]} differs from proffs cat"
-				fi
-			fi
+			# Byte for byte, profile.pb too: the ranges are complete
+			# and untouched by the imports (SPEC §2), though hours
+			# close and roll up under the readers.
+			cmp -s "$WORK/rd.$id" "$WORK/expect/$i" || echo "reader $id: ${FILES[i]} differs from proffs cat"
 			got=$(stat -c %s "$WORK/rd.$id")
 			[[ $got == "$size" ]] || echo "reader $id: ${FILES[i]} st_size $size but read $got"
 		done
@@ -80,23 +76,6 @@ if ((errs == 0)); then
 else
 	fail "$errs reader errors"; cat "$WORK"/reader.* | head -20
 fi
-# A profile.pb re-rendered (after eviction) while the store grew may list
-# the same samples in another order: a failure only if pprof sees other
-# values. (Byte-stable renders are wanted; see the note in the log.)
-npb=0
-declare -A seen
-for f in "$WORK"/pbdiff.*; do
-	[[ -e $f ]] || break
-	i=${f##*.}
-	npb=$((npb + 1))
-	h="$i $(sha256sum <"$f")"
-	[[ -n ${seen[$h]:-} ]] && continue
-	seen[$h]=1
-	if ! cmp -s <(ptop "$f") <(ptop "$WORK/expect/$i"); then
-		fail "${FILES[i]}: pprof sees other values than in proffs cat's render"
-	fi
-done
-((npb)) && log "note: $npb profile.pb reads (${#seen[@]} distinct) differed in bytes only (encoding order not canonical across store changes)"
 kill -0 "$MNT_PID" && ok "daemon alive" || fail "daemon died"
 
 # New data is visible without a remount (current entries time out in 1 s).
