@@ -53,6 +53,7 @@ struct entry {
 	struct src src;
 	struct entry *next_q;
 	bool deferred; /* a big file sent to the back of the queue once */
+	bool urgent;   /* a parked sample waits for it: never deferred */
 	bool too_big;  /* over the per-file cap: not retried until idle */
 };
 
@@ -477,6 +478,23 @@ static int open_mapped(const struct entry *e, const struct src *src)
 	return fd;
 }
 
+/* Takes e out of the queue; false when it is not in it (the worker has
+ * it in hand). */
+static bool unqueue(struct unwinder *u, struct entry *e)
+{
+	struct entry **pp = &u->q_head, *prev = NULL;
+
+	for (; *pp && *pp != e; pp = &(*pp)->next_q)
+		prev = *pp;
+	if (!*pp)
+		return false;
+	*pp = e->next_q;
+	if (u->q_tail == e)
+		u->q_tail = prev;
+	u->queued--;
+	return true;
+}
+
 static void enqueue(struct unwinder *u, struct entry *e)
 {
 	e->next_q = NULL;
@@ -504,7 +522,7 @@ static void build(struct unwinder *u, struct entry *e, struct src *src)
 		nanosleep(&(struct timespec){ u->o.build_delay_ns / 1000000000,
 					      u->o.build_delay_ns % 1000000000 }, NULL);
 	fd = open_mapped(e, src);
-	if (fd >= 0 && !e->deferred && !fstat(fd, &st) && st.st_size > BIG_FILE) {
+	if (fd >= 0 && !e->deferred && !e->urgent && !fstat(fd, &st) && st.st_size > BIG_FILE) {
 		pthread_mutex_lock(&u->lock);
 		if (u->q_head) {
 			e->deferred = true;
@@ -773,6 +791,19 @@ enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, u
 	e = hmap__get(&u->files, k);
 	if (e) {
 		kind = kind_of(e);
+		/* Queued at exec, behind other files (or sent back for its
+		 * size), and now a sample is parked for it: first in line. A
+		 * burst of new interpreters otherwise filled the park while
+		 * their libpython waited its turn. */
+		if (e->state == E_QUEUED && urgent && !e->urgent && unqueue(u, e)) {
+			e->urgent = true;
+			e->next_q = u->q_head;
+			u->q_head = e;
+			if (!u->q_tail)
+				u->q_tail = e;
+			u->queued++;
+			pthread_cond_signal(&u->wake);
+		}
 		if (e->state == E_QUEUED && e->src.pid != pid) {
 			/* The newest asker: the likeliest to be alive when the
 			 * worker reads the file (a shell's children come and go). */
@@ -802,6 +833,7 @@ enum twin_kind unwinder__request(struct unwinder *u, pid_t pid, uint64_t kdev, u
 		free(e);
 		goto out;
 	}
+	e->urgent = urgent;
 	if (urgent && u->q_head) { /* a sample waits for it */
 		e->next_q = u->q_head;
 		u->q_head = e;

@@ -16,7 +16,7 @@
 #  - a Python process already running when the daemon starts, and a
 #    forked child: walked from their first samples
 #  - a burst of 40 short (0.4 s) interpreters while two spinners keep the
-#    daemon's drain late: all but one walked, none judged "not glibc"
+#    daemon's drain late: every one walked, none judged "not glibc"
 #  - an interpreter whose layout row is withheld (PROFFS_PY_WITHHOLD):
 #    native frames only, counted as unsupported in /prof/metrics
 # Every version is needed: Debian's python3.11 (deps.sh), pyenv's 3.10,
@@ -81,10 +81,11 @@ known() {
 	want=$(fsum "$F" "$wre")
 	either=$(fsum "$F" "($wre)|($mre)")
 	cm=$((either - want))
-	((c > 0)) && [[ $either == "$c" ]] && within "$(pct "$cm" "$c")" 0 25 &&
+	((c > 0)) && [[ $either == "$c" ]] && within "$(pct "$cm" "$c")" 0 2 &&
 		ok "$v: every cb stack runs <module>;main;via_c;<native>;cb ($want samples; $cm more whose native walk ended in a marker)" ||
-		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb and $cm more end in a marker (want all $c, <= 25% with a marker)"
+		{ fail "$v: $want of $c cb samples run <module>;main;via_c;<native>;cb and $cm more end in a marker (want all $c, <= 2% with a marker)"
 		  grep 'cb (py_known' "$F" | grep -o '\[[a-z]*[]:][^;]*' | sort | uniq -c
+		  grep -h '^proffs_unwind_pending\|^proffs_user_stacks\|^proffs_unwind_builds' "$MP/metrics"
 		  grep -h 'unwind: ' "$WORK"/run-*.log | grep -v ' rows in ' | tail -8; }
 	h=$(fsum "$F" '(heavy|light) \(py_known\.py\);(.*;)?cb \(py_known\.py\)')
 	[[ $h == 0 ]] && ok "$v: no impossible stack (cb under heavy or light)" || fail "$v: $h samples of cb under heavy or light"
@@ -221,8 +222,9 @@ while time.time() < t: pass' & BURST+=($!); PIDS+=($!)
 		for b in "${BURST[@]}"; do
 			if grep -q "python: pid $b (python3[.]1[23]): walked" "$RUN_LOG"; then nw=$((nw + 1)); else bad+=" $b"; fi
 		done
-		# One may miss (a host so busy it got no sample in the interpreter).
-		((nw + 1 >= ${#BURST[@]})) && ! grep -q 'TSD layout unknown' "$RUN_LOG" &&
+		# Each runs ~40 samples' worth of CPU in its interpreter: a miss
+		# is a defect, not noise.
+		((nw == ${#BURST[@]})) && ! grep -q 'TSD layout unknown' "$RUN_LOG" &&
 			ok "burst: $nw of ${#BURST[@]} short interpreters walked, none judged not glibc" ||
 			fail "burst: $nw of ${#BURST[@]} short interpreters walked"
 		# Why one was not (even when allowed): its lines, and its samples.
