@@ -41,7 +41,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags fuse3 libbpf))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $$(shell pkg-config --libs fuse3 libbpf))$(PKG_LIBS)
 
-DEFS    := -D_GNU_SOURCE -DFUSE_USE_VERSION=314 -DPROFFS_VERSION='"$(VERSION)"'
+DEFS    := -D_GNU_SOURCE -DFUSE_USE_VERSION=314
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 PROFFS_CFLAGS = -std=gnu11 $(WARN) $(DEFS) $(SANFLAGS) -I. -I$(BUILD) $(PKG_CFLAGS)
 LDLIBS  = $(PKG_LIBS) -ldw -lelf -lz -lzstd -llmdb -lprotobuf-c -liberty -lpthread -lm
@@ -51,7 +51,7 @@ BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
 PROTO_C    := $(GEN)/profile.pb-c.c
 PUSH_PROTO_C := $(GEN)/push.pb-c.c
-GENERATED  := $(PROTO_C) $(PUSH_PROTO_C) $(BPF_SKELS)
+GENERATED  := $(PROTO_C) $(PUSH_PROTO_C) $(BPF_SKELS) $(GEN)/version.h
 LIB_SRCS   := $(wildcard store/*/*.c fs/*/*.c sampler/*.c sampler/*/*.c)
 LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
 	      $(BUILD)/obj/gen/push.pb-c.o
@@ -91,6 +91,14 @@ $(BUILD)/obj/gen/profile.pb-c.o: $(PROTO_C)
 $(BUILD)/obj/gen/push.pb-c.o: $(PUSH_PROTO_C)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(filter-out -Werror -Wextra,$(PROFFS_CFLAGS)) $(CFLAGS) -c -o $@ $<
+
+# The version `proffs version` prints: rewritten only when git describe
+# says something new, so what includes it is rebuilt then and only then.
+$(GEN)/version.h: FORCE
+	$(Q)mkdir -p $(GEN) && v='#define PROFFS_VERSION "$(VERSION)"'; \
+	  [ -f $@ ] && [ "$$(cat $@)" = "$$v" ] || echo "$$v" >$@
+.PHONY: FORCE
+FORCE:
 
 $(GEN)/push.pb-c.h: $(PUSH_PROTO_C)
 $(PUSH_PROTO_C): sampler/push/push.proto

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/libbpf_version.h>
+#include <bpf/libbpf.h>
+#include <elfutils/libdwfl.h>
 #include <fuse3/fuse_lowlevel.h>
 #include <lmdb.h>
 #include <protobuf-c/protobuf-c.h>
@@ -13,6 +14,7 @@
 #include <zstd.h>
 
 #include "cmd.h"
+#include "gen/version.h"
 #include "store/util/util.h"
 
 static void usage(FILE *f)
@@ -41,13 +43,19 @@ static int cmd_version(int argc, char **argv)
 		fprintf(stderr, "proffs version: unexpected argument '%s'\n", argv[1]);
 		return 2;
 	}
+	int maj, min, patch;
+
+	/* The libraries as loaded now (a distribution update changes them
+	 * under the binary), each as its package numbers it. */
+	mdb_version(&maj, &min, &patch);
 	printf("proffs %s\n", PROFFS_VERSION);
-	printf("libbpf %d.%d\n", LIBBPF_MAJOR_VERSION, LIBBPF_MINOR_VERSION);
-	printf("libfuse %d (built against %d.%d)\n", fuse_version(), FUSE_MAJOR_VERSION, FUSE_MINOR_VERSION);
-	printf("lmdb %s\n", mdb_version(NULL, NULL, NULL));
+	printf("libbpf %s\n", libbpf_version_string() + (libbpf_version_string()[0] == 'v'));
+	printf("libfuse %s\n", fuse_pkgversion());
+	printf("lmdb %d.%d.%d\n", maj, min, patch);
 	printf("zstd %s\n", ZSTD_versionString());
 	printf("zlib %s\n", zlibVersion());
 	printf("protobuf-c %s\n", protobuf_c_version());
+	printf("elfutils %s\n", dwfl_version(NULL));
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/version.h"
 #include "sampler/http/curl_lazy.h"
 
 #include "sampler/scrape/scrape.h"

@@ -60,6 +60,21 @@ for cmd in run mount import cat check version; do
 	[[ $rc == 0 && -s $T/out && ! -s $T/err ]] && ok "$cmd --help: exit 0, usage on stdout" ||
 		fail "$cmd --help: exit $rc"
 done
+# proffs version: what it was built from and the libraries it runs with.
+"$PROFFS" version >"$T/version" 2>&1 || fail "proffs version: exit $?"
+if git -C "$ROOT" rev-parse 2>/dev/null; then
+	want=$(git -C "$ROOT" describe --always --dirty)
+	got=$(awk '$1 == "proffs" { print $2 }' "$T/version")
+	[[ $got == "$want" ]] && ok "proffs version: $got, the tree it was built from" ||
+		fail "proffs version says '$got', the tree is $want (a stale build?)"
+fi
+for lp in libbpf:libbpf libfuse:fuse3 lmdb:lmdb zstd:libzstd zlib:zlib protobuf-c:libprotobuf-c elfutils:libdw; do
+	l=${lp%%:*} pc=${lp##*:}
+	got=$(awk -v l="$l" '$1 == l { print $2 }' "$T/version")
+	want=$(pkg-config --modversion "$pc" 2>/dev/null)
+	[[ -n $got && $want == "$got"* ]] && ok "proffs version: $l $got (installed: $want)" ||
+		fail "proffs version: $l '$got', installed $pc is '$want'"
+done
 # libcurl (and its 28 libraries) is mapped on first use, not at start-up.
 if command -v ldd >/dev/null; then
 	ldd "$PROFFS" | grep -q libcurl && fail "proffs links libcurl at start-up: $(ldd "$PROFFS" | wc -l) libraries" ||

@@ -25,6 +25,8 @@
 #  - the tree, merged/, diff/, top.txt, flamegraph.svg, profile.pb
 #    (protoc, go tool pprof) and flamegraph.pl (widths, a differential
 #    graph of diff/) on offcpu.
+#  - a second daemon with --offcpu-min 200ms --offcpu-states sleep keeps
+#    only sleep blocks of 200 ms or more, and counts the short ones.
 # long: yes (minutes of wall clock, mostly waiting: started first)
 source "$(dirname "$0")/sampler_lib.bash"
 source "$(dirname "$0")/flamegraph.bash"
@@ -272,4 +274,30 @@ grep -Eq '^proffs_offcpu_samples_total [1-9]' "$MP/metrics" && ok "metrics: offc
 grep -E '^proffs_offcpu_(lost|stack_errors)' "$MP/metrics" | sed 's/^/    /'
 run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0 in $RUN_STOP_S s, no mount left"
 "$PROFFS" check --store "$STORE" >"$WORK/check.out" 2>&1 && ok "proffs check: store sound" || { cat "$WORK/check.out"; fail "proffs check"; }
+
+# --- --offcpu-min and --offcpu-states do what they say ---
+# Sleep blocks of 200 ms or more only: waitLong's 900 ms naps, not
+# waitShort's 100 ms ones (counted as short instead), no vfork (disk) and
+# no runqueue block at all.
+S2=$WORK/store2
+MP2=$WORK/mp2
+mkdir -p "$MP2"
+run_start "$S2" "$MP2" --offcpu --offcpu-min 200ms --offcpu-states sleep
+"$T" sleeper 6 >/dev/null & LP2=$!; PIDS+=("$LP2")
+"$T" waits 6 >/dev/null & WP2=$!; PIDS+=("$WP2")
+wait "$LP2" "$WP2"
+sleep 12
+L2=$(ls "$MP2/offcpu")
+grep -qx state=sleep <<<"$L2" && ! grep -Eqx 'state=(disk|runqueue)' <<<"$L2" &&
+	ok "--offcpu-states sleep: only state=sleep series" || fail "--offcpu-states sleep: states listed: $(grep state= <<<"$L2" | tr '\n' ' ')"
+F2=$WORK/min.folded
+cp "$MP2/merged/offcpu/pid=$LP2/$R/folded.txt" "$F2" || fail "read the sleeper's offcpu folded.txt (second daemon)"
+lg=$(fsum "$F2" ';waitLong;') sh=$(fsum "$F2" ';waitShort;')
+((lg >= 4500000 && sh == 0)) && ok "--offcpu-min 200ms: waitLong's 900 ms blocks kept ($(ms "$lg") ms), waitShort's 100 ms ones not" ||
+	fail "--offcpu-min 200ms: waitLong $(ms "$lg") ms, waitShort $(ms "$sh") ms (want >= 4500 and 0)"
+vf=$(fsum "$MP2/merged/offcpu/pid=$WP2/$R/folded.txt" ';waitVfork;')
+((vf == 0)) && ok "--offcpu-states sleep: no vfork (disk) block" || fail "--offcpu-states sleep: $(ms "$vf") ms of vfork blocks"
+short=$(metric proffs_offcpu_short_total "$MP2/metrics")
+((${short:-0} >= 50)) && ok "metrics: $short blocks under --offcpu-min counted, not stored" || fail "metrics: proffs_offcpu_short_total ${short:-missing}"
+run_stop "$RUN_PID" "$MP2"
 finish
