@@ -368,8 +368,15 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 	store_windows(r, "offcpu", mb, n);
 	/* Every sample taken before the cut was drained before the take (the
 	 * cut waits CUT_GRACE_NS for records in flight), so minutes ending by
-	 * it are complete: `latest` may name them now. */
-	err = store__set_complete(r->store, cut_ns);
+	 * it are complete: `latest` may name them now. But a sample still
+	 * held (a walk parked for its table, up to 5 s; an off-CPU block
+	 * awaiting its user part) joins its window's batch later, as another
+	 * block: its minute is not complete until then. */
+	{
+		int64_t held = profiler__held_since(r->prof);
+
+		err = store__set_complete(r->store, held < cut_ns ? held : cut_ns);
+	}
 	if (err)
 		pr_warn("run: recording the complete mark failed: %s", strerror(-err));
 	pthread_mutex_unlock(&r->store_mu);

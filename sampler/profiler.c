@@ -480,6 +480,15 @@ int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,
 	return minutes__take(pr->mins, cut_ns, all, out, n);
 }
 
+int64_t profiler__held_since(struct profiler *pr)
+{
+	int64_t t = pending__oldest(pr->pend), o = offcpu__oldest(pr->oc);
+
+	if (o < t)
+		t = o;
+	return t == INT64_MAX ? t : wallclock__wall(&pr->wc, t);
+}
+
 uint64_t profiler__clock_steps(struct profiler *pr)
 {
 	return pr->wc.steps;

@@ -66,6 +66,14 @@ int profiler__poll(struct profiler *pr, int timeout_ms);
 int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,
 		   struct minute_batch out[MINUTES_SLOTS], size_t *n);
 
+/*
+ * The wall-clock time (ns) of the oldest sample or block still held
+ * (a walk parked for its unwind table, an off-CPU block awaiting its user
+ * part), or INT64_MAX: it will be stored in its own window later, so no
+ * minute from then on is complete yet. Sampler thread only.
+ */
+int64_t profiler__held_since(struct profiler *pr);
+
 /* Steps of the wall clock seen so far. Sampler thread only. */
 uint64_t profiler__clock_steps(struct profiler *pr);
 

@@ -225,6 +225,16 @@ static void expire(struct offcpu *oc)
 	oc->npend = w;
 }
 
+int64_t offcpu__oldest(const struct offcpu *oc)
+{
+	int64_t t = INT64_MAX;
+
+	for (size_t i = 0; oc && i < oc->npend; i++)
+		if ((int64_t)oc->pend[i]->ev.time_ns < t)
+			t = (int64_t)oc->pend[i]->ev.time_ns;
+	return t;
+}
+
 int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 {
 	struct offcpu *oc;

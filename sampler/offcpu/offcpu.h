@@ -48,6 +48,9 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o);
 int offcpu__poll(struct offcpu *oc, int timeout_ms);
 /* Sums the per-CPU counters (enum offcpu_counter). Returns 0 or -errno. */
 int offcpu__counters(struct offcpu *oc, uint64_t out[OFFCPU_CNT_MAX]);
+/* The time (bpf_ktime_get_ns) of the oldest block whose user part is
+ * awaited, or INT64_MAX: its minute is not complete until it is joined. */
+int64_t offcpu__oldest(const struct offcpu *oc);
 /* Detaches and frees; NULL is fine. */
 void offcpu__close(struct offcpu *oc);
 

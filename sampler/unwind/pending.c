@@ -249,6 +249,16 @@ void pending__drain(struct pending *pq, int64_t now, pending_done_fn done, void 
 	pq->st.parked = j;
 }
 
+int64_t pending__oldest(const struct pending *pq)
+{
+	int64_t t = INT64_MAX;
+
+	for (size_t i = 0; pq && i < pq->n; i++)
+		if ((int64_t)pq->park[i].ev->time_ns < t)
+			t = (int64_t)pq->park[i].ev->time_ns;
+	return t;
+}
+
 void pending__stats(struct pending *pq, struct pending_stats *st)
 {
 	*st = pq->st;

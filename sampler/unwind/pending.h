@@ -39,6 +39,11 @@ int pending__add(struct pending *pq, struct proc *p, const struct prof_sample_ev
  * the wait bound with what they have (PROF_UE_NO_TABLE). */
 void pending__drain(struct pending *pq, int64_t now_ns, pending_done_fn done, void *ctx);
 
+/* The BPF time (bpf_ktime_get_ns) of the oldest sample parked here, or
+ * INT64_MAX when none is: the minutes from then on are not complete
+ * until it is stored. */
+int64_t pending__oldest(const struct pending *pq);
+
 struct pending_stats {
 	uint64_t finished, expired, dropped; /* dropped: no room to park */
 	uint64_t parked;

@@ -8,7 +8,7 @@
 #    once, then every minute); the newest old minutes and the daemon's own
 #    stay, and a reopened store agrees;
 #  - --max-size 24M over a store grown to ~22 MB of old data, sampling a
-#    busy host at 499 Hz: the file never passes 24 MiB, the oldest data
+#    busy CPU at 499 Hz: the file never passes 24 MiB, the oldest data
 #    goes first, the daemon's own minutes are all kept and complete, no
 #    batch is refused, and proffs check passes.
 # long: yes (two daemons of about a minute each)
@@ -64,13 +64,11 @@ first0=$("$PROFFS" cat --store "$S" /cpu | grep -E 'T..:..$' | head -1)
 log "max-size: a store of $sz0 bytes, oldest minute $first0"
 run_start "$S" "$MP" --max-size 24M --hz 499
 T0=$(date +%s)
-# A busy host: many distinct stacks (the fork storm's short lives, the
-# deep recursion) and high rates, through the next whole minute.
+# A busy CPU (a deep recursion) at 499 Hz through the next whole minute:
+# the bound is already passed, each batch makes the daemon drop old data.
 M1=$(((T0 + 59) / 60 * 60))
 busy=$((M1 + 60 - T0))
-timeout $busy "$TESTS_BIN/forker_nofp" 100000 20 fkbound >/dev/null & PIDS+=($!)
 "$TESTS_BIN/deep" 120 $busy & PIDS+=($!)
-timeout $busy gzip -9 </dev/urandom >/dev/null & PIDS+=($!)
 maxsz=$sz0
 # until the whole minute M1 is stored (its last batch, 10 s, and a margin)
 while (($(date +%s) < M1 + 60 + 14)); do
@@ -96,7 +94,7 @@ latest=$(readlink "$MP/cpu/latest")
 [[ $latest == "$(minute $M1)" ]] && ok "--max-size: latest -> $latest, the whole minute sampled" ||
 	fail "--max-size: latest -> '$latest', want $(minute $M1)"
 n=$(awk '{ s += $NF } END { print s + 0 }' "$MP/cpu/$(minute $M1)/folded.txt" 2>/dev/null)
-((${n:-0} > 20000)) && ok "--max-size: minute $(minute $M1) kept whole: $n samples (2 CPUs at 499 Hz: ~60,000)" ||
+((${n:-0} > 20000)) && ok "--max-size: minute $(minute $M1) kept whole: $n samples (a busy CPU at 499 Hz: ~30,000)" ||
 	fail "--max-size: minute $(minute $M1) has ${n:-no} samples"
 run_stop "$RUN_PID" "$MP"
 "$PROFFS" check --store "$S" >"$WORK/check.out" 2>&1 && ok "proffs check: store sound" || { cat "$WORK/check.out"; fail "proffs check"; }

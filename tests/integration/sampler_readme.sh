@@ -15,7 +15,8 @@
 #    leaf) in >= 95% of its samples, iterateLong 90.9% +- 2 of them;
 #  - metrics: batches every 10 s, no sample lost, walks ending at a root;
 #  - SIGTERM: exit 0 within 2 s, no mount left, the open batch stored.
-# long: yes (three minutes of wall clock: started first)
+# alone: yes (it makes the host busy itself: beside other tests, both
+# would starve; three minutes of wall clock)
 source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=19
@@ -123,15 +124,15 @@ for want in "unit=$UNIT" "container=$CID" comm=truth_nofp comm=fkreadme comm=pyt
 done
 F=$WORK/unit.folded
 cp "$MP/merged/cpu/unit=$UNIT/last-15m/folded.txt" "$F" || fail "read unit=$UNIT"
-if [[ -s $F ]] && ! grep -Evq '^(truth_nofp|sh);' "$F"; then
+if [[ -s $F ]] && ! grep -Evq '^(truth_nofp|sh|nice)[; ]' "$F"; then
 	ok "unit=$UNIT holds truth_nofp's samples ($(fsum "$F")) and no one else's"
 else
-	fail "unit=$UNIT holds other samples: $(grep -Ev '^(truth_nofp|sh);' "$F" | head -2 | cut -c1-100)"
+	fail "unit=$UNIT holds other samples: $(grep -Ev '^(truth_nofp|sh|nice)[; ]' "$F" | head -2 | cut -c1-100)"
 fi
 F=$WORK/container.folded
 cp "$MP/merged/cpu/container=$CID/last-15m/folded.txt" "$F" || fail "read container=$CID"
-[[ -s $F ]] && ! grep -Evq '^(python3|sh);' "$F" && ok "container=${CID:0:12}... holds python3's samples and no one else's" ||
-	{ fail "container=${CID:0:12}...: wrong or no samples"; cut -c1-150 "$F" | sort -t' ' -k2 -n | tail -3; }
+[[ -s $F ]] && ! grep -Evq '^(python3|sh)[; ]' "$F" && ok "container=${CID:0:12}... holds python3's samples and no one else's" ||
+	{ fail "container=${CID:0:12}...: wrong or no samples"; grep -Ev '^(python3|sh)[; ]' "$F" | cut -c1-150 | head -3; }
 
 # --- stacks, with the default unwinder ---
 wait "$TP" || fail "truth_nofp failed"
@@ -153,7 +154,9 @@ M=$WORK/metrics
 cp "$MP/metrics" "$M" || die "read metrics"
 el=$(($(date +%s) - T0))
 b=$(metric proffs_batches_total "$M")
-((b >= el / 10 - 2 && b <= el / 10 + 2 + el / 60)) && ok "metrics: $b batches in $el s (one per 10 s window)" ||
+# One per 10 s window, and another block of a window for samples held
+# past its cut (a walk parked for its table) that came in later.
+((b >= el / 10 - 2 && b <= 2 * (el / 10 + 2))) && ok "metrics: $b batches in $el s (a 10 s window each, a few twice)" ||
 	fail "metrics: $b batches in $el s"
 lost=$(awk '/^proffs_lost_samples_total/ { s += $2 } END { print s + 0 }' "$M")
 ((lost == 0)) && ok "metrics: no sample lost" || fail "metrics: $lost samples lost"
