@@ -24,7 +24,7 @@ STORE=$WORK/store
 MP=$WORK/mp
 RUN_S=${README_RUN_S:-185}
 mkdir -p "$MP"
-for t in python3 gzip sha256sum; do command -v $t >/dev/null || die "$t is needed (deps.sh installs it)"; done
+for t in /usr/bin/python3 gzip sha256sum; do command -v $t >/dev/null || die "$t is needed (Debian's; deps.sh installs it)"; done
 
 # --- the host's cgroups, as systemd and docker make them ---
 CG=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
@@ -58,7 +58,7 @@ d = {"a": list(range(200)), "b": {"x": "y" * 50}}
 while time.time() - t0 < float(sys.argv[1]):
     json.loads(json.dumps(d))
 PY
-in_cgroup "$CG/system.slice/docker-$CID.scope" python3 "$WORK/loop.py" $((RUN_S - 10)); PY=$!
+in_cgroup "$CG/system.slice/docker-$CID.scope" /usr/bin/python3 "$WORK/loop.py" $((RUN_S - 10)); PY=$!
 timeout $((RUN_S - 10)) gzip -9 </dev/urandom >/dev/null & PIDS+=($!)
 (
 	end=$((SECONDS + RUN_S - 10))

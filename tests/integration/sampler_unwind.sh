@@ -29,7 +29,9 @@ FOLDED_SCALE=$((1000000000 / HZ)) # folded.txt counts samples
 STORE=$WORK/store
 MP=$WORK/mp
 mkdir -p "$MP"
-for t in python3 gzip sha256sum; do command -v $t >/dev/null || skip "$t is not installed"; done
+# Debian's own python3 (a pyenv shim may come first on PATH).
+PY3=/usr/bin/python3
+for t in $PY3 gzip sha256sum; do command -v $t >/dev/null || die "$t is not installed (Debian's; deps.sh)"; done
 
 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 log "daemon up (pid $RUN_PID)"
@@ -46,7 +48,7 @@ while time.time() - t0 < float(sys.argv[1]):
     json.loads(json.dumps(d))
 PY
 # Debian's own binaries, told apart from other users' runs by pid.
-python3 "$WORK/loop.py" 10 & PY=$!
+"$PY3" "$WORK/loop.py" 10 & PY=$!
 wait "$PY" || fail "python3 loop failed"
 wait "$QS"
 gzip -9 </dev/urandom >/dev/null & GZ=$!
@@ -120,8 +122,9 @@ reach_root() { # COMM EXE
 		  if (ok) good += n }
 		END { if (tot == 0) print "nan 0"; else printf "%.1f %d\n", 100 * good / tot, tot }' "$WORK/$comm.folded"
 }
-for c in python3:$PY gzip:$GZ sha256sum:$SH; do
-	comm=${c%%:*} pid=${c##*:} exe=$(readlink -f "$(command -v "${c%%:*}")")
+for c in python3:$PY:$PY3 gzip:$GZ:gzip sha256sum:$SH:sha256sum; do
+	IFS=: read -r comm pid exe <<<"$c"
+	exe=$(readlink -f "$(command -v "$exe")")
 	cp "$MP/merged/cpu/pid=$pid/$R/folded.txt" "$WORK/$comm.folded" || { fail "no samples of $comm"; continue; }
 	read -r rp rn <<<"$(reach_root "$comm" "$exe")"
 	nsamp=$rn # folded.txt counts samples
@@ -221,7 +224,7 @@ gone=$(metric 'proffs_unwind_builds_total{event="requester_exited"}')
 # python3.11's own table spans chunks; once it has been idle past
 # PROFFS_UNWIND_IDLE (3 s) and the worker's sweep (every 10 s) ran, the
 # chunks no table uses any more are freed.
-python3 "$WORK/loop.py" 3
+"$PY3" "$WORK/loop.py" 3
 c1=$(metric proffs_unwind_row_chunks)
 c2=$c1
 for _ in $(seq 30); do
