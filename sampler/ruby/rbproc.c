@@ -190,20 +190,23 @@ int rbmerge(const uint8_t *kind, int n, const struct rb_frame *rec, int m, struc
 		bool last = i == n, group = !last && kind[i] == RBM_ANCHOR,
 		     rest = last || kind[i] == RBM_MARKER;
 
-		if ((group || rest) && k < m) {
+		if ((group || rest) && (k < m || gc)) {
+			bool took = false;
+
 			if (gc) {
 				out[o++] = (struct rbm_item){ 2, 0 };
 				gc = false;
 			}
 			/* One group for an anchor; all that is left otherwise. */
 			while (o < max && k < m) {
-				out[o++] = (struct rbm_item){ 1, (int16_t)k };
-				if (group && (rec[k++].addr & RB_FRAME_FINISH))
+				uint64_t a = rec[k].addr;
+
+				out[o++] = (struct rbm_item){ 1, (int16_t)k++ };
+				took = true;
+				if (group && (a & RB_FRAME_FINISH))
 					break;
-				if (!group)
-					k++;
 			}
-			if (group)
+			if (group && took)
 				continue;
 		}
 		if (!last && o < max)
