@@ -86,6 +86,24 @@ static int rd(const struct img *im, uint64_t vaddr, void *buf, size_t n)
 	return -EINVAL;
 }
 
+/* Up to n bytes at vaddr, as far as its PT_LOAD's file bytes go: how
+ * many were read (0: none). */
+static size_t rd_upto(const struct img *im, uint64_t vaddr, void *buf, size_t n)
+{
+	for (size_t i = 0; i < im->e.nloads; i++) {
+		const struct elf_load *l = &im->e.loads[i];
+		uint64_t in;
+
+		if (vaddr < l->vaddr || vaddr - l->vaddr >= l->filesz)
+			continue;
+		in = l->filesz - (vaddr - l->vaddr);
+		if (in < n)
+			n = (size_t)in;
+		return rd(im, vaddr, buf, n) ? 0 : n;
+	}
+	return 0;
+}
+
 enum { W_VERSION, W_EXEC, W_EC, W_VMPTR, W_DURING_GC, W_ID2STR, W_N };
 
 struct want {
@@ -240,10 +258,9 @@ static void read_id2str(const struct img *im, const struct want *w, struct rbfil
 	rf->id_scope_shift = c[a - 1];
 	rf->id_last_op = s32at(c + b - 4);
 	tgt = w->addr + j + (uint64_t)(int64_t)s32at(c + j - 4);
-	if (rd(im, tgt, c, CODE_MAX))
-		return;
-	a = match(c, CODE_MAX, 0, p_last, 6);
-	b = a ? match(c, CODE_MAX, a, p_ids, 7) : 0;
+	n = rd_upto(im, tgt, c, CODE_MAX);
+	a = match(c, n, 0, p_last, 6);
+	b = a ? match(c, n, a, p_ids, 7) : 0;
 	if (!b)
 		return;
 	last = tgt + a + (uint64_t)(int64_t)s32at(c + a - 4);

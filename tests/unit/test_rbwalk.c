@@ -275,6 +275,13 @@ static void t_file(const char *dir)
 		close(fd);
 		CHECK(err == -ENOENT, "%s is not CRuby: %s", p, strerror(-err));
 	}
+	fd = open("tests/fuzz/corpus/fuzz_rbfile/fake31.so", O_RDONLY);
+	err = rbfile__read(fd, &rf);
+	if (fd >= 0)
+		close(fd);
+	CHECK(!err && !rblayout__check(l, &rf, why, sizeof(why)) && rf.tls_modid_got,
+	      "fuzz_rbfile's seed (fake_libruby.c) passes as a 3.1 libruby: %s %s", strerror(-err),
+	      why);
 	fd = open("/etc/hostname", O_RDONLY);
 	err = rbfile__read(fd, &rf);
 	close(fd);
