@@ -188,3 +188,11 @@ clean:
 .SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(FUZZ_OBJS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# Test-only BPF programs (tests/bpf/*.bpf.c): skeletons in build/gen for
+# the unit test that loads each (test_rbbpf: rb_test).
+$(GEN)/%.bpf.o: tests/bpf/%.bpf.c $(wildcard bpf/*.h)
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
+$(BUILD)/tests/test_rbbpf: $(GEN)/rb_test.skel.h
+.SECONDARY: $(GEN)/rb_test.skel.h $(GEN)/rb_test.bpf.o
