@@ -49,6 +49,7 @@ struct entry {
 	struct entry *newer, *older;
 	struct proc *proc;
 	size_t bytes;
+	uint64_t epoch; /* the last naming that used it */
 	char strs[]; /* label, path, realpath */
 };
 
@@ -62,6 +63,10 @@ struct rbcodes {
 	struct hmap procs;
 	struct entry *newest, *oldest;
 	struct rbcodes_stats st;
+	/* Entries used since the current naming began are kept: the names
+	 * of one sample point into several of them. */
+	uint64_t epoch;
+	bool naming;
 	uint8_t raw[RBCODE_PATH_MAX];
 	char label[RBCODE_LABEL_MAX + 4], path[RBCODE_PATH_MAX + 4], real[RBCODE_PATH_MAX + 4];
 };
@@ -539,10 +544,13 @@ int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_
 	addr &= ~RB_FRAME_FLAGS;
 	if (pid <= 0 || !addr || !l)
 		return -EINVAL;
+	if (!c->naming)
+		c->epoch++;
 	p = hmap__get(&c->procs, (uint64_t)pid);
 	e = p ? hmap__get(&p->objs, addr) : NULL;
 	if (e && e->rc.stamp == stamp && !(e->rc.flags & RBCODE_CFUNC) == !cfunc) {
 		c->st.hits++;
+		e->epoch = c->epoch;
 		lru_unlink(c, e);
 		lru_push(c, e);
 		*out = &e->rc;
@@ -564,13 +572,14 @@ int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_
 	e->rc.stamp = stamp;
 	e->rc.addr = addr;
 	e->rc.pid = pid;
+	e->epoch = c->epoch;
 	err = insert(c, e);
 	if (err) {
 		rbline__free((struct rbline *)e->rc.lines);
 		free(e);
 		return err;
 	}
-	while (c->st.bytes > c->max_bytes && c->oldest != e) {
+	while (c->st.bytes > c->max_bytes && c->oldest->epoch != c->epoch) {
 		entry_drop(c, c->oldest);
 		c->st.evicted++;
 	}
@@ -617,6 +626,8 @@ void rbcodes__name(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint6
 	const char *path = "", *real = "";
 	int32_t line = 0;
 
+	c->epoch++;
+	c->naming = true;
 	/* Oldest first: a C method takes its caller's place in the file. */
 	for (int i = m - 1; i >= 0; i--) {
 		const struct rbcode *rc = NULL;
@@ -652,6 +663,7 @@ void rbcodes__name(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint6
 		rbcode__line(rc, rec[i].pc, &line);
 		o->line = line;
 	}
+	c->naming = false;
 }
 
 void rbcode__display(const char *label, const char *path, char *out, size_t cap)

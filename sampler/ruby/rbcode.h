@@ -144,7 +144,8 @@ struct rbname {
  * into out[0..m), as caller_locations would: an iseq frame's line by its
  * pc; a C method gets the path and line of the Ruby frame that called it
  * (the nearest older iseq frame). Strings point into c: valid until the
- * next call on c. Markers are counted in c's stats (stale, err_*).
+ * next call on c (the entries one naming uses are not evicted during it,
+ * even past the budget). Markers are counted in c's stats (stale, err_*).
  */
 void rbcodes__name(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_t symbols,
 		   const struct rb_frame *rec, int m, struct rbname *out);

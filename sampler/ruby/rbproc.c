@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -20,6 +22,30 @@ static int rmem(pid_t pid, uint64_t addr, void *buf, size_t n)
 	if (got < 0)
 		return -errno;
 	return (size_t)got == n ? 0 : -EFAULT;
+}
+
+int rbproc__detect(int fd, const char *path, struct rbinfo *ri)
+{
+	const char *env = getenv("PROFFS_RB_WITHHOLD");
+	char v[16];
+	int err;
+
+	memset(ri, 0, sizeof(*ri));
+	err = rbfile__read(fd, &ri->rf);
+	if (err)
+		return err;
+	snprintf(v, sizeof(v), "%d.%d", ri->rf.major, ri->rf.minor);
+	if (env && !strcmp(env, v)) {
+		ri->status = -EOPNOTSUPP;
+		snprintf(ri->why, sizeof(ri->why), "%s: %s withheld (PROFFS_RB_WITHHOLD)", path, v);
+	} else if (!(ri->l = rblayout__get(ri->rf.major, ri->rf.minor))) {
+		ri->status = -EOPNOTSUPP;
+		snprintf(ri->why, sizeof(ri->why), "%s: no layout for CRuby %s", path, v);
+	} else if (rblayout__check(ri->l, &ri->rf, ri->why, sizeof(ri->why))) {
+		ri->status = -EPROTO;
+		ri->l = NULL;
+	}
+	return 0;
 }
 
 int rbproc__setup(pid_t pid, const struct rbfile *rf, const struct rblayout *l, uint64_t bias,

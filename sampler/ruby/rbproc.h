@@ -14,6 +14,24 @@
 #include "sampler/ruby/rbfile.h"
 #include "sampler/ruby/rblayout.h"
 
+/* A libruby as the loader found it (the pipeline keeps one per file,
+ * with its symbols, as struct pyfile). */
+struct rbinfo {
+	int status; /* 0; -EOPNOTSUPP: no row for its version; -EPROTO: the row's check failed */
+	struct rbfile rf;
+	const struct rblayout *l; /* NULL unless status is 0 */
+	char why[160];		  /* why status is not 0 */
+};
+
+/*
+ * Is the ELF file at fd (path: for messages) CRuby, and can we walk it?
+ * Fills *ri. Returns 0 (ri->status tells whether we can walk it);
+ * -ENOENT: not CRuby; -ENOEXEC, -EINVAL, -ENOMEM: rbfile__read's.
+ * PROFFS_RB_WITHHOLD=X.Y in the environment makes X.Y unknown (tests of
+ * an unknown version).
+ */
+int rbproc__detect(int fd, const char *path, struct rbinfo *ri);
+
 /*
  * Fills *c for process pid, which maps the libruby file rf (checked
  * layout row l) with load bias `bias`, and sets *symbols to the runtime

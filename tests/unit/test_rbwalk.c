@@ -267,6 +267,19 @@ static void t_file(const char *dir)
 	err = rblayout__check(l, &rf, why, sizeof(why));
 	CHECK(err == -EPROTO, "a fact the file did not tell fails the check: %s", why);
 	CHECK(!rblayout__get(3, 4) && errno == EOPNOTSUPP, "no row for 3.4: EOPNOTSUPP");
+	{
+		struct rbinfo ri;
+
+		fd = open(path, O_RDONLY);
+		err = rbproc__detect(fd, path, &ri);
+		CHECK(!err && !ri.status && ri.l, "rbproc__detect: walkable (%s)", ri.why);
+		setenv("PROFFS_RB_WITHHOLD", "3.1", 1);
+		err = rbproc__detect(fd, path, &ri);
+		unsetenv("PROFFS_RB_WITHHOLD");
+		close(fd);
+		CHECK(!err && ri.status == -EOPNOTSUPP && !ri.l,
+		      "3.1 withheld: an unknown version, not walked: %s", ri.why);
+	}
 	for (size_t i = 0; i < 2; i++) {
 		const char *p = i ? "/usr/lib/x86_64-linux-gnu/libc.so.6" : "/bin/true";
 
@@ -364,9 +377,9 @@ static void t_points(const char *dir)
 	struct loc *locs = calloc(MAXLOC, sizeof(*locs));
 	struct rb_frame rec[RB_MAX_FRAMES], rec2[RB_MAX_FRAMES];
 	struct rbname nm[RB_MAX_FRAMES];
-	struct rbcodes *codes = rbcodes__new(0);
+	struct rbcodes *codes = rbcodes__new(0), *tiny = rbcodes__new(1);
 	struct rb rb;
-	int npoints = 0, err, first = 1;
+	int npoints = 0, err, first = 1, last_m = 0;
 
 	(void)dir;
 	err = spawn_ruby(&ch, argv);
@@ -418,6 +431,11 @@ static void t_points(const char *dir)
 		CHECK(compare(nm, m, locs, n, deep) == 0,
 		      "%s: %d walked frames equal IO#read + Ruby's %d caller_locations%s", name, m, n,
 		      deep ? " (a prefix: truncated)" : "");
+		/* A cache of one byte: every entry is over the budget, yet the
+		 * sample's names stay whole while it is named. */
+		rbcodes__name(tiny, ch.pid, rb.l, rb.symbols, rec, m, nm);
+		last_m = m;
+		CHECK(compare(nm, m, locs, n, deep) == 0, "%s: the same with a 1-byte cache", name);
 		/* The BPF records' FINISH flags: one per rb_vm_exec, the last
 		 * (oldest) frame always one. */
 		CHECK(deep || (rec[m - 1].addr & RB_FRAME_FINISH), "%s: the oldest frame is FINISH",
@@ -445,8 +463,18 @@ static void t_points(const char *dir)
 		      (unsigned long)st.err_read, (unsigned long)st.err_object,
 		      (unsigned long)st.no_lines);
 	}
+	{
+		struct rbcodes_stats st;
+
+		rbcodes__stats(tiny, &st);
+		CHECK(st.entries <= (size_t)last_m && st.evicted > 0,
+		      "the 1-byte cache keeps only the last sample's entries: %zu for %d records (%lu "
+		      "evicted)",
+		      st.entries, last_m, (unsigned long)st.evicted);
+	}
 	kill_child(&ch);
 	rbcodes__free(codes);
+	rbcodes__free(tiny);
 	free(locs);
 }
 
