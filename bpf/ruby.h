@@ -41,15 +41,18 @@ struct rb_proc {
 	__s64 tls_off;
 	__u64 modid, dtpoff;
 	/* The objspace's flags word (0: not known, no GC frames) and the
-	 * during_gc bit in it. */
+	 * during_gc bit in it. The GC is the sampled thread's only when it
+	 * is not in a blocking region: its rb_thread_t pointer at th_dtpoff
+	 * in the TLS block, blocking_region_buffer at th_blocking in it. */
 	__u64 gc_flags;
+	__u64 th_dtpoff;
 	__u32 gc_mask;
 	__u32 flags;
 	/* A layout row's offsets (sampler/ruby/rblayout.h). */
 	__u16 ec_vm_stack, ec_vm_stack_size, ec_cfp;
 	__u16 cfp_size, cfp_pc, cfp_iseq, cfp_ep;
-	__u16 iseq_body, me_def;
-	__u16 pad[3];
+	__u16 iseq_body, me_def, th_blocking;
+	__u16 pad[2];
 };
 
 /* One Ruby frame in a sample record: two of its __u64 frame slots. */

@@ -65,10 +65,10 @@ static __always_inline int rb_read(void *dst, __u32 n, __u64 src)
 	return bpf_probe_read_user(dst, n, (const void *)src) ? -1 : 0;
 }
 
-/* The sampled thread's EC, 0 when it has none. Returns RB_END_OK,
- * RB_END_IDLE or RB_END_READ. c is the map's value: a static TLS offset
- * found here is kept in it. */
-static __always_inline int rb_ec(struct rb_proc *c, __u64 *ec)
+/* The sampled thread's EC, 0 when it has none, and its libruby TLS
+ * block. Returns RB_END_OK, RB_END_IDLE or RB_END_READ. c is the map's
+ * value: a static TLS offset found here is kept in it. */
+static __always_inline int rb_ec(struct rb_proc *c, __u64 *ec, __u64 *block)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
 	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), dtv = 0, len = 0, ent[2] = {};
@@ -77,6 +77,7 @@ static __always_inline int rb_ec(struct rb_proc *c, __u64 *ec)
 	if (!fsbase)
 		return RB_END_READ;
 	if (c->flags & RB_TLS_STATIC) {
+		*block = fsbase + c->tls_off - c->dtpoff;
 		if (rb_read(ec, 8, fsbase + c->tls_off))
 			return RB_END_READ;
 		return *ec ? RB_END_OK : RB_END_IDLE;
@@ -91,6 +92,7 @@ static __always_inline int rb_ec(struct rb_proc *c, __u64 *ec)
 		return RB_END_READ;
 	if (!ent[0] || ent[0] == ~0ull)
 		return RB_END_IDLE; /* never allocated: the thread never ran Ruby */
+	*block = ent[0];
 	if (rb_read(ec, 8, ent[0] + c->dtpoff))
 		return RB_END_READ;
 	if (!ent[1]) {
@@ -199,7 +201,7 @@ static __noinline int rb_walk(struct prof_sample_ev *ev, __u32 tgid, int at)
 	struct rb_walk_ctx w = {};
 	struct rb_buf *b;
 	__u32 zero = 0, gc = 0, key;
-	__u64 ec = 0, *v, stack, size;
+	__u64 ec = 0, block = 0, th = 0, brb = 1, *v, stack, size;
 
 	if (!ev || !c || at < 0 || at > 2 * PROF_MAX_FRAMES)
 		return 0;
@@ -207,10 +209,13 @@ static __noinline int rb_walk(struct prof_sample_ev *ev, __u32 tgid, int at)
 	if (!b)
 		return 0;
 	w.at = at;
-	w.stop = rb_ec(c, &ec);
+	w.stop = rb_ec(c, &ec, &block);
 	w.c = *c;
+	/* The GC runs, and this thread holds the GVL (not in a blocking
+	 * region): it is this thread's GC. */
 	if (w.stop == RB_END_OK && c->gc_flags && !rb_read(&gc, 4, c->gc_flags) &&
-	    (gc & c->gc_mask)) {
+	    (gc & c->gc_mask) && !rb_read(&th, 8, block + c->th_dtpoff) && th &&
+	    !rb_read(&brb, 8, th + c->th_blocking) && !brb) {
 		key = RB_CNT_GC;
 		v = bpf_map_lookup_elem(&rb_ends, &key);
 		if (v)

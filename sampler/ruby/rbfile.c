@@ -104,7 +104,7 @@ static size_t rd_upto(const struct img *im, uint64_t vaddr, void *buf, size_t n)
 	return 0;
 }
 
-enum { W_VERSION, W_EXEC, W_EC, W_VMPTR, W_DURING_GC, W_ID2STR, W_N };
+enum { W_VERSION, W_EXEC, W_EC, W_VMPTR, W_DURING_GC, W_ID2STR, W_HAS_GVL, W_N };
 
 struct want {
 	const char *name;
@@ -234,6 +234,26 @@ static void read_during_gc(const struct img *im, const struct want *w, struct rb
 	rf->during_gc_bit = c[k - 1];
 }
 
+/* ruby_thread_has_gvl_p: __tls_get_addr of libruby's block (a
+ * local-dynamic call); mov TH(%rax),%rax; test; je; cmpq $0,BLOCKING(%rax). */
+static void read_has_gvl(const struct img *im, const struct want *w, struct rbfile *rf)
+{
+	static const uint16_t p_th[] = { 0x48, 0x8b, 0x80, X, X, X, X, 0x48, 0x85, 0xc0 };
+	static const uint16_t p_cmp[] = { 0x48, 0x83, 0xb8, X, X, X, X, 0x00 };
+	uint8_t c[CODE_MAX];
+	size_t n = w->size, a, b;
+
+	if (!w->found || !n || n > CODE_MAX || rd(im, w->addr, c, n))
+		return;
+	a = match(c, n, 0, p_th, 10);
+	b = a ? match(c, n, a, p_cmp, 8) : 0;
+	/* Only a conditional jump between them (je rel8). */
+	if (!b || b != a + 2 + 8 || c[a] != 0x74)
+		return;
+	rf->th_dtpoff = s32at(c + a - 7);
+	rf->th_blocking = s32at(c + b - 5);
+}
+
 /* rb_id2str: mov %rdi,%rax; shr $SHIFT,%rax; cmp $LAST_OP,%rdi; ...;
  * jmp get_id_serial_entry, whose first instructions compare the serial
  * with symbols->last_id and load symbols->ids (both %rip-relative). */
@@ -277,6 +297,7 @@ static int read_file(struct img *im, struct rbfile *rf)
 		[W_VERSION] = { "ruby_version" },   [W_EXEC] = { "rb_vm_exec" },
 		[W_EC] = { "ruby_current_ec" },	    [W_VMPTR] = { "ruby_current_vm_ptr" },
 		[W_DURING_GC] = { "rb_during_gc" }, [W_ID2STR] = { "rb_id2str" },
+		[W_HAS_GVL] = { "ruby_thread_has_gvl_p" },
 	};
 	size_t dyn, tab;
 	char v[16] = { 0 };
@@ -304,6 +325,7 @@ static int read_file(struct img *im, struct rbfile *rf)
 		find_tls(im, dyn, &w[W_EC], rf);
 	read_during_gc(im, &w[W_DURING_GC], rf);
 	read_id2str(im, &w[W_ID2STR], rf);
+	read_has_gvl(im, &w[W_HAS_GVL], rf);
 	return 0;
 }
 
@@ -314,6 +336,7 @@ int rbfile__read(int fd, struct rbfile *rf)
 
 	memset(rf, 0, sizeof(*rf));
 	rf->vm_objspace = rf->objspace_flags = rf->during_gc_bit = RBF_UNKNOWN;
+	rf->th_dtpoff = rf->th_blocking = RBF_UNKNOWN;
 	rf->id_last_op = rf->id_scope_shift = RBF_UNKNOWN;
 	err = img_open(fd, &im);
 	if (!err)

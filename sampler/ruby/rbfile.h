@@ -10,6 +10,7 @@
  * exported one-liners, by matching the handful of instructions GCC
  * makes of them (and refused, not guessed, when they do not match):
  *   rb_during_gc:  vm->objspace, the objspace's flags byte, during_gc's bit;
+ *   ruby_thread_has_gvl_p: the thread pointer in TLS, its blocking region;
  *   rb_id2str:     the ID -> serial rule, and (in the function it jumps
  *                  to) ruby_global_symbols' last_id and ids fields.
  * Addresses are link-time (add a mapping's load bias).
@@ -37,6 +38,10 @@ struct rbfile {
 	uint64_t tls_modid_got, tls_dtpoff;
 	/* From rb_during_gc (RBF_UNKNOWN when it did not match). */
 	int32_t vm_objspace, objspace_flags, during_gc_bit;
+	/* From ruby_thread_has_gvl_p: the thread's rb_thread_t pointer's
+	 * place in libruby's TLS block, and its blocking_region_buffer
+	 * (set while the thread runs without the GVL). */
+	int32_t th_dtpoff, th_blocking;
 	/* From rb_id2str: an ID above id_last_op is shifted right by
 	 * id_scope_shift to give its serial. */
 	int32_t id_last_op, id_scope_shift;

@@ -11,7 +11,8 @@
  * 24-byte body union, original_id), include/ruby/internal/core/rstring.h
  * and rarray.h (embedded lengths in the flags' user bits), symbol.h
  * (rb_symbols_t: last_id, str_sym, ids) and gc.c (objspace flags after
- * malloc_params). /work/shared/RUNTIMES.md proved the walk's fields with
+ * malloc_params), vm_core.h (rb_thread_t's blocking_region_buffer).
+ * /work/shared/RUNTIMES.md proved the walk's fields with
  * a live walk of Debian's 3.1.2; test_rbwalk proves them again on every
  * run. The facts the file's code tells (the GC's place, the ID rule,
  * the symbol fields) are checked against each file before use.
@@ -44,6 +45,7 @@ static const struct rblayout rows[] = {
 		.sym_last_id = 0, .sym_ids = 16, .id_entry_unit = 512, .id_entry_size = 2,
 		.id_last_op = 0xa9, .id_scope_shift = 4,
 		.vm_objspace = 0x450, .objspace_flags = 0x10, .during_gc_bit = 5,
+		.th_blocking = 0xa8,
 	},
 };
 
@@ -67,6 +69,8 @@ int rblayout__check(const struct rblayout *l, const struct rbfile *rf, char *why
 		{ "vm->objspace (rb_during_gc)", rf->vm_objspace, l->vm_objspace },
 		{ "objspace flags (rb_during_gc)", rf->objspace_flags, l->objspace_flags },
 		{ "during_gc bit (rb_during_gc)", rf->during_gc_bit, l->during_gc_bit },
+		{ "blocking_region_buffer (ruby_thread_has_gvl_p)", rf->th_blocking, l->th_blocking },
+		{ "the thread's TLS (ruby_thread_has_gvl_p)", rf->th_dtpoff >= 0 ? 0 : -1, 0 },
 		{ "tLAST_OP_ID (rb_id2str)", rf->id_last_op, l->id_last_op },
 		{ "ID_SCOPE_SHIFT (rb_id2str)", rf->id_scope_shift, l->id_scope_shift },
 		{ "symbols ids - last_id (rb_id2str)", rf->global_symbols ? rf->symbols_ids : -1,

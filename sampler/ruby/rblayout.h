@@ -41,8 +41,10 @@ struct rblayout {
 	int16_t sym_last_id, sym_ids;
 	uint32_t id_entry_unit, id_entry_size;
 	int32_t id_last_op, id_scope_shift;
-	/* The GC: vm->objspace, its flags, during_gc's bit. */
-	int32_t vm_objspace, objspace_flags, during_gc_bit;
+	/* The GC: vm->objspace, its flags, during_gc's bit; a thread's
+	 * blocking_region_buffer (rb_thread_t), set while it runs without
+	 * the GVL (the GC that runs then is another thread's). */
+	int32_t vm_objspace, objspace_flags, during_gc_bit, th_blocking;
 };
 
 /* The row for CRuby major.minor, or NULL with errno EOPNOTSUPP. The row

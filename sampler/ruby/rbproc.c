@@ -62,7 +62,8 @@ int rbproc__setup(pid_t pid, const struct rbfile *rf, const struct rblayout *l, 
 	/* The walk reads the EC's 24 first bytes and RB_CFP_READ of a frame. */
 	if (l->ec_vm_stack > 16 || l->ec_vm_stack_size > 16 || l->ec_cfp > 16 ||
 	    l->cfp_pc + 8 > RB_CFP_READ || l->cfp_iseq + 8 > RB_CFP_READ ||
-	    l->cfp_ep + 8 > RB_CFP_READ || l->cfp_size < RB_CFP_READ || !rf->global_symbols)
+	    l->cfp_ep + 8 > RB_CFP_READ || l->cfp_size < RB_CFP_READ || !rf->global_symbols ||
+	    rf->th_dtpoff < 0 || l->th_blocking < 0)
 		return -EPROTO;
 	err = rmem(pid, rf->tls_modid_got + bias, got, sizeof(got));
 	if (err)
@@ -88,6 +89,8 @@ int rbproc__setup(pid_t pid, const struct rbfile *rf, const struct rblayout *l, 
 	c->dtpoff = got[1];
 	c->gc_flags = os + (uint64_t)l->objspace_flags;
 	c->gc_mask = 1u << l->during_gc_bit;
+	c->th_dtpoff = (uint64_t)rf->th_dtpoff;
+	c->th_blocking = (uint16_t)l->th_blocking;
 	c->ec_vm_stack = (uint16_t)l->ec_vm_stack;
 	c->ec_vm_stack_size = (uint16_t)l->ec_vm_stack_size;
 	c->ec_cfp = (uint16_t)l->ec_cfp;
@@ -103,7 +106,7 @@ int rbproc__setup(pid_t pid, const struct rbfile *rf, const struct rblayout *l, 
 
 /* ---- the twin of bpf/ruby_walk.h ---- */
 
-static int twin_ec(pid_t pid, uint64_t fsbase, struct rb_proc *c, uint64_t *ec)
+static int twin_ec(pid_t pid, uint64_t fsbase, struct rb_proc *c, uint64_t *ec, uint64_t *block)
 {
 	uint64_t dtv = 0, len = 0, ent[2];
 
@@ -111,6 +114,7 @@ static int twin_ec(pid_t pid, uint64_t fsbase, struct rb_proc *c, uint64_t *ec)
 	if (!fsbase)
 		return RB_END_READ;
 	if (c->flags & RB_TLS_STATIC) {
+		*block = fsbase + (uint64_t)c->tls_off - c->dtpoff;
 		if (rmem(pid, fsbase + (uint64_t)c->tls_off, ec, 8))
 			return RB_END_READ;
 		return *ec ? RB_END_OK : RB_END_IDLE;
@@ -123,6 +127,7 @@ static int twin_ec(pid_t pid, uint64_t fsbase, struct rb_proc *c, uint64_t *ec)
 		return RB_END_READ;
 	if (!ent[0] || ent[0] == ~0ull)
 		return RB_END_IDLE;
+	*block = ent[0];
 	if (rmem(pid, ent[0] + c->dtpoff, ec, 8))
 		return RB_END_READ;
 	if (!ent[1]) {
@@ -154,12 +159,13 @@ static int put(struct rb_frame *out, int max, int *n, uint64_t addr, uint64_t po
 int rbproc__twin(pid_t pid, uint64_t fsbase, struct rb_proc *c, struct rb_frame *out, int max)
 {
 	uint8_t b[64];
-	uint64_t ec = 0, cfp, end, gc = 0;
+	uint64_t ec = 0, block = 0, th = 0, brb = 1, cfp, end, gc = 0;
 	int n = 0, stop;
 
-	stop = twin_ec(pid, fsbase, c, &ec);
+	stop = twin_ec(pid, fsbase, c, &ec, &block);
 	if (stop == RB_END_OK && c->gc_flags && !rmem(pid, c->gc_flags, &gc, 4) &&
-	    ((uint32_t)gc & c->gc_mask))
+	    ((uint32_t)gc & c->gc_mask) && !rmem(pid, block + c->th_dtpoff, &th, 8) && th &&
+	    !rmem(pid, th + c->th_blocking, &brb, 8) && !brb)
 		put(out, max, &n, RB_FRAME_GC, 0);
 	if (stop != RB_END_OK)
 		return n | stop << 16;

@@ -1,7 +1,8 @@
 /* fake_libruby.c - a seed of fuzz_rbfile: what rbfile.c looks for in a
  * libruby (ruby_version, rb_vm_exec, ruby_current_ec by global-dynamic
  * TLS, ruby_current_vm_ptr, and the instructions GCC makes of
- * rb_during_gc and rb_id2str in Debian's 3.1.2), agreeing with
+ * rb_during_gc, rb_id2str and ruby_thread_has_gvl_p in Debian's 3.1.2),
+ * agreeing with
  * rblayout.c's 3.1 row, in a file of a few KiB (the real one is 3.8 MiB).
  * Not built by make; the seed was made with
  *   cc -shared -fPIC -nostdlib -O1 -Wl,--build-id -o \
@@ -44,4 +45,22 @@ __asm__(".text\n"
 	"	movq symbols+16(%rip), %rdi\n"
 	"	popq %rbx\n"
 	"	ret\n"
+	".globl ruby_thread_has_gvl_p\n.type ruby_thread_has_gvl_p,@function\n"
+	"ruby_thread_has_gvl_p:\n"
+	"	subq $8, %rsp\n"
+	"	leaq th_tls@tlsld(%rip), %rdi\n"
+	"	call __tls_get_addr@PLT\n"
+	"	movq th_tls@dtpoff(%rax), %rax\n"
+	"	testq %rax, %rax\n"
+	"	je 1f\n"
+	"	cmpq $0, 0xa8(%rax)\n"
+	"	sete %al\n"
+	"	addq $8, %rsp\n"
+	"	movzbl %al, %eax\n"
+	"	ret\n"
+	"1:	xorl %eax, %eax\n"
+	"	addq $8, %rsp\n"
+	"	ret\n"
+	".size ruby_thread_has_gvl_p, .-ruby_thread_has_gvl_p\n"
+	".section .tbss,\"awT\",@nobits\n.align 8\nth_tls: .zero 8\n"
 	".data\n.align 32\nsymbols: .zero 32\n");

@@ -18,9 +18,10 @@
  *          stopped 8 times: the sleeper's frames are its own (Kernel#sleep
  *          under `sleeper`, never the busy threads' `heavy`/`spin`), and
  *          the three threads' ECs differ.
- * gc:      a thread looping on GC.start, stopped 30 times: some stops
- *          carry the GC record (first, before the Ruby frames), points
- *          stopped in IO#read never do.
+ * gc:      a thread looping on GC.start, stopped 30 times: its stops
+ *          carry the GC record (first, before the Ruby frames); the main
+ *          thread, blocked in IO#read (no GVL) while the other runs the
+ *          GC, never does; points stopped in IO#read never do.
  * A missing ruby is a FAIL naming it. Every child is killed on every path. */
 #include <errno.h>
 #include <fcntl.h>
@@ -246,6 +247,9 @@ static void t_file(const char *dir)
 	CHECK(rf.vm_objspace > 0 && rf.objspace_flags >= 0 && rf.during_gc_bit >= 0,
 	      "rb_during_gc: vm->objspace %#x, flags +%d, bit %d", rf.vm_objspace,
 	      rf.objspace_flags, rf.during_gc_bit);
+	CHECK(rf.th_dtpoff >= 0 && rf.th_blocking > 0,
+	      "ruby_thread_has_gvl_p: the thread pointer at TLS +%d, blocking_region_buffer +%#x",
+	      rf.th_dtpoff, rf.th_blocking);
 	CHECK(rf.global_symbols && rf.symbols_ids == 16 && rf.id_scope_shift == 4,
 	      "rb_id2str: ruby_global_symbols at %#lx, ids +%d, last op %#x, shift %d",
 	      (unsigned long)rf.global_symbols, rf.symbols_ids, rf.id_last_op, rf.id_scope_shift);
@@ -559,44 +563,63 @@ static void t_threads(const char *dir)
 static void t_gc(const char *dir)
 {
 	char *argv[] = { RUBY, "-e",
-			 "a = []; 2000.times { a << 'x' * 100 }; puts Process.pid; $stdout.flush; "
-			 "loop { GC.start }",
+			 "a = []; 2000.times { a << 'x' * 100 }; q = Queue.new; "
+			 "Thread.new { q << File.readlink('/proc/thread-self').split('/').last; "
+			 "loop { GC.start } }; "
+			 "puts \"tids #{Process.pid} #{q.pop}\"; $stdout.flush; $stdin.read",
 			 NULL };
 	struct child ch = { 0 };
 	struct rb_frame rec[RB_MAX_FRAMES];
 	struct rbname nm[RB_MAX_FRAMES];
 	struct rbcodes *codes = rbcodes__new(0);
 	char line[64];
+	pid_t tids[2];
 	struct rb rb;
-	int err, gc = 0, named = 0, walked = 0;
+	int err, gc = 0, named = 0, walked = 0, flagged = 0, wrong = 0;
 
 	(void)dir;
 	err = spawn_ruby(&ch, argv);
-	if (!err && !fgets(line, sizeof(line), ch.out))
+	if (!err && (!fgets(line, sizeof(line), ch.out) ||
+		     sscanf(line, "tids %d %d", &tids[0], &tids[1]) != 2))
 		err = -EIO;
 	if (!err)
 		err = setup(ch.pid, &rb);
-	CHECK(!err, "a GC.start loop: set-up %s", strerror(-err));
-	for (int i = 0; !err && i < 30; i++) {
+	CHECK(!err, "a thread looping on GC.start, the main one in IO#read: set-up %s",
+	      strerror(-err));
+	for (int i = 0; !err && i < 60; i++) {
+		pid_t tid = tids[i % 2];
+		uint32_t fl = 0;
 		uint64_t fs;
 		int r, m;
 
 		usleep(7000);
-		if (stop_thread(ch.pid, &fs))
+		if (stop_thread(tid, &fs))
 			continue;
 		r = rbproc__twin(ch.pid, fs, &rb.c, rec, RB_MAX_FRAMES);
-		go_on(ch.pid);
+		process_vm_readv(ch.pid, &(struct iovec){ &fl, 4 }, 1,
+				 &(struct iovec){ (void *)rb.c.gc_flags, 4 }, 1, 0);
+		go_on(tid);
 		m = r & 0xffff;
 		walked += (r >> 16) == RB_END_OK;
-		if (m && (rec[0].addr & RB_FRAME_GC)) {
+		if (tid == tids[0]) {
+			/* Blocked in read, without the GVL, while the other runs
+			 * the GC: never this thread's GC. */
+			flagged += !!(fl & rb.c.gc_mask);
+			wrong += m && (rec[0].addr & RB_FRAME_GC);
+		} else if (m && (rec[0].addr & RB_FRAME_GC)) {
 			gc++;
 			rbcodes__name(codes, ch.pid, rb.l, rb.symbols, rec, m, nm);
 			named += nm[0].kind == RBN_GC && m > 1 && has(nm, m, "start");
 		}
 	}
-	CHECK(walked == 30 && gc > 0 && named == gc,
-	      "%d of 30 stops in GC.start carry the GC record, first, over `start` (%d)", gc,
-	      named);
+	CHECK(walked == 60, "60 stops walked whole (%d)", walked);
+	CHECK(gc > 0 && named == gc,
+	      "%d of 30 stops of the GC.start thread carry the GC record, first, over `start` (%d)",
+	      gc, named);
+	CHECK(flagged > 0 && !wrong,
+	      "the thread in IO#read: the GC ran at %d of its 30 stops, its walk never took it "
+	      "for its own (%d)",
+	      flagged, wrong);
 	kill_child(&ch);
 	rbcodes__free(codes);
 }
