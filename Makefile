@@ -150,7 +150,8 @@ FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \
-	sampler/python/interp.c sampler/push/retry_after.c
+	sampler/python/interp.c sampler/push/retry_after.c \
+	sampler/ruby/rbline.c sampler/ruby/rbcode.c sampler/ruby/rblayout.c sampler/ruby/rbfile.c
 # The library part is compiled once (fuzzer-no-link: instrumented, no
 # main) and linked into every target; compiling it per target was ~500
 # compiles, the larger part of make test's build.
@@ -195,3 +196,11 @@ clean:
 .SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(FUZZ_OBJS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# Test-only BPF programs (tests/bpf/*.bpf.c): skeletons in build/gen for
+# the unit test that loads each (test_rbbpf: rb_test).
+$(GEN)/%.bpf.o: tests/bpf/%.bpf.c $(wildcard bpf/*.h)
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
+$(BUILD)/tests/test_rbbpf: $(GEN)/rb_test.skel.h
+.SECONDARY: $(GEN)/rb_test.skel.h $(GEN)/rb_test.bpf.o

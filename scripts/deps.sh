@@ -20,6 +20,7 @@ PKGS=(
   libdevel-nytprof-perl libc6-dbg
   nodejs systemd
   node-cjs-module-lexer node-undici node-acorn
+  ruby
 )
 
 # Debian's own node 18 (V8 10.2, engine in libnode.so.108) beside the

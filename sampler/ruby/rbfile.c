@@ -1,0 +1,346 @@
+/*
+ * rbfile.c - recognising CRuby in an ELF file (see rbfile.h).
+ *
+ * Build id and PT_LOAD segments come from the symbolizer's reader
+ * (elfsym__read without symbols); the few symbols we need include
+ * objects and a TLS symbol, which its function table does not keep, so
+ * they are looked up by name here with libelf, as interp.c does for
+ * CPython.
+ *
+ * The code matching. Three facts have no symbol in a stripped libruby:
+ * where the VM keeps its objspace and the GC's flag, and the address of
+ * ruby_global_symbols. Each is read from an exported function that does
+ * nothing but reach it, by the instruction bytes GCC 12 emits for it
+ * (x86-64). Every pattern is searched only inside the function's
+ * symbol size (or a 256-byte window of the jump target), each operand
+ * is taken as a whole instruction's, and a pattern that is not found
+ * leaves the fact unknown: the layout check then refuses the row rather
+ * than take the row's value on trust.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sampler/ruby/rbfile.h"
+#include "sampler/symbols/elfsym.h"
+
+struct img {
+	int fd;
+	Elf *elf;
+	uint64_t fsize;
+	struct elf_info e;
+};
+
+static void img_close(struct img *im)
+{
+	if (im->elf)
+		elf_end(im->elf);
+	elfsym__fini(&im->e);
+}
+
+static int img_open(int fd, struct img *im)
+{
+	struct stat st;
+	GElf_Ehdr eh;
+	int err;
+
+	memset(im, 0, sizeof(*im));
+	im->fd = fd;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	im->fsize = (uint64_t)st.st_size;
+	err = elfsym__read(fd, false, &im->e);
+	if (err)
+		return err == -ENOMEM ? err : -ENOEXEC;
+	elf_version(EV_CURRENT);
+	im->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!im->elf || elf_kind(im->elf) != ELF_K_ELF || !gelf_getehdr(im->elf, &eh) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_machine != EM_X86_64)
+		return -ENOEXEC;
+	return 0;
+}
+
+/* n bytes at link-time address vaddr, when one PT_LOAD's file bytes hold
+ * them all. */
+static int rd(const struct img *im, uint64_t vaddr, void *buf, size_t n)
+{
+	for (size_t i = 0; i < im->e.nloads; i++) {
+		const struct elf_load *l = &im->e.loads[i];
+		uint64_t off;
+
+		if (vaddr < l->vaddr || vaddr - l->vaddr > l->filesz ||
+		    n > l->filesz - (vaddr - l->vaddr))
+			continue;
+		off = l->off + (vaddr - l->vaddr);
+		if (off > im->fsize || n > im->fsize - off)
+			return -EINVAL;
+		return pread(im->fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/* Up to n bytes at vaddr, as far as its PT_LOAD's file bytes go: how
+ * many were read (0: none). */
+static size_t rd_upto(const struct img *im, uint64_t vaddr, void *buf, size_t n)
+{
+	for (size_t i = 0; i < im->e.nloads; i++) {
+		const struct elf_load *l = &im->e.loads[i];
+		uint64_t in;
+
+		if (vaddr < l->vaddr || vaddr - l->vaddr >= l->filesz)
+			continue;
+		in = l->filesz - (vaddr - l->vaddr);
+		if (in < n)
+			n = (size_t)in;
+		return rd(im, vaddr, buf, n) ? 0 : n;
+	}
+	return 0;
+}
+
+enum { W_VERSION, W_EXEC, W_EC, W_VMPTR, W_DURING_GC, W_ID2STR, W_HAS_GVL, W_N };
+
+struct want {
+	const char *name;
+	uint64_t addr, size;
+	size_t index; /* in the table it came from (for relocations) */
+	bool found;
+};
+
+/* The wanted names among the defined symbols of the first section of
+ * `type`; returns that section's index in *link_of (0 if none). */
+static void find_syms(const struct img *im, Elf64_Word type, struct want *w, size_t *scn_ndx)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t n;
+
+	*scn_ndx = 0;
+	while ((scn = elf_nextscn(im->elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			break;
+	if (!scn || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_offset > im->fsize ||
+	    sh.sh_size > im->fsize - sh.sh_offset)
+		return;
+	d = elf_getdata(scn, NULL);
+	n = sh.sh_size / sh.sh_entsize;
+	if (!d || n > ELFSYM_MAX_SYMS)
+		return;
+	*scn_ndx = elf_ndxscn(scn);
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+
+		/* A TLS symbol's value is its offset in the block: 0 is fine. */
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(im->elf, sh.sh_link, s.st_name);
+		for (size_t k = 0; name && k < W_N; k++)
+			if (!w[k].found && !strcmp(name, w[k].name)) {
+				w[k] = (struct want){ w[k].name, s.st_value, s.st_size, i, true };
+			}
+	}
+}
+
+/* Relocation sections longer than this are not searched. */
+#define MAX_RELA (1u << 20)
+
+/* ruby_current_ec's DTPMOD64/DTPOFF64 pair in the RELA sections that
+ * use symbol table symndx. */
+static void find_tls(const struct img *im, size_t symndx, const struct want *ec, struct rbfile *rf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	uint64_t mod = 0, off_at = 0, off = 0;
+
+	while ((scn = elf_nextscn(im->elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_link != symndx ||
+		    !sh.sh_entsize || sh.sh_size / sh.sh_entsize > MAX_RELA)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0, n = d ? sh.sh_size / sh.sh_entsize : 0; i < n; i++) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(d, (int)i, &r) || GELF_R_SYM(r.r_info) != ec->index)
+				continue;
+			if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64)
+				mod = r.r_offset;
+			else if (GELF_R_TYPE(r.r_info) == R_X86_64_DTPOFF64)
+				off_at = r.r_offset, off = ec->addr + (uint64_t)r.r_addend;
+		}
+	}
+	/* The pair __tls_get_addr takes: module id, then offset. */
+	if (mod && off_at == mod + 8) {
+		rf->tls_modid_got = mod;
+		rf->tls_dtpoff = off;
+	}
+}
+
+/* The first match of pat (0x100 in it: any byte) in code[0..n) from
+ * `from`: the index just past it, or 0. */
+static size_t match(const uint8_t *code, size_t n, size_t from, const uint16_t *pat, size_t plen)
+{
+	for (size_t i = from; i + plen <= n; i++) {
+		size_t k;
+
+		for (k = 0; k < plen && (pat[k] == 0x100 || code[i + k] == pat[k]); k++)
+			;
+		if (k == plen)
+			return i + plen;
+	}
+	return 0;
+}
+
+static int32_t s32at(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+#define CODE_MAX 256
+#define X 0x100
+
+/* rb_during_gc: mov vm_ptr@GOT(%rip),%rax; mov (%rax),%rax;
+ * mov OBJSPACE(%rax),%rax; movzbl FLAGS(%rax),%eax; shr $BIT,%al. */
+static void read_during_gc(const struct img *im, const struct want *w, struct rbfile *rf)
+{
+	static const uint16_t p_vm[] = { 0x48, 0x8b, 0x00, 0x48, 0x8b, 0x80, X, X, X, X };
+	static const uint16_t p_fl[] = { 0x0f, 0xb6, 0x40, X };
+	static const uint16_t p_bit[] = { 0xc0, 0xe8, X };
+	uint8_t c[CODE_MAX];
+	size_t n = w->size, a, b, k;
+
+	if (!w->found || !n || n > CODE_MAX || rd(im, w->addr, c, n))
+		return;
+	a = match(c, n, 0, p_vm, 10);
+	b = a ? match(c, n, a, p_fl, 4) : 0;
+	k = b ? match(c, n, b, p_bit, 3) : 0;
+	/* Each next instruction must follow the last at once. */
+	if (!k || b != a + 4 || k != b + 3)
+		return;
+	rf->vm_objspace = s32at(c + a - 4);
+	rf->objspace_flags = c[b - 1];
+	rf->during_gc_bit = c[k - 1];
+}
+
+/* ruby_thread_has_gvl_p: __tls_get_addr of libruby's block (a
+ * local-dynamic call); mov TH(%rax),%rax; test; je; cmpq $0,BLOCKING(%rax). */
+static void read_has_gvl(const struct img *im, const struct want *w, struct rbfile *rf)
+{
+	static const uint16_t p_th[] = { 0x48, 0x8b, 0x80, X, X, X, X, 0x48, 0x85, 0xc0 };
+	static const uint16_t p_cmp[] = { 0x48, 0x83, 0xb8, X, X, X, X, 0x00 };
+	uint8_t c[CODE_MAX];
+	size_t n = w->size, a, b;
+
+	if (!w->found || !n || n > CODE_MAX || rd(im, w->addr, c, n))
+		return;
+	a = match(c, n, 0, p_th, 10);
+	b = a ? match(c, n, a, p_cmp, 8) : 0;
+	/* Only a conditional jump between them (je rel8). */
+	if (!b || b != a + 2 + 8 || c[a] != 0x74)
+		return;
+	rf->th_dtpoff = s32at(c + a - 7);
+	rf->th_blocking = s32at(c + b - 5);
+}
+
+/* rb_id2str: mov %rdi,%rax; shr $SHIFT,%rax; cmp $LAST_OP,%rdi; ...;
+ * jmp get_id_serial_entry, whose first instructions compare the serial
+ * with symbols->last_id and load symbols->ids (both %rip-relative). */
+static void read_id2str(const struct img *im, const struct want *w, struct rbfile *rf)
+{
+	static const uint16_t p_shr[] = { 0x48, 0xc1, 0xe8, X };
+	static const uint16_t p_cmp[] = { 0x48, 0x81, 0xff, X, X, X, X };
+	static const uint16_t p_jmp[] = { 0xe9, X, X, X, X };
+	static const uint16_t p_last[] = { 0x39, 0x3d, X, X, X, X };
+	static const uint16_t p_ids[] = { 0x48, 0x8b, 0x3d, X, X, X, X };
+	uint8_t c[CODE_MAX];
+	size_t n = w->size, a, b, j;
+	uint64_t tgt, last, ids;
+
+	if (!w->found || !n || n > CODE_MAX || rd(im, w->addr, c, n))
+		return;
+	a = match(c, n, 0, p_shr, 4);
+	b = a ? match(c, n, a, p_cmp, 7) : 0;
+	j = b ? match(c, n, b, p_jmp, 5) : 0;
+	if (!j || b != a + 7)
+		return;
+	rf->id_scope_shift = c[a - 1];
+	rf->id_last_op = s32at(c + b - 4);
+	tgt = w->addr + j + (uint64_t)(int64_t)s32at(c + j - 4);
+	n = rd_upto(im, tgt, c, CODE_MAX);
+	a = match(c, n, 0, p_last, 6);
+	b = a ? match(c, n, a, p_ids, 7) : 0;
+	if (!b)
+		return;
+	last = tgt + a + (uint64_t)(int64_t)s32at(c + a - 4);
+	ids = tgt + b + (uint64_t)(int64_t)s32at(c + b - 4);
+	if (ids <= last || ids - last > 64)
+		return;
+	rf->global_symbols = last;
+	rf->symbols_ids = (int32_t)(ids - last);
+}
+
+static int read_file(struct img *im, struct rbfile *rf)
+{
+	struct want w[W_N] = {
+		[W_VERSION] = { "ruby_version" },   [W_EXEC] = { "rb_vm_exec" },
+		[W_EC] = { "ruby_current_ec" },	    [W_VMPTR] = { "ruby_current_vm_ptr" },
+		[W_DURING_GC] = { "rb_during_gc" }, [W_ID2STR] = { "rb_id2str" },
+		[W_HAS_GVL] = { "ruby_thread_has_gvl_p" },
+	};
+	size_t dyn, tab;
+	char v[16] = { 0 };
+	bool ec_dyn;
+	int used = 0;
+
+	memcpy(rf->build_id, im->e.build_id, sizeof(rf->build_id));
+	find_syms(im, SHT_DYNSYM, w, &dyn);
+	/* The TLS relocations name .dynsym's entries. */
+	ec_dyn = w[W_EC].found;
+	if (!w[W_EC].found || !w[W_VERSION].found || !w[W_EXEC].found)
+		find_syms(im, SHT_SYMTAB, w, &tab);
+	if (!w[W_VERSION].found || !w[W_EXEC].found || !w[W_EC].found)
+		return -ENOENT;
+	if (!w[W_VERSION].size || w[W_VERSION].size >= sizeof(v) ||
+	    rd(im, w[W_VERSION].addr, v, w[W_VERSION].size) ||
+	    sscanf(v, "%d.%d.%d%n", &rf->major, &rf->minor, &rf->teeny, &used) != 3 ||
+	    (size_t)used + 1 != w[W_VERSION].size || rf->major < 1 || rf->major > 9 ||
+	    rf->minor < 0 || rf->minor > 99 || rf->teeny < 0 || rf->teeny > 99)
+		return -EINVAL;
+	rf->vm_exec = w[W_EXEC].addr;
+	rf->vm_exec_size = w[W_EXEC].size;
+	rf->vm_ptr = w[W_VMPTR].found ? w[W_VMPTR].addr : 0;
+	if (ec_dyn)
+		find_tls(im, dyn, &w[W_EC], rf);
+	read_during_gc(im, &w[W_DURING_GC], rf);
+	read_id2str(im, &w[W_ID2STR], rf);
+	read_has_gvl(im, &w[W_HAS_GVL], rf);
+	return 0;
+}
+
+int rbfile__read(int fd, struct rbfile *rf)
+{
+	struct img im;
+	int err;
+
+	memset(rf, 0, sizeof(*rf));
+	rf->vm_objspace = rf->objspace_flags = rf->during_gc_bit = RBF_UNKNOWN;
+	rf->th_dtpoff = rf->th_blocking = RBF_UNKNOWN;
+	rf->id_last_op = rf->id_scope_shift = RBF_UNKNOWN;
+	err = img_open(fd, &im);
+	if (!err)
+		err = read_file(&im, rf);
+	img_close(&im);
+	return err;
+}
