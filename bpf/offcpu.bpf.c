@@ -146,7 +146,7 @@ static __always_inline void send(struct prof_sample_ev *ev, long nframes)
 }
 
 #include "bpf/unwind_walk.h"
-#include "bpf/python_walk.h"
+#include "bpf/runtime_walk.h"
 
 /*
  * The user stack of the current task, innermost first, into ev->frames
@@ -196,8 +196,9 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 	ev->nkern = 0;
 	ev->uend = PROF_UE_NONE;
 	ev->ustack_len = 0;
-	ev->npy = 0;
-	ev->pyend = PY_END_NONE;
+	ev->nrt = 0;
+	ev->rtend = 0;
+	ev->rtkind = RT_NONE;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 	if (want_user && task->mm) {
 		n = user_stack(ev);
@@ -213,17 +214,17 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 		}
 	}
 	ev->nuser = nu;
-	/* The Python frames of the thread's interpreter, if the cpu sampler
-	 * set its process up (py_procs is its map): where Python code waits,
-	 * not only the interpreter's loop. */
+	/* The frames of the thread's interpreter (Python, Ruby), if the cpu
+	 * sampler set its process up (rt_procs is its map): where Python or
+	 * Ruby code waits, not only the interpreter's loop. */
 	if (want_user && task->mm && nu >= 0 && nu <= PROF_MAX_FRAMES)
-		py_walk(ev, task->tgid, nu);
+		rt_walk(ev, task->tgid, nu);
 	/* A walk to finish in user space carries the stack copy. */
 	if (ev->uend == PROF_UE_PENDING)
 		send_bytes(ev, __builtin_offsetof(struct prof_sample_ev, ustack) +
 				       (ev->ustack_len & 0x3fff));
 	else
-		send(ev, nu + 2 * (ev->npy & 0xff));
+		send(ev, nu + 2 * (ev->nrt & 0xff));
 	return 0;
 }
 

@@ -55,7 +55,7 @@ static __always_inline void count(__u32 idx)
 }
 
 #include "bpf/unwind_walk.h"
-#include "bpf/python_walk.h"
+#include "bpf/runtime_walk.h"
 
 /*
  * The user stack, innermost first, into ev->frames[nk...] (max
@@ -109,8 +109,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	ev->period = ctx->sample_period;
 	ev->flags = 0;
 	ev->uend = PROF_UE_NONE;
-	ev->pyend = PY_END_NONE;
-	ev->npy = 0;
+	ev->rtend = 0;
+	ev->nrt = 0;
+	ev->rtkind = RT_NONE;
 	ev->ustack_len = 0;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 
@@ -148,9 +149,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	ev->nkern = nk;
 	ev->nuser = nu;
 	if (want_user && nk >= 0 && nu >= 0 && nk + nu <= 2 * PROF_MAX_FRAMES)
-		py_walk(ev, tgid, nk + nu);
+		rt_walk(ev, tgid, nk + nu);
 	size = __builtin_offsetof(struct prof_sample_ev, frames) +
-	       (nk + nu + 2 * (ev->npy & 0xff)) * sizeof(__u64);
+	       (nk + nu + 2 * (ev->nrt & 0xff)) * sizeof(__u64);
 	/* A walk to finish in user space carries the stack copy. */
 	if (ev->uend == PROF_UE_PENDING)
 		size = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x3fff);
@@ -188,7 +189,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
 	/* Its old interpreter (if any) is gone with the old image. */
-	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&rt_procs, &tgid);
 	/* A new image must be read from /proc before a short-lived process
 	 * is gone: wake the reader now. */
 	task_event(PROF_EV_EXEC, tgid, 0, p, BPF_RB_FORCE_WAKEUP);
@@ -203,7 +204,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (BPF_CORE_READ(p, pid) != tgid)
 		return 0;
-	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&rt_procs, &tgid);
 	task_event(PROF_EV_EXIT, tgid, 0, p, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -212,16 +213,11 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ctgid = BPF_CORE_READ(child, tgid), ptgid = BPF_CORE_READ(parent, tgid);
-	struct py_proc *py;
 
 	/* Threads share their process's info already. */
 	if (BPF_CORE_READ(child, pid) != ctgid)
 		return 0;
-	/* The child runs the same interpreter at the same addresses: its
-	 * first samples walk Python as the parent's do. */
-	py = bpf_map_lookup_elem(&py_procs, &ptgid);
-	if (py)
-		bpf_map_update_elem(&py_procs, &ctgid, py, BPF_ANY);
+	rt_fork(ptgid, ctgid);
 	/* A child is a copy of its parent (known to user space): no hurry. */
 	task_event(PROF_EV_FORK, ctgid, ptgid, child, BPF_RB_NO_WAKEUP);
 	return 0;

@@ -12,7 +12,7 @@
 #endif
 
 #include "bpf/unwind.h"
-#include "bpf/python.h"
+#include "bpf/runtime.h"
 
 /* The kernel caps callchains at kernel.perf_event_max_stack (127 by
  * default); asking for more buys nothing. */
@@ -57,8 +57,9 @@ struct prof_hdr {
 };
 
 /* A sample: the header, then nkern kernel frames, then nuser user frames
- * (innermost first each), then npy Python frames (struct py_frame, two
- * slots each, newest first), so the record is as long as its stacks. */
+ * (innermost first each), then nrt frames of the process's language
+ * runtime (rtkind: struct py_frame, rb_frame; two slots each, newest
+ * first), so the record is as long as its stacks. */
 struct prof_sample_ev {
 	__u32 type;
 	__u32 tgid;
@@ -71,21 +72,22 @@ struct prof_sample_ev {
 	__u16 nkern, nuser;
 	__u32 flags;
 	__u8 uend;         /* enum prof_uend */
-	__u8 pyend;        /* enum py_end */
-	__u16 npy;         /* Python frames after the native ones */
-	__u8 pad[2];
+	__u8 rtend;        /* how the runtime's walk ended (enum py_end, rb_end) */
+	__u16 nrt;         /* runtime frames after the native ones */
+	__u8 rtkind;       /* enum rt_kind of those frames */
+	__u8 pad;
 	__u16 ustack_len;  /* bytes of ustack (PROF_UE_PENDING only) */
 	__u64 uregs[3];    /* PROF_UE_PENDING: pc, sp, bp of the last frame */
-	__u64 frames[2 * PROF_MAX_FRAMES]; /* and the Python frames' slots */
+	__u64 frames[2 * PROF_MAX_FRAMES]; /* and the runtime frames' slots */
 	/* PROF_UE_PENDING only (the record then holds all of frames[]):
 	 * the user stack from uregs[1] up, at most to its mapping's end. */
 	__u8 ustack[UNW_STACK_COPY];
 };
 
-/* Frame slots a record uses: native frames, then two per Python frame. */
+/* Frame slots a record uses: native frames, then two per runtime frame. */
 static inline __u32 prof_sample_slots(const struct prof_sample_ev *ev)
 {
-	return (__u32)ev->nkern + ev->nuser + 2u * ev->npy;
+	return (__u32)ev->nkern + ev->nuser + 2u * ev->nrt;
 }
 
 /* exec, exit and fork. For fork, tgid is the child and ppid the parent. */

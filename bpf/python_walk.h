@@ -1,7 +1,7 @@
 /*
  * python_walk.h - the Python part of a sample (bpf/python.h has the
- * records). Included by profile.bpf.c and offcpu.bpf.c after their maps
- * (py_procs is the cpu sampler's; offcpu shares it by fd).
+ * records). Included by bpf/runtime_walk.h, which finds the process's
+ * struct py_proc in rt_procs and calls py_walk.
  *
  * Why this shape: the thread state is the sampled thread's own, read
  * through its pthread TSD slot (fsbase + tsd_off), so a thread that
@@ -16,13 +16,6 @@
 #define PROFFS_BPF_PYTHON_WALK_H
 
 #include "bpf/python.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PY_MAX_PROCS);
-	__type(key, __u32);
-	__type(value, struct py_proc);
-} py_procs SEC(".maps");
 
 #define PY_BUF 128
 
@@ -181,20 +174,15 @@ static long py_step(__u32 i, void *arg)
 
 /*
  * Writes the sampled thread's Python frames into ev->frames from slot at
- * on (two slots each) and sets ev->npy and ev->pyend. A process with no
- * entry in py_procs gets neither.
+ * on (two slots each), c being its process's entry in rt_procs. Returns
+ * the frames written | enum py_end << 16.
  */
-static __noinline int py_walk(struct prof_sample_ev *ev, __u32 tgid, int at)
+static __noinline int py_walk(struct prof_sample_ev *ev, const struct py_proc *c, int at)
 {
-	struct py_proc *c = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct py_walk_ctx w = {};
 	__u64 *v;
 
-	if (!ev)
-		return 0;
-	ev->npy = 0;
-	ev->pyend = PY_END_NONE;
-	if (!c || at < 0 || at > 2 * PROF_MAX_FRAMES)
+	if (!ev || !c || at < 0 || at > 2 * PROF_MAX_FRAMES)
 		return 0;
 	w.c = *c;
 	w.at = at;
@@ -206,12 +194,10 @@ static __noinline int py_walk(struct prof_sample_ev *ev, __u32 tgid, int at)
 		if (w.end == PY_END_TRUNC && !w.frame)
 			w.end = PY_END_OK;
 	}
-	ev->npy = w.npy;
-	ev->pyend = w.end;
 	v = bpf_map_lookup_elem(&py_ends, &w.end);
 	if (v)
 		*v += 1;
-	return w.npy;
+	return (int)(w.npy | w.end << 16);
 }
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * ruby_walk.h - the Ruby part of a sample (bpf/ruby.h has the records).
- * BPF only; the includer defines `scratch` (its per-CPU struct
- * prof_sample_ev) before including it, as for bpf/python_walk.h.
+ * BPF only; included by bpf/runtime_walk.h, which finds the process's
+ * struct rb_proc in rt_procs and calls rb_walk.
  *
  * Why this shape: the execution context (EC) is the sampled thread's
  * own, read from its TLS variable ruby_current_ec, so a thread that
@@ -24,13 +24,6 @@
 #define PROFFS_BPF_RUBY_WALK_H
 
 #include "bpf/ruby.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RB_MAX_PROCS);
-	__type(key, __u32);
-	__type(value, struct rb_proc);
-} rb_procs SEC(".maps");
 
 #define RB_BUF 64
 
@@ -191,13 +184,12 @@ trunc:
 /*
  * Writes the sampled thread's Ruby frames into ev->frames from slot at
  * on (two slots each, struct rb_frame, newest first; a GC marker first
- * when the GC runs). A process with no entry in rb_procs gets none.
- * Returns the records written | enum rb_end << 16 (RB_END_NONE: not a
- * Ruby process).
+ * when the GC runs), c being its process's entry in rt_procs (the map's
+ * value: a static TLS offset found is kept in it). Returns the records
+ * written | enum rb_end << 16.
  */
-static __noinline int rb_walk(struct prof_sample_ev *ev, __u32 tgid, int at)
+static __noinline int rb_walk(struct prof_sample_ev *ev, struct rb_proc *c, int at)
 {
-	struct rb_proc *c = bpf_map_lookup_elem(&rb_procs, &tgid);
 	struct rb_walk_ctx w = {};
 	struct rb_buf *b;
 	__u32 zero = 0, gc = 0, key;

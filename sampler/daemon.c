@@ -213,43 +213,8 @@ static void metrics_cb(struct buf *out, void *ctx)
 			if (ends[i] && i != PROF_UE_PENDING)
 				prom__u64_by(out, "proffs_user_stacks_total", "end", ends[i], st.uends[i]);
 	}
-	{
-		static const char *const states[PYP_MAX] = {
-			[PYP_WAIT] = "waiting", [PYP_WALKED] = "walked",
-			[PYP_UNSUPPORTED] = "unsupported_version", [PYP_LAYOUT] = "layout_check_failed",
-			[PYP_TLS] = "unknown_tls", [PYP_FAILED] = "failed",
-		};
-		static const char *const pends[PY_END_MAX] = {
-			[PY_END_OK] = "complete", [PY_END_IDLE] = "no_python_frames",
-			[PY_END_TRUNC] = "truncated", [PY_END_READ] = "read_failed",
-		};
-
-		prom__family(out, "proffs_python_processes_total", PROM_COUNTER,
-			     "Processes found running CPython, by what their set-up came to.");
-		for (int i = 0; i < PYP_MAX; i++)
-			if (states[i] && i != PYP_WAIT)
-				prom__u64_by(out, "proffs_python_processes_total", "state", states[i],
-					     st.py.procs[i]);
-		prom__family(out, "proffs_python_walks_total", PROM_COUNTER,
-			     "Python walks of sampled threads, by how they ended.");
-		for (int i = 0; i < PY_END_MAX; i++)
-			if (pends[i])
-				prom__u64_by(out, "proffs_python_walks_total", "end", pends[i], st.py.ends[i]);
-		prom__counter(out, "proffs_python_frames_total", "Python frames stored.", st.py.frames);
-		prom__family(out, "proffs_python_frame_errors_total", PROM_COUNTER,
-			     "Python frames stored as a marker, by reason.");
-		prom__u64_by(out, "proffs_python_frame_errors_total", "reason", "code_object_freed",
-			     st.py.stale);
-		prom__u64_by(out, "proffs_python_frame_errors_total", "reason", "unreadable",
-			     st.py.unreadable);
-		prom__family(out, "proffs_python_name_cache_total", PROM_COUNTER,
-			     "Code object name lookups, by result.");
-		prom__u64_by(out, "proffs_python_name_cache_total", "result", "hit", st.py.name_hits);
-		prom__u64_by(out, "proffs_python_name_cache_total", "result", "miss", st.py.name_misses);
-		prom__u64_by(out, "proffs_python_name_cache_total", "result", "error", st.py.name_errors);
-		prom__gauge(out, "proffs_python_name_cache_bytes", "Memory held by named code objects.",
-			    st.py.name_bytes);
-	}
+	/* Each language runtime writes its own lines. */
+	profiler__runtime_metrics(r->prof, out);
 	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
 	prom__u64_by(out, "proffs_unwind_tables", "kind", "table", st.unw.tables);
 	prom__u64_by(out, "proffs_unwind_tables", "kind", "frame_pointers", st.unw.fp_files);

@@ -15,7 +15,7 @@
 #include "sampler/proc/labels.h"
 #include "sampler/proc/procinfo.h"
 #include "sampler/profiler.h"
-#include "sampler/python/pyproc.h"
+#include "sampler/runtime/runtime.h"
 #include "sampler/ring/sampler.h"
 #include "sampler/batch/stack.h"
 #include "sampler/symbols/symbolize.h"
@@ -48,8 +48,8 @@ struct profiler {
 	struct offcpu *oc; /* NULL without --offcpu */
 	struct minutes *omins; /* offcpu's open batches, by window */
 	struct frame *frames;
-	struct frame *pyframes; /* frames with Python's merged in */
-	struct pyprocs *py;     /* NULL: Python walking off (PROFFS_PYTHON=off) */
+	struct frame *rtframes; /* frames with a runtime's merged in */
+	struct runtimes *rts;   /* NULL: runtime walks off (PROFFS_RUNTIMES=off) */
 	struct unwinder *unw; /* NULL: frame pointers only (PROFFS_UNWIND=fp) */
 	struct pending *pend;
 	bool unw_running; /* unwinder__run() was called */
@@ -148,9 +148,9 @@ static void add_record(struct profiler *pr, const struct prof_sample_ev *ev, int
 
 	if (due_ns && waits_for_load(p, pr->frames, nn) && defer(pr, ev, due_ns))
 		return;
-	if (pr->py && p && ev->npy) {
-		n = pyprocs__merge(pr->py, p, ev, pr->frames, nn, pr->pyframes, STACK_MAX_FRAMES);
-		fr = pr->pyframes;
+	if (pr->rts && p && ev->nrt) {
+		n = runtimes__merge(pr->rts, p, ev, pr->frames, nn, pr->rtframes, STACK_MAX_FRAMES);
+		fr = pr->rtframes;
 	}
 	if (!off)
 		pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
@@ -173,11 +173,12 @@ static void add_record(struct profiler *pr, const struct prof_sample_ev *ev, int
 		pr->offcpu_samples++;
 	else
 		pr->samples++;
-	/* A Python process is set up from whichever record shows its
+	/* A process not set up from its maps at exec (it ran before us, or
+	 * loaded its interpreter later) is, from whichever record shows its
 	 * interpreter first. Last: it may re-read p's maps, which frees the
 	 * vmas fr points at. */
-	if (pr->py && p)
-		pyprocs__see(pr->py, p, pr->frames, nn, (int64_t)ev->time_ns);
+	if (pr->rts && p)
+		runtimes__see(pr->rts, p, pr->frames, nn, (int64_t)ev->time_ns);
 }
 
 /* A walk the twin finished (sampler/unwind/pending.h). */
@@ -238,8 +239,8 @@ static void on_task(void *ctx, const struct prof_task_ev *ev)
 	comm[PROF_COMM_LEN] = 0;
 	switch (ev->type) {
 	case PROF_EV_EXEC:
-		if (pr->py)
-			pyprocs__forget(pr->py, ev->tgid);
+		runtimes__forget(pr->rts, ev->tgid);
+		/* (its maps read now set its interpreter's walk up: maps_read) */
 		procs__exec(pr->ps, ev->tgid, comm, ev->cgroup_id);
 		/* Build the new image's tables before its first samples. */
 		if (pr->pend)
@@ -251,11 +252,20 @@ static void on_task(void *ctx, const struct prof_task_ev *ev)
 		procs__fork(pr->ps, ev->tgid, ev->ppid, comm, ev->cgroup_id);
 		break;
 	case PROF_EV_EXIT:
-		if (pr->py)
-			pyprocs__forget(pr->py, ev->tgid);
+		runtimes__forget(pr->rts, ev->tgid);
 		procs__exit(pr->ps, ev->tgid);
 		break;
 	}
+}
+
+/* A process's maps were read (at exec, 10 ms later, or when a sample
+ * missed them): an interpreter among them (ld.so maps libpython after
+ * exec) is set up now, before its samples are drained. */
+static void maps_read(void *ctx, struct proc *p)
+{
+	struct profiler *pr = ctx;
+
+	runtimes__maps(pr->rts, p, now_mono_ns());
 }
 
 int profiler__open(struct profiler **out, const struct profiler_opts *o)
@@ -283,7 +293,8 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 				 o->interval_ns > 0 ? o->interval_ns : 10 * 1000000000LL, now_ns());
 	if (!pr->frames || !pr->sym || !pr->lab || !pr->mins)
 		goto err;
-	pr->ps = procs__new(&(struct procs_opts){ .sym = pr->sym, .lab = pr->lab });
+	pr->ps = procs__new(&(struct procs_opts){ .sym = pr->sym, .lab = pr->lab, .maps_read = maps_read,
+						  .maps_ctx = pr });
 	if (!pr->ps)
 		goto err;
 	/* PROFFS_UNWIND=fp: the kernel's frame-pointer walk, for comparison. */
@@ -310,12 +321,12 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	err = sampler__open(&pr->s, &so);
 	if (err)
 		goto err;
-	/* PROFFS_PYTHON=off: native frames only, for comparison. */
-	mode = getenv("PROFFS_PYTHON");
+	/* PROFFS_RUNTIMES=off: native frames only, for comparison. */
+	mode = getenv("PROFFS_RUNTIMES");
 	if (!mode || strcmp(mode, "off")) {
-		pr->py = pyprocs__new(pr->s, pr->ps);
-		pr->pyframes = calloc(STACK_MAX_FRAMES, sizeof(*pr->pyframes));
-		if (!pr->py || !pr->pyframes) {
+		pr->rts = runtimes__new(pr->s, pr->ps);
+		pr->rtframes = calloc(STACK_MAX_FRAMES, sizeof(*pr->rtframes));
+		if (!pr->rts || !pr->rtframes) {
 			err = -ENOMEM;
 			goto err;
 		}
@@ -329,7 +340,7 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 			.min_ns = o->offcpu_min_ns,
 			.states = o->offcpu_states,
 			.unw = sampler__unwind_fds(pr->s, &fds) ? NULL : &fds,
-			.py_procs_fd = pr->py ? sampler__py_procs_fd(pr->s) : -1,
+			.rt_procs_fd = pr->rts ? sampler__rt_procs_fd(pr->s) : -1,
 			.on_sample = on_offcpu,
 			.ctx = pr,
 		};
@@ -408,10 +419,7 @@ static void update_stats(struct profiler *pr)
 		st.offcpu_ustack_errors = oc[OFFCPU_CNT_USTACK_ERR];
 	}
 	st.offcpu_samples = pr->offcpu_samples;
-	if (pr->py) {
-		pyprocs__stats(pr->py, &st.py);
-		sampler__py_ends(pr->s, st.py.ends);
-	}
+	runtimes__update(pr->rts);
 	pthread_mutex_lock(&pr->lock);
 	pr->st = st;
 	pthread_mutex_unlock(&pr->lock);
@@ -442,7 +450,10 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 	wallclock__refresh(&pr->wc);
 	{
 		int due = procs__reread_due(pr->ps, now_mono_ns());
+		int rdue = runtimes__due(pr->rts, now_mono_ns());
 
+		if (rdue >= 0 && (due < 0 || rdue < due))
+			due = rdue;
 		if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
 			timeout_ms = due;
 	}
@@ -509,6 +520,11 @@ void profiler__wake(struct profiler *pr)
 	sampler__wake(pr->s);
 }
 
+void profiler__runtime_metrics(struct profiler *pr, struct buf *out)
+{
+	runtimes__metrics(pr->rts, out);
+}
+
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)
 {
 	pthread_mutex_lock(&pr->lock);
@@ -536,8 +552,8 @@ void profiler__close(struct profiler *pr)
 	labeler__free(pr->lab);
 	symbolizer__free(pr->sym);
 	free(pr->frames);
-	free(pr->pyframes);
-	pyprocs__free(pr->py);
+	free(pr->rtframes);
+	runtimes__free(pr->rts);
 	pthread_mutex_destroy(&pr->lock);
 	free(pr);
 }

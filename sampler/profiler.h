@@ -11,10 +11,11 @@
 #include <sys/types.h>
 
 #include "bpf/profile.h"
-#include "sampler/python/pyproc.h"
 #include "sampler/unwind/unwinder.h"
 #include "sampler/batch/minutes.h"
 #include "store/profile/profile.h"
+
+struct buf;
 
 struct profiler_opts {
 	int hz;                  /* 0 = 19 */
@@ -50,7 +51,6 @@ struct profiler_stats {
 	uint64_t offcpu_samples;  /* blocks aggregated into batches */
 	uint64_t offcpu_switches, offcpu_short, offcpu_short_ns, offcpu_lost_ring_full,
 		offcpu_lost_nostorage, offcpu_kstack_errors, offcpu_ustack_errors;
-	struct pyprocs_stats py; /* all 0 with PROFFS_PYTHON=off */
 };
 
 struct profiler;
@@ -85,6 +85,9 @@ int profiler__take_offcpu(struct profiler *pr, int64_t cut_ns, bool all,
 void profiler__wake(struct profiler *pr);
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
+/* Appends the language runtimes' /prof/metrics lines (each writes its
+ * own: sampler/runtime/runtime.h). Any thread. */
+void profiler__runtime_metrics(struct profiler *pr, struct buf *out);
 void profiler__close(struct profiler *pr);
 
 #endif

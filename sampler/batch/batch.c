@@ -192,11 +192,11 @@ static uint64_t user_mapping(struct batch *b, const struct vma *v)
 	return profile__add_mapping(b->p, &m);
 }
 
-/* A Python frame: one location per (code object, line) of a process,
- * its function "qualname (file)" with the file's path and first line, so
- * pprof's -lines and -list work. No mapping: the code is not in a file's
- * text. */
-static uint64_t python_location(struct batch *b, struct proc *p, pid_t pid, const struct frame *f)
+/* A runtime's frame (Python, Ruby): one location per (object, line) of a
+ * process, its function the display name ("qualname (file)") with the
+ * file's full path and first line, so pprof's -lines and -list work. No
+ * mapping: the code is not in a file's text. */
+static uint64_t rt_location(struct batch *b, struct proc *p, pid_t pid, const struct frame *f)
 {
 	uint64_t key[4] = { (uint64_t)pid + 1, p ? p->gen : 0, f->addr, (uint32_t)f->line };
 	uint64_t k = hash64(key, sizeof(key), 0x9e7), id;
@@ -228,8 +228,8 @@ static uint64_t python_location(struct batch *b, struct proc *p, pid_t pid, cons
 
 static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const struct frame *f)
 {
-	if (f->python)
-		return python_location(b, p, pid, f);
+	if (f->rt)
+		return rt_location(b, p, pid, f);
 
 	/* Kernel frames are the same in every process; a marker frame (no
 	 * address) gets a key no real frame has, told apart by its text (by

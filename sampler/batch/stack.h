@@ -20,16 +20,17 @@ struct frame {
 	bool jit;         /* name came from the process's perf map */
 	struct vma *vma;  /* user frames: the mapping, or NULL (unmapped) */
 	uint64_t off;     /* file offset of addr within vma's file */
-	/* A Python frame (addr: its code object): name is "qualname (file)" */
-	bool python;
-	const char *sysname;  /* qualname */
+	/* A runtime's frame (Python, Ruby; addr: the object it names): name
+	 * is its display name, "qualname (file)", "label (file.rb)" */
+	bool rt;
+	const char *sysname;  /* the function's own name (qualname, label) */
 	const char *file;     /* full path */
 	int32_t line, start_line;
 };
 
 /* Frames of one stored stack at most: both native stacks, their
- * markers, and the Python frames that replace eval frames. */
-#define STACK_MAX_FRAMES (2 * PROF_MAX_FRAMES + PY_MAX_FRAMES + 4)
+ * markers, and the runtime frames that replace anchor frames. */
+#define STACK_MAX_FRAMES (2 * PROF_MAX_FRAMES + RT_MAX_FRAMES + 4)
 
 /* The name of the marker frame that stands for the frames lost when a
  * stack hit the kernel's depth cap (kernel.perf_event_max_stack). */

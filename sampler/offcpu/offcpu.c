@@ -101,8 +101,9 @@ static void join(struct offcpu *oc, const struct prof_sample_ev *k, const struct
 	memcpy(j, k, hdr + k->nkern * sizeof(__u64));
 	j->flags &= ~OFFCPU_F_USER_NEXT;
 	j->nuser = 0;
-	j->npy = 0;
-	j->pyend = PY_END_NONE;
+	j->nrt = 0;
+	j->rtend = RT_END_NONE;
+	j->rtkind = RT_NONE;
 	j->uend = PROF_UE_NONE;
 	j->ustack_len = 0;
 	if (u) {
@@ -112,14 +113,15 @@ static void join(struct offcpu *oc, const struct prof_sample_ev *k, const struct
 		j->cgroup_id = u->cgroup_id;
 		memcpy(j->comm, u->comm, sizeof(j->comm));
 		j->uend = u->uend;
-		/* The Python frames after the native ones, as many as fit
+		/* The runtime frames after the native ones, as many as fit
 		 * after this block's kernel frames. */
-		if (u->npy) {
+		if (u->nrt) {
 			size_t at = (size_t)k->nkern + u->nuser, fit = (2 * PROF_MAX_FRAMES - at) / 2;
 
-			j->npy = u->npy <= fit ? u->npy : (uint16_t)fit;
-			j->pyend = j->npy < u->npy ? PY_END_TRUNC : u->pyend;
-			memcpy(&j->frames[at], &u->frames[u->nuser], 2 * (size_t)j->npy * sizeof(__u64));
+			j->nrt = u->nrt <= fit ? u->nrt : (uint16_t)fit;
+			j->rtend = j->nrt < u->nrt ? RT_END_TRUNC : u->rtend;
+			j->rtkind = u->rtkind;
+			memcpy(&j->frames[at], &u->frames[u->nuser], 2 * (size_t)j->nrt * sizeof(__u64));
 		}
 		/* A walk to finish: its registers and stack copy go along
 		 * (handle_one bounded ustack_len by what arrived). */
@@ -141,7 +143,7 @@ static void handle_one(struct offcpu *oc, void *data, size_t size)
 		return;
 	/* Never trust lengths beyond what arrived. */
 	if (ev->nkern > PROF_MAX_FRAMES || ev->nuser > PROF_MAX_FRAMES ||
-	    (size_t)ev->nkern + ev->nuser + 2u * ev->npy > 2 * PROF_MAX_FRAMES ||
+	    (size_t)ev->nkern + ev->nuser + 2u * ev->nrt > 2 * PROF_MAX_FRAMES ||
 	    offsetof(struct prof_sample_ev, frames) + prof_sample_slots(ev) * sizeof(__u64) > size)
 		return;
 	if (ev->time_ns > oc->newest_ns)
@@ -283,7 +285,7 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 		goto err;
 	}
 	/* And its Python processes: set up from either program's records. */
-	if (o->py_procs_fd > 0 && (err = bpf_map__reuse_fd(oc->skel->maps.py_procs, o->py_procs_fd))) {
+	if (o->rt_procs_fd > 0 && (err = bpf_map__reuse_fd(oc->skel->maps.rt_procs, o->rt_procs_fd))) {
 		pr_err("offcpu: cannot share the Python processes: %s", strerror(-err));
 		goto err;
 	}

@@ -31,9 +31,10 @@ struct offcpu_opts {
 	 * a record whose walk ends PROF_UE_PENDING carries registers and a
 	 * stack copy for pending__add. NULL: frame pointers. */
 	const struct unwind_fds *unw;
-	/* The cpu sampler's Python processes (sampler__py_procs_fd),
-	 * borrowed likewise: their blocks carry Python frames. <= 0: none. */
-	int py_procs_fd;
+	/* The cpu sampler's runtime processes (sampler__rt_procs_fd),
+	 * shared so that blocked threads get their interpreter's frames too;
+	 * -1: none. */
+	int rt_procs_fd;
 	/* Called from offcpu__poll() per record, in ring order; the record
 	 * (period = nanoseconds off CPU, state in flags) is only valid during
 	 * the call. */

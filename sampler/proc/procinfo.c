@@ -309,6 +309,8 @@ static void proc__read_maps(struct procs *ps, struct proc *p)
 			v->dso = symbolizer__dso(ps->o.sym, p->pid, v->dev, v->ino, v->path, v->start,
 						 v->end);
 	}
+	if (ps->o.maps_read)
+		ps->o.maps_read(ps->o.maps_ctx, p);
 }
 
 static struct proc *proc__new(struct procs *ps, pid_t pid)
@@ -340,6 +342,11 @@ struct proc *procs__get(struct procs *ps, pid_t pid, const char *comm, uint64_t 
 	return p;
 }
 
+struct proc *procs__find(struct procs *ps, pid_t pid)
+{
+	return hmap__get(&ps->pids, (uint64_t)pid + 1);
+}
+
 void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id)
 {
 	struct proc *p = hmap__get(&ps->pids, (uint64_t)pid + 1);
@@ -349,7 +356,7 @@ void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_
 		return;
 	}
 	p->exit_ns = 0;
-	memset(&p->py, 0, sizeof(p->py)); /* BPF forgot it too */
+	memset(&p->rt, 0, sizeof(p->rt)); /* BPF forgot it too */
 	proc__fill(ps, p, comm, cgroup_id);
 	maps__put(p->maps);
 	p->maps = NULL;
@@ -416,7 +423,7 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 	/* Until it execs, a child maps what its parent mapped: borrow that
 	 * in case the child is gone before we read its own. */
 	if (parent)
-		p->py = parent->py; /* and BPF copied its walk's entry */
+		p->rt = parent->rt; /* and BPF copied its walk's entry */
 	if (parent && parent->maps) {
 		p->maps = parent->maps;
 		p->maps->refs++;

@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "sampler/proc/labels.h"
-#include "sampler/python/pyproc.h"
+#include "sampler/runtime/runtime.h"
 #include "sampler/symbols/symbolize.h"
 
 struct vma {
@@ -47,7 +47,7 @@ struct proc {
 	int64_t exit_ns;             /* 0 while alive */
 	bool own_maps;               /* read from its own /proc (not inherited) */
 	int64_t reread_ns;           /* maps read at exec: read again then (0: no) */
-	struct pyproc py;            /* its interpreter (sampler/python/pyproc.h) */
+	struct rtproc rt;            /* its interpreter (sampler/runtime/runtime.h) */
 };
 
 struct procs;
@@ -56,6 +56,11 @@ struct procs_opts {
 	struct symbolizer *sym; /* borrowed */
 	struct labeler *lab;    /* borrowed */
 	int64_t grace_ns;       /* keep exited processes this long; 0 = 10 s */
+	/* Called with a process whose maps were just read, at exec and
+	 * after (NULL: none): an interpreter ld.so mapped since shows now.
+	 * It must not free p. */
+	void (*maps_read)(void *ctx, struct proc *p);
+	void *maps_ctx;
 };
 
 struct procs *procs__new(const struct procs_opts *o);
@@ -65,6 +70,9 @@ void procs__free(struct procs *ps);
  * from the sample) and cgroup_id stand in when /proc is already gone.
  * Returns NULL only on allocation failure. Owned by ps. */
 struct proc *procs__get(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id);
+
+/* The process pid if it is known, else NULL (nothing is read). */
+struct proc *procs__find(struct procs *ps, pid_t pid);
 
 void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id);
 void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint64_t cgroup_id);

@@ -282,20 +282,27 @@ int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX])
 	return sum_percpu(s, s->skel->maps.counters, out, PROF_CNT_MAX);
 }
 
-int sampler__py_ends(struct sampler *s, uint64_t out[PY_END_MAX])
+int sampler__rt_ends(struct sampler *s, int kind, uint64_t *out, size_t n)
 {
-	return sum_percpu(s, s->skel->maps.py_ends, out, PY_END_MAX);
+	struct bpf_map *m = kind == RT_PYTHON ? s->skel->maps.py_ends :
+			    kind == RT_RUBY   ? s->skel->maps.rb_ends : NULL;
+	size_t have = m ? bpf_map__max_entries(m) : 0;
+
+	memset(out, 0, n * sizeof(*out));
+	if (!m)
+		return -ENOENT;
+	return sum_percpu(s, m, out, n < have ? n : have);
 }
 
-int sampler__py_set(struct sampler *s, pid_t tgid, const struct py_proc *c)
+int sampler__rt_set(struct sampler *s, pid_t tgid, const struct rt_proc *c)
 {
 	__u32 k = (__u32)tgid;
 	int err;
 
 	if (!c)
-		err = bpf_map__delete_elem(s->skel->maps.py_procs, &k, sizeof(k), 0);
+		err = bpf_map__delete_elem(s->skel->maps.rt_procs, &k, sizeof(k), 0);
 	else
-		err = bpf_map__update_elem(s->skel->maps.py_procs, &k, sizeof(k), c, sizeof(*c),
+		err = bpf_map__update_elem(s->skel->maps.rt_procs, &k, sizeof(k), c, sizeof(*c),
 					   BPF_ANY);
 	return err == -ENOENT && !c ? 0 : err;
 }
@@ -313,9 +320,9 @@ int sampler__ncpus(struct sampler *s)
 	return s->nlinks;
 }
 
-int sampler__py_procs_fd(struct sampler *s)
+int sampler__rt_procs_fd(struct sampler *s)
 {
-	return bpf_map__fd(s->skel->maps.py_procs);
+	return bpf_map__fd(s->skel->maps.rt_procs);
 }
 
 int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out)

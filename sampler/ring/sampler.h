@@ -36,13 +36,15 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o);
 int sampler__poll(struct sampler *s, int timeout_ms);
 /* Sums the per-CPU loss/volume counters (enum prof_counter). */
 int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX]);
-/* Python walks by how they ended (enum py_end), summed over CPUs. */
-int sampler__py_ends(struct sampler *s, uint64_t out[PY_END_MAX]);
-/* Tells BPF how to walk tgid's Python frames (c copied), or stops it
- * (c NULL). Returns 0 or -errno (-E2BIG: PY_MAX_PROCS are walked). The
+/* The walks of runtime `kind` (enum rt_kind) by how they ended (its
+ * enum py_end, rb_end, ... and what its map counts after them), summed
+ * over CPUs into out[0..n). Returns 0 or -errno. */
+int sampler__rt_ends(struct sampler *s, int kind, uint64_t *out, size_t n);
+/* Tells BPF how to walk tgid's runtime frames (c copied), or stops it
+ * (c NULL). Returns 0 or -errno (-E2BIG: RT_MAX_PROCS are walked). The
  * BPF side forgets a process itself at exec and exit, and copies its
  * entry to a forked child. */
-int sampler__py_set(struct sampler *s, pid_t tgid, const struct py_proc *c);
+int sampler__rt_set(struct sampler *s, pid_t tgid, const struct rt_proc *c);
 /* Makes a sampler__poll waiting now (or the next one) return at once;
  * once per sampler (the daemon's stop). Any thread. */
 void sampler__wake(struct sampler *s);
@@ -53,9 +55,9 @@ int sampler__ncpus(struct sampler *s);
  * another BPF program to walk user stacks with. Returns 0, or -ENOENT
  * when s walks frame pointers. */
 int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out);
-/* The descriptor of the map of Python processes BPF walks (sampler__py_set
- * fills it), owned by s and valid until sampler__close. */
-int sampler__py_procs_fd(struct sampler *s);
+/* The descriptor of the map of runtime processes BPF walks
+ * (sampler__rt_set fills it), owned by s and valid until sampler__close. */
+int sampler__rt_procs_fd(struct sampler *s);
 /* Detaches and frees. */
 void sampler__close(struct sampler *s);
 

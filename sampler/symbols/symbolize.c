@@ -17,6 +17,7 @@
 #include "store/util/hmap.h"
 #include "sampler/proc/safefile.h"
 #include "sampler/python/pyproc.h"
+#include "sampler/runtime/runtime.h"
 #include "sampler/symbols/symbolize.h"
 #include "store/util/util.h"
 
@@ -254,7 +255,7 @@ static void symtab__free(struct symtab *t)
 	if (!t)
 		return;
 	elfsym__fini(&t->elf);
-	free(t->py);
+	rtfile__free(t->rt);
 	free(t);
 }
 
@@ -467,7 +468,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	t->has_syms = t->elf.nsyms > 0;
 	/* The walker's facts about a file come with its symbols: whether it
 	 * is an interpreter, and a libc's version (its TLS layout). */
-	t->py = pyfile__detect(fd, j->path, &t->elf);
+	t->rt = rtfile__detect(fd, j->path, &t->elf);
 	/* glibc by what it defines, not by its file's name (a table is
 	 * shared by build id, whatever path first brought it). */
 	if (elfsym__find(&t->elf, "gnu_get_libc_version")) {
@@ -483,7 +484,7 @@ out:
 	if (t)
 		t->bytes = t->elf.nsyms * sizeof(*t->elf.syms) + t->elf.strs_len +
 			   t->elf.nloads * sizeof(*t->elf.loads) + sizeof(*t) +
-			   (t->py ? sizeof(*t->py) : 0);
+			   (t->rt ? sizeof(*t->rt) : 0);
 	if (t && bk && hmap__get(&s->symtabs, bk) != t) {
 		struct symtab *old = hmap__get(&s->symtabs, bk);
 

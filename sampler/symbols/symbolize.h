@@ -24,7 +24,7 @@
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/perfmap.h"
 
-struct pyfile;
+struct rtfile;
 
 /* A load waiting on I/O longer than this is abandoned. */
 #define SYM_LOAD_TIMEOUT_MS 2000
@@ -35,7 +35,7 @@ struct symtab {
 	bool has_syms;
 	size_t bytes;     /* what it holds (symbols, names, load table) */
 	uint64_t used;    /* symbolizer's clock at its last lookup (sampler thread) */
-	struct pyfile *py; /* a CPython interpreter (sampler/python/pyproc.h), else NULL */
+	struct rtfile *rt; /* an interpreter (sampler/runtime/runtime.h), else NULL */
 	int glibc_minor;  /* a libc.so: N of its GLIBC_2.N, else 0 */
 };
 

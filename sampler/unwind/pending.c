@@ -158,19 +158,19 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 			break;
 		}
 	}
-	/* The Python frames BPF wrote after its part of the user stack
+	/* The runtime frames BPF wrote after its part of the user stack
 	 * follow the finished one, as many as still fit. */
-	if (ev->npy) {
+	if (ev->nrt) {
 		size_t from = (size_t)ev->nkern + ev->nuser, to = (size_t)o->nkern + n;
 		size_t fit = to < 2 * PROF_MAX_FRAMES ? (2 * PROF_MAX_FRAMES - to) / 2 : 0;
 
-		o->npy = ev->npy < fit ? ev->npy : (uint16_t)fit;
-		if (from + 2 * (size_t)ev->npy > 2 * PROF_MAX_FRAMES)
-			o->npy = 0;
+		o->nrt = ev->nrt < fit ? ev->nrt : (uint16_t)fit;
+		if (from + 2 * (size_t)ev->nrt > 2 * PROF_MAX_FRAMES)
+			o->nrt = 0;
 		else
-			memcpy(&o->frames[to], &ev->frames[from], 2 * (size_t)o->npy * sizeof(o->frames[0]));
-		if (o->npy < ev->npy)
-			o->pyend = PY_END_TRUNC;
+			memcpy(&o->frames[to], &ev->frames[from], 2 * (size_t)o->nrt * sizeof(o->frames[0]));
+		if (o->nrt < ev->nrt)
+			o->rtend = RT_END_TRUNC;
 	}
 	o->nuser = n;
 	o->uend = end;

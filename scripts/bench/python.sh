@@ -4,7 +4,7 @@
 #   - BPF time per sample (bpf_stats run_time_ns / run_cnt of on_sample)
 #     with two native programs (gzip -9, truth_nofp) busy, then with two
 #     Debian python3.11 processes busy (the known-answer program), with
-#     the Python walk on and off (PROFFS_PYTHON=off); ROUNDS daemons of
+#     the Python walk on and off (PROFFS_RUNTIMES=off); ROUNDS daemons of
 #     each, alternating, medians (this VM's timings vary by tens of %)
 #   - the daemon's CPU (% of one core) in each phase
 #   - the daemon's memory (RSS + BPF maps) with 50 Python processes
@@ -69,7 +69,7 @@ for r in $(seq "$ROUNDS"); do
 	/usr/bin/python3.11 "$ROOT/tests/helpers/py_known.py" 100000 >/dev/null & P1=$!; PIDS+=("$P1")
 	/usr/bin/python3.11 "$ROOT/tests/helpers/py_known.py" 100000 >/dev/null & P2=$!; PIDS+=("$P2")
 	sleep 1
-	phase python_off PROFFS_PYTHON=off
+	phase python_off PROFFS_RUNTIMES=off
 	phase python
 	kill "$P1" "$P2" 2>/dev/null || true; wait "$P1" "$P2" 2>/dev/null || true
 	set -- ${NS[native]}; n=${!#}; set -- ${NS[python_off]}; o=${!#}; set -- ${NS[python]}; p=${!#}
@@ -107,7 +107,7 @@ cat <<MD
 Host: $(nproc) CPUs, $(uname -r). 99 Hz, $SECS s per daemon, medians of $ROUNDS daemons each
 (walk off and on alternating), same run. Native: gzip -9 and
 truth_nofp busy. Python: two Debian python3.11 running tests/helpers/py_known.py busy, the
-daemon with the Python walk off (PROFFS_PYTHON=off), then on.
+daemon with the Python walk off (PROFFS_RUNTIMES=off), then on.
 
 | figure | native | python, walk off | python, walk on | on / native | goal |
 |---|---|---|---|---|---|

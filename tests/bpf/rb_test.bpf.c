@@ -31,6 +31,14 @@ struct {
 	__type(value, struct prof_sample_ev);
 } scratch SEC(".maps");
 
+/* The process's entry, as rt_procs holds it in profile.bpf.c. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, struct rb_proc);
+} rb_procs SEC(".maps");
+
 #include "bpf/ruby_walk.h"
 
 SEC("perf_event")
@@ -51,10 +59,11 @@ int on_rb_sample(struct bpf_perf_event_data *ctx)
 	ev->tid = (__u32)id;
 	ev->nkern = 0;
 	ev->nuser = 0;
-	r = walk_off ? 0 : (__u32)rb_walk(ev, ev->tgid, 0);
+	r = walk_off ? 0 : (__u32)rb_walk(ev, bpf_map_lookup_elem(&rb_procs, &ev->tgid), 0);
 	n = r & 0xff;
-	ev->npy = n;	      /* here: Ruby records */
-	ev->pyend = r >> 16; /* here: enum rb_end */
+	ev->nrt = n;
+	ev->rtend = r >> 16;
+	ev->rtkind = RT_RUBY;
 	size = __builtin_offsetof(struct prof_sample_ev, frames) + 2 * n * sizeof(__u64);
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);

@@ -9,9 +9,21 @@
 #
 # usage: ruby rb_known.rb SECONDS
 # Prints "threads TID_MAIN TID_SPIN TID_SLEEP" once all run, then at the
-# end "heavy=H light=L cb=C" (percent of the main thread's CPU time).
+# end "heavy=H light=L cb=C" (percent of the main thread's CPU time) and
+# "stack LABEL:LINE;..." lines: caller_locations above `work` for each of
+# heavy, light and cb, as Ruby reports them.
+
+# A snapshot of Ruby's own view of the stack, taken once per caller when
+# the main thread asks (a cheap flag check otherwise), printed at the end:
+# each frame's label and line as caller_locations reports them.
+$snap = nil
+$snaps = []
 
 def work
+  if $snap
+    $snaps << caller_locations(1).map { |l| "#{l.label}:#{l.lineno}" }.join(";")
+    $snap = nil
+  end
   acc = 0
   i = 0
   while i < 20_000
@@ -60,6 +72,10 @@ def main(secs)
   got = [[0, tid], tids.pop, tids.pop].sort.map(&:last)
   puts "threads #{got.join(' ')}"
   $stdout.flush
+  # Ruby's own view of each call site, once (not timed).
+  $snap = true; heavy
+  $snap = true; light
+  $snap = true; via_c
   t_end = Process.clock_gettime(Process::CLOCK_MONOTONIC) + secs
   while Process.clock_gettime(Process::CLOCK_MONOTONIC) < t_end
     10.times do
@@ -78,6 +94,7 @@ def main(secs)
   done = true
   th.each(&:join)
   puts t.map { |k, v| format("%s=%.2f", k, 100.0 * v / total) }.join(" ")
+  $snaps.each { |s| puts "stack #{s}" }
 end
 
 main(Float(ARGV[0] || 5))

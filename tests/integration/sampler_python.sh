@@ -227,6 +227,20 @@ while time.time() < t: pass' & BURST+=($!); PIDS+=($!)
 		((nw == ${#BURST[@]})) && ! grep -q 'TSD layout unknown' "$RUN_LOG" &&
 			ok "burst: $nw of ${#BURST[@]} short interpreters walked, none judged not glibc" ||
 			fail "burst: $nw of ${#BURST[@]} short interpreters walked"
+		# Their samples that ran Python code (the eval loop in the native
+		# stack, or Python frames) carry Python frames: set up from the
+		# maps read at exec, not when the first samples are drained
+		# (those of a 0.4 s interpreter once all came without).
+		all=0 py=0 ran=0
+		for b in "${BURST[@]}"; do
+			f=$("$PROFFS" cat --store "$STORE" "/merged/cpu/pid=$b/last-15m/folded.txt" 2>/dev/null)
+			all=$((all + $(awk '{ s += $NF } END { print s + 0 }' <<<"$f")))
+			py=$((py + $(awk '/ \([^();]*\.py|<string>\)(;| )/ { s += $NF } END { print s + 0 }' <<<"$f")))
+			ran=$((ran + $(awk '/ \([^();]*\.py|<string>\)(;| )/ || /;_PyEval_EvalFrameDefault(;| )/ { s += $NF } END { print s + 0 }' <<<"$f")))
+		done
+		((all >= 200)) && within "$(pct "$py" "$ran")" 98 100 &&
+			ok "burst: $(pct "$py" "$ran")% of the $ran samples that ran Python code carry Python frames ($(pct "$py" "$all")% of all $all)" ||
+			fail "burst: $(pct "$py" "$ran")% of the $ran samples that ran Python code carry Python frames (want >= 98; $all in all)"
 		# Why one was not (even when allowed): its lines, and its samples.
 		for b in $bad; do
 			log "burst: pid $b not walked: $(grep -h "pid $b[ :]" "$RUN_LOG" | head -3 | tr '\n' ' ')"

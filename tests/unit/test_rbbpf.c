@@ -148,13 +148,13 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	const struct prof_sample_ev *ev = data;
 	struct got *g = ctx;
-	size_t n = ev->npy;
+	size_t n = ev->nrt;
 
 	if (len < __builtin_offsetof(struct prof_sample_ev, frames) + 16 * n || n > RB_MAX_FRAMES ||
 	    (pid_t)ev->tid != g->tid)
 		return 0;
 	g->n = (int)n;
-	g->end = ev->pyend;
+	g->end = ev->rtend;
 	memcpy(g->rec, ev->frames, 16 * n);
 	g->count++;
 	return 0;
@@ -338,9 +338,9 @@ static int on_sample(void *ctx, void *data, size_t len)
 
 	(void)len;
 	p->samples++;
-	p->records += ev->npy;
-	if (ev->pyend <= RB_END_MAX)
-		p->ends[ev->pyend]++;
+	p->records += ev->nrt;
+	if (ev->rtend <= RB_END_MAX)
+		p->ends[ev->rtend]++;
 	return 0;
 }
 

@@ -1,0 +1,59 @@
+/*
+ * runtime.h - the language runtimes whose frames the BPF programs walk
+ * besides the native stack, and the one per-process entry that says which
+ * runtime a process runs. Shared by bpf/ and sampler/runtime/; compiles
+ * in both (no libc types).
+ *
+ * Why one map for every runtime: each sample of every process asks it
+ * once (a process runs one interpreter), so a host with no interpreter
+ * pays one hash lookup per sample, not one per runtime. The entry holds
+ * the runtime's own per-process layout (struct py_proc, rb_proc, ...);
+ * user space writes it once the process is set up, BPF drops it at exec
+ * and exit and copies it to a forked child.
+ */
+#ifndef PROFFS_BPF_RUNTIME_H
+#define PROFFS_BPF_RUNTIME_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#include "bpf/python.h"
+#include "bpf/ruby.h"
+
+/* Which runtime a record's runtime frames (and an rt_procs entry) are. */
+enum rt_kind {
+	RT_NONE = 0,
+	RT_PYTHON,
+	RT_RUBY,
+	RT_NKINDS,
+};
+
+/* How a runtime walk ended: every runtime's enum (py_end, rb_end) starts
+ * with these values, so code that only cuts or copies runtime frames
+ * needs no runtime's own. */
+enum rt_end {
+	RT_END_NONE = 0, /* not a process of this runtime */
+	RT_END_OK,	 /* reached the thread's oldest frame */
+	RT_END_IDLE,	 /* the thread runs no code of the runtime */
+	RT_END_TRUNC,	 /* the walk's frame bound, or no room in the record */
+	RT_END_READ,	 /* a read of the process's memory failed */
+};
+
+/* Processes the BPF map holds at most, all runtimes together. */
+#define RT_MAX_PROCS 4096
+
+/* Per process (BPF map rt_procs, key: tgid). */
+struct rt_proc {
+	__u32 kind; /* enum rt_kind */
+	__u32 pad;
+	union {
+		struct py_proc py;
+		struct rb_proc rb;
+	};
+};
+
+/* Runtime frames a record holds at most (each two frame slots). */
+#define RT_MAX_FRAMES (PY_MAX_FRAMES > RB_MAX_FRAMES + 1 ? PY_MAX_FRAMES : RB_MAX_FRAMES + 1)
+
+#endif

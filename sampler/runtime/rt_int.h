@@ -1,0 +1,83 @@
+/*
+ * rt_int.h - what a runtime (sampler/python/pyrt.c, sampler/ruby/rbrt.c)
+ * gives the pipeline of sampler/runtime/runtime.c, and the helpers the
+ * pipeline gives it back. Nothing outside sampler/runtime/ and the
+ * runtimes' own rt files includes this.
+ */
+#ifndef PROFFS_RT_INT_H
+#define PROFFS_RT_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sampler/runtime/runtime.h"
+
+struct vma;
+
+/* A runtime's counters, summed into its /prof/metrics lines. */
+struct rt_counts {
+	uint64_t frames;	/* runtime frames stored */
+	uint64_t stale;		/* frames stored as a marker: the object was freed */
+	uint64_t unreadable;	/* ... it could not be read */
+};
+
+/* Its name cache's, taken at the snapshot. */
+struct rt_cache_stats {
+	uint64_t hits, misses, errors, bytes;
+};
+
+struct rt_ops {
+	const char *name;	  /* "python": metrics proffs_python_*, frames [python: ...] */
+	uint8_t kind;		  /* enum rt_kind */
+	/* Walk ends as bpf/<runtime>.h counts them (enum py_end, rb_end):
+	 * labels of proffs_<name>_walks_total{end=...}, NULL to leave one
+	 * out; counters after nends in the same map go to extra_metrics. */
+	const char *const *ends;
+	int nends, nextra;
+	const char *stale_reason; /* label of frame_errors for a freed object */
+	/* Is fd (symbols e) this runtime's interpreter? Fills f (kind set by
+	 * the caller) and returns 0; -ENOENT: not ours; another -errno: not
+	 * usable (an error to log). Symbol loader's thread. */
+	int (*detect)(int fd, const char *path, const struct elf_info *e, struct rtfile *f);
+	void (*file_free)(void *data);
+	/* The runtime's state (its name cache), the sampler thread's. */
+	void *(*state_new)(void);
+	void (*state_free)(void *st);
+	/* Sets up the walk of p, whose interpreter file (symbols t, t->rt)
+	 * is mapped by v: fills *c and p->rt's layout, anchors and aux, and
+	 * returns RTS_WALKED; RTS_WAIT: not initialised yet, look again; any
+	 * other state: why it is not walked. May call rt__refresh_maps (v is
+	 * invalid after it). */
+	int (*setup)(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
+		     const struct symtab *t, struct rt_proc *c);
+	/* The merge (runtime.h's runtimes__merge), p walked by this runtime. */
+	int (*merge)(void *st, struct proc *p, const struct prof_sample_ev *ev,
+		     const struct frame *fr, int n, struct frame *out, int max, struct rt_counts *cnt);
+	void (*forget)(void *st, pid_t pid);
+	void (*cache_stats)(void *st, struct rt_cache_stats *cs);
+	/* Lines of its own beyond the common ones (NULL: none); extra holds
+	 * the nextra counters after its walk ends. */
+	void (*extra_metrics)(struct buf *out, const uint64_t *extra);
+};
+
+extern const struct rt_ops rt_python_ops, rt_ruby_ops;
+
+/* Reads n bytes at addr of process pid. Returns 0 or -errno (-EFAULT: a
+ * short read). */
+int rt__read(pid_t pid, uint64_t addr, void *buf, size_t n);
+
+/* Re-reads p's maps if they were read before since_ns (CLOCK_MONOTONIC):
+ * the maps read at exec lack what ld.so mapped after it. True when they
+ * were read after since_ns (now or before). */
+bool rt__maps_fresh(struct runtimes *rts, struct proc *p, int64_t since_ns);
+
+/* p's mapping holding addr, its dso resolved (procs__vma). */
+struct vma *rt__vma(struct runtimes *rts, struct proc *p, uint64_t addr);
+
+/* The load bias of the file that v maps (symbols t): its runtime
+ * addresses minus its link-time ones; false if no segment holds v's
+ * offset. */
+bool rt__bias(const struct vma *v, const struct symtab *t, uint64_t *bias);
+
+#endif

@@ -1,0 +1,479 @@
+/*
+ * runtime.c - the pipeline every language runtime goes through (see
+ * runtime.h): which runtime a file is, when a process is set up, the
+ * merge dispatch, the metrics.
+ *
+ * When to set a process up. BPF can walk a process only once its entry
+ * is in rt_procs, and the interpreter must be initialised for set-up to
+ * read what it needs (CPython's thread-state key, CRuby's VM). Samples
+ * alone drove this before: the first drained sample of a process showing
+ * the interpreter. But the drain comes every 250 ms, and a 0.3 s script's
+ * samples all come in one drain, after it ended: none of them had
+ * interpreter frames. So set-up starts from the maps read at exec and 10
+ * ms later (the exec record wakes the reader at once), and a process
+ * whose interpreter file is still being read by the symbol loader, or not
+ * initialised yet, is put on a watch list the poll loop's timer serves
+ * (5 ms, doubling), for its first two seconds; after that, samples (at
+ * most one look per 100 ms of sample time) and a backoff to a second.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "sampler/batch/stack.h"
+#include "sampler/proc/procinfo.h"
+#include "sampler/ring/sampler.h"
+#include "sampler/runtime/rt_int.h"
+#include "sampler/runtime/runtime.h"
+#include "sampler/symbols/elfsym.h"
+#include "sampler/symbols/symbolize.h"
+#include "store/util/prom.h"
+#include "store/util/util.h"
+
+static const struct rt_ops *const ops_of[RT_NKINDS] = {
+	[RT_PYTHON] = &rt_python_ops,
+	[RT_RUBY] = &rt_ruby_ops,
+};
+
+/* A process not initialised yet is looked at after this, doubling up to
+ * WAIT_MAX_NS, WAIT_TRIES times (about a minute) before giving up. */
+#define WAIT_FIRST_NS (5 * 1000000LL)
+#define WAIT_MAX_NS (1000 * 1000000LL)
+#define WAIT_TRIES 70
+/* A process none of whose sampled frames ran in an interpreter file is
+ * looked at again after this much of its samples' time. */
+#define LOOK_AGAIN_NS (100 * 1000000LL)
+/* The watch list: processes to look at on the timer, from their exec. */
+#define WATCH_MAX 1024
+#define WATCH_NS (2000 * 1000000LL)
+/* Extra counters a runtime's ends map holds at most. */
+#define RT_MAX_ENDS 16
+
+struct watch {
+	pid_t pid;
+	int64_t due_ns, until_ns;
+};
+
+/* What /prof/metrics shows of one runtime (a snapshot). */
+struct rt_snap {
+	uint64_t procs[RTS_MAX];
+	uint64_t ends[RT_MAX_ENDS];
+	struct rt_counts cnt;
+	struct rt_cache_stats cache;
+};
+
+struct runtimes {
+	struct sampler *s;
+	struct procs *ps;
+	void *st[RT_NKINDS];
+	uint64_t procs[RT_NKINDS][RTS_MAX]; /* processes that reached each state */
+	struct rt_counts cnt[RT_NKINDS];
+	struct watch watch[WATCH_MAX];
+	size_t nwatch;
+	bool busy; /* in a set-up: a maps read it makes is not looked at */
+	pthread_mutex_t lock; /* guards snap */
+	struct rt_snap snap[RT_NKINDS];
+};
+
+/* ---- per file ---- */
+
+struct rtfile *rtfile__detect(int fd, const char *path, const struct elf_info *e)
+{
+	for (int k = 1; k < RT_NKINDS; k++) {
+		struct rtfile *f = calloc(1, sizeof(*f));
+		int err;
+
+		if (!f)
+			return NULL;
+		f->kind = (uint8_t)k;
+		err = ops_of[k]->detect(fd, path, e, f);
+		if (!err) {
+			if (f->status)
+				pr_debug("%s: %s", ops_of[k]->name, f->why);
+			return f;
+		}
+		free(f);
+		if (err != -ENOENT) {
+			pr_debug("%s: %s: %s", ops_of[k]->name, path, strerror(-err));
+			break;
+		}
+	}
+	errno = ENOENT;
+	return NULL;
+}
+
+void rtfile__free(struct rtfile *f)
+{
+	if (!f)
+		return;
+	if (f->kind < RT_NKINDS && ops_of[f->kind] && f->data)
+		ops_of[f->kind]->file_free(f->data);
+	free(f);
+}
+
+/* ---- helpers for the runtimes ---- */
+
+int rt__read(pid_t pid, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec l = { buf, n }, r = { (void *)(uintptr_t)addr, n };
+	ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+
+	if (got < 0)
+		return -errno;
+	return (size_t)got == n ? 0 : -EFAULT;
+}
+
+bool rt__maps_fresh(struct runtimes *rts, struct proc *p, int64_t since_ns)
+{
+	if (p->maps_ns > since_ns)
+		return true;
+	procs__refresh(rts->ps, p, true, false);
+	return p->maps_ns > since_ns;
+}
+
+struct vma *rt__vma(struct runtimes *rts, struct proc *p, uint64_t addr)
+{
+	return procs__vma(rts->ps, p, addr);
+}
+
+bool rt__bias(const struct vma *v, const struct symtab *t, uint64_t *bias)
+{
+	uint64_t va;
+
+	if (!elfsym__off_to_vaddr(&t->elf, v->pgoff, &va))
+		return false;
+	*bias = v->start - va;
+	return true;
+}
+
+/* ---- set-up ---- */
+
+struct runtimes *runtimes__new(struct sampler *s, struct procs *ps)
+{
+	struct runtimes *rts = calloc(1, sizeof(*rts));
+
+	if (!rts)
+		return NULL;
+	rts->s = s;
+	rts->ps = ps;
+	pthread_mutex_init(&rts->lock, NULL);
+	for (int k = 1; k < RT_NKINDS; k++) {
+		rts->st[k] = ops_of[k]->state_new();
+		if (!rts->st[k]) {
+			runtimes__free(rts);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return rts;
+}
+
+void runtimes__free(struct runtimes *rts)
+{
+	if (!rts)
+		return;
+	for (int k = 1; k < RT_NKINDS; k++)
+		if (rts->st[k])
+			ops_of[k]->state_free(rts->st[k]);
+	pthread_mutex_destroy(&rts->lock);
+	free(rts);
+}
+
+static void enter(struct runtimes *rts, struct proc *p, int state)
+{
+	static const char *const names[RTS_MAX] = {
+		[RTS_WALKED] = "walked", [RTS_UNSUPPORTED] = "unsupported",
+		[RTS_LAYOUT] = "layout check failed", [RTS_TLS] = "unknown TLS layout",
+		[RTS_FAILED] = "failed",
+	};
+
+	p->rt.state = (uint8_t)state;
+	rts->procs[p->rt.kind][state]++;
+	pr_debug("%s: pid %d (%s): %s after %d looks, %lld ms after the first", ops_of[p->rt.kind]->name,
+		 (int)p->pid, p->comm, names[state] ? names[state] : "?", p->rt.tries + 1,
+		 (long long)(now_mono_ns() - p->rt.seen_ns) / 1000000);
+}
+
+/* Puts p on the timer's list, due at due_ns (an entry it has is moved). */
+static void watch(struct runtimes *rts, struct proc *p, int64_t due_ns, int64_t until_ns)
+{
+	size_t i;
+
+	for (i = 0; i < rts->nwatch && rts->watch[i].pid != p->pid; i++)
+		;
+	if (i == rts->nwatch) {
+		if (rts->nwatch == WATCH_MAX)
+			return; /* samples will look at it */
+		rts->nwatch++;
+		rts->watch[i].until_ns = until_ns;
+	}
+	rts->watch[i].pid = p->pid;
+	rts->watch[i].due_ns = due_ns;
+}
+
+/* p waits for its interpreter to initialise: look again later. */
+static void wait_more(struct runtimes *rts, struct proc *p, int64_t now_ns)
+{
+	int64_t d = WAIT_FIRST_NS << (p->rt.tries < 8 ? p->rt.tries : 8);
+
+	p->rt.state = RTS_WAIT;
+	p->rt.tries++;
+	p->rt.next_ns = now_ns + (d < WAIT_MAX_NS ? d : WAIT_MAX_NS);
+	watch(rts, p, p->rt.next_ns, p->rt.next_ns);
+}
+
+/* Sets up p, whose interpreter file t (runtime t->rt->kind) v maps. */
+static void setup(struct runtimes *rts, struct proc *p, const struct vma *v,
+		  const struct symtab *t, int64_t now_ns)
+{
+	const struct rtfile *f = t->rt;
+	struct rt_proc c = { .kind = f->kind };
+	int state, err;
+	bool was;
+
+	p->rt.kind = f->kind;
+	if (!p->rt.seen_ns)
+		p->rt.seen_ns = now_ns;
+	if (f->status) {
+		enter(rts, p, f->status == -EOPNOTSUPP ? RTS_UNSUPPORTED : RTS_LAYOUT);
+		return;
+	}
+	was = rts->busy;
+	rts->busy = true;
+	state = ops_of[f->kind]->setup(rts->st[f->kind], rts, p, v, t, &c); /* v invalid now */
+	rts->busy = was;
+	if (state == RTS_WAIT) {
+		if (p->rt.tries >= WAIT_TRIES || p->exit_ns)
+			enter(rts, p, RTS_FAILED);
+		else
+			wait_more(rts, p, now_ns);
+		return;
+	}
+	if (state == RTS_WALKED && (err = sampler__rt_set(rts->s, p->pid, &c))) {
+		pr_debug("%s: pid %d: cannot set its walk up: %s", ops_of[f->kind]->name, (int)p->pid,
+			 strerror(-err));
+		state = RTS_FAILED;
+	}
+	enter(rts, p, state);
+}
+
+/* The interpreter file among p's maps (whose symbols are loaded), or
+ * NULL; *loading: some file's symbols are still being read. */
+static const struct vma *interp_vma(struct runtimes *rts, struct proc *p, const struct symtab **tab,
+				    bool *loading)
+{
+	*loading = false;
+	for (size_t i = 0; p->maps && i < p->maps->n; i++) {
+		const struct vma *v = procs__vma(rts->ps, p, p->maps->v[i].start); /* resolves its dso */
+		const struct symtab *t;
+
+		if (!v || !v->file || !v->dso)
+			continue;
+		t = dso__tab(v->dso);
+		if (t && t->rt) {
+			*tab = t;
+			return v;
+		}
+		if (__atomic_load_n(&v->dso->state, __ATOMIC_ACQUIRE) != DSO_DONE)
+			*loading = true;
+	}
+	return NULL;
+}
+
+/* Looks at p's maps for an interpreter; true when p needs no more looks
+ * from the maps (set up, refused, or no interpreter and nothing loading). */
+static bool look_at_maps(struct runtimes *rts, struct proc *p, int64_t now_ns)
+{
+	const struct symtab *t = NULL;
+	const struct vma *v;
+	bool loading;
+
+	if (p->exit_ns || (p->rt.state != RTS_UNKNOWN && p->rt.state != RTS_WAIT))
+		return true;
+	v = interp_vma(rts, p, &t, &loading);
+	if (v) {
+		setup(rts, p, v, t, now_ns);
+		return p->rt.state != RTS_WAIT;
+	}
+	return !loading;
+}
+
+void runtimes__maps(struct runtimes *rts, struct proc *p, int64_t now_ns)
+{
+	/* Not from within a set-up, which may read the maps itself. */
+	if (!rts || !p || rts->busy)
+		return;
+	rts->busy = true;
+	if (!look_at_maps(rts, p, now_ns) && p->rt.state == RTS_UNKNOWN)
+		watch(rts, p, now_ns + WAIT_FIRST_NS, now_ns + WATCH_NS);
+	rts->busy = false;
+}
+
+int runtimes__due(struct runtimes *rts, int64_t now_ns)
+{
+	struct watch due[64];
+	int64_t next = INT64_MAX;
+	size_t w = 0, nd = 0;
+
+	if (!rts)
+		return -1;
+	/* The due entries out first: a look may put its process back on
+	 * the list (wait_more). */
+	for (size_t i = 0; i < rts->nwatch; i++) {
+		if (rts->watch[i].due_ns <= now_ns && nd < sizeof(due) / sizeof(due[0]))
+			due[nd++] = rts->watch[i];
+		else
+			rts->watch[w++] = rts->watch[i];
+	}
+	rts->nwatch = w;
+	for (size_t i = 0; i < nd; i++) {
+		struct proc *p = procs__find(rts->ps, due[i].pid);
+
+		if (!p || look_at_maps(rts, p, now_ns) || p->rt.state == RTS_WAIT)
+			continue;
+		/* No interpreter yet, some of its files still loading. */
+		if (now_ns + WAIT_FIRST_NS < due[i].until_ns)
+			watch(rts, p, now_ns + WAIT_FIRST_NS, due[i].until_ns);
+	}
+	for (size_t i = 0; i < rts->nwatch; i++)
+		if (rts->watch[i].due_ns < next)
+			next = rts->watch[i].due_ns;
+	if (next == INT64_MAX)
+		return -1;
+	return next <= now_ns ? 0 : (int)((next - now_ns + 999999) / 1000000);
+}
+
+void runtimes__see(struct runtimes *rts, struct proc *p, const struct frame *fr, int n,
+		   int64_t now_ns)
+{
+	if (!rts || !p || p->exit_ns)
+		return;
+	if ((p->rt.state != RTS_UNKNOWN && p->rt.state != RTS_WAIT) || now_ns < p->rt.next_ns)
+		return;
+	for (int i = 0; i < n; i++) {
+		const struct vma *v = fr[i].vma;
+		const struct symtab *t;
+
+		if (fr[i].kernel || fr[i].marker || !v || !v->file || !v->dso)
+			continue;
+		t = dso__tab(v->dso);
+		if (t && t->rt) {
+			setup(rts, p, v, t, now_ns);
+			return;
+		}
+	}
+	/* None here (not an interpreter, or a sample outside it, or its file
+	 * still loading): not every sample needs this loop on the drain. */
+	p->rt.next_ns = now_ns + LOOK_AGAIN_NS;
+}
+
+/* ---- merge, forget ---- */
+
+int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_sample_ev *ev,
+		    const struct frame *fr, int n, struct frame *out, int max)
+{
+	int k = p ? p->rt.kind : RT_NONE;
+
+	if (!rts || !p || p->rt.state != RTS_WALKED || !ev->nrt || ev->rtkind != k || k <= RT_NONE ||
+	    k >= RT_NKINDS) {
+		if (n > max)
+			n = max;
+		memcpy(out, fr, (size_t)n * sizeof(*fr));
+		return n;
+	}
+	return ops_of[k]->merge(rts->st[k], p, ev, fr, n, out, max, &rts->cnt[k]);
+}
+
+void runtimes__forget(struct runtimes *rts, pid_t pid)
+{
+	if (!rts)
+		return;
+	for (int k = 1; k < RT_NKINDS; k++)
+		ops_of[k]->forget(rts->st[k], pid);
+}
+
+/* ---- metrics ---- */
+
+void runtimes__update(struct runtimes *rts)
+{
+	struct rt_snap snap[RT_NKINDS];
+
+	if (!rts)
+		return;
+	memset(snap, 0, sizeof(snap));
+	for (int k = 1; k < RT_NKINDS; k++) {
+		const struct rt_ops *o = ops_of[k];
+
+		memcpy(snap[k].procs, rts->procs[k], sizeof(snap[k].procs));
+		snap[k].cnt = rts->cnt[k];
+		sampler__rt_ends(rts->s, k, snap[k].ends,
+				 (size_t)(o->nends + o->nextra) < RT_MAX_ENDS ? (size_t)(o->nends + o->nextra)
+									      : RT_MAX_ENDS);
+		o->cache_stats(rts->st[k], &snap[k].cache);
+	}
+	pthread_mutex_lock(&rts->lock);
+	memcpy(rts->snap, snap, sizeof(snap));
+	pthread_mutex_unlock(&rts->lock);
+}
+
+static void metric_name(char *out, size_t cap, const char *rt, const char *what)
+{
+	snprintf(out, cap, "proffs_%s_%s", rt, what);
+}
+
+void runtimes__metrics(struct runtimes *rts, struct buf *out)
+{
+	static const char *const states[RTS_MAX] = {
+		[RTS_WALKED] = "walked", [RTS_UNSUPPORTED] = "unsupported_version",
+		[RTS_LAYOUT] = "layout_check_failed", [RTS_TLS] = "unknown_tls",
+		[RTS_FAILED] = "failed",
+	};
+	struct rt_snap snap[RT_NKINDS];
+	char name[96], help[160];
+
+	if (!rts)
+		return;
+	pthread_mutex_lock(&rts->lock);
+	memcpy(snap, rts->snap, sizeof(snap));
+	pthread_mutex_unlock(&rts->lock);
+	for (int k = 1; k < RT_NKINDS; k++) {
+		const struct rt_ops *o = ops_of[k];
+		const struct rt_snap *x = &snap[k];
+
+		metric_name(name, sizeof(name), o->name, "processes_total");
+		snprintf(help, sizeof(help), "Processes found running %s, by what their set-up came to.",
+			 o->name);
+		prom__family(out, name, PROM_COUNTER, help);
+		for (int i = 0; i < RTS_MAX; i++)
+			if (states[i])
+				prom__u64_by(out, name, "state", states[i], x->procs[i]);
+		metric_name(name, sizeof(name), o->name, "walks_total");
+		snprintf(help, sizeof(help), "%s walks of sampled threads, by how they ended.", o->name);
+		prom__family(out, name, PROM_COUNTER, help);
+		for (int i = 0; i < o->nends && i < RT_MAX_ENDS; i++)
+			if (o->ends[i])
+				prom__u64_by(out, name, "end", o->ends[i], x->ends[i]);
+		metric_name(name, sizeof(name), o->name, "frames_total");
+		snprintf(help, sizeof(help), "%s frames stored.", o->name);
+		prom__counter(out, name, help, x->cnt.frames);
+		metric_name(name, sizeof(name), o->name, "frame_errors_total");
+		snprintf(help, sizeof(help), "%s frames stored as a marker, by reason.", o->name);
+		prom__family(out, name, PROM_COUNTER, help);
+		prom__u64_by(out, name, "reason", o->stale_reason, x->cnt.stale);
+		prom__u64_by(out, name, "reason", "unreadable", x->cnt.unreadable);
+		metric_name(name, sizeof(name), o->name, "name_cache_total");
+		snprintf(help, sizeof(help), "Names of %s objects looked up, by result.", o->name);
+		prom__family(out, name, PROM_COUNTER, help);
+		prom__u64_by(out, name, "result", "hit", x->cache.hits);
+		prom__u64_by(out, name, "result", "miss", x->cache.misses);
+		prom__u64_by(out, name, "result", "error", x->cache.errors);
+		metric_name(name, sizeof(name), o->name, "name_cache_bytes");
+		snprintf(help, sizeof(help), "Memory held by named %s objects.", o->name);
+		prom__gauge(out, name, help, x->cache.bytes);
+		if (o->extra_metrics)
+			o->extra_metrics(out, x->ends + o->nends);
+	}
+}
