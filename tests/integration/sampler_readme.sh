@@ -15,8 +15,9 @@
 #    leaf) in >= 95% of its samples, iterateLong 90.9% +- 2 of them;
 #  - metrics: batches every 10 s, no sample lost, walks ending at a root;
 #  - SIGTERM: exit 0 within 2 s, no mount left, the open batch stored.
-# alone: yes (it makes the host busy itself: beside other tests, both
-# would starve; three minutes of wall clock)
+# long: yes (three minutes of wall clock: started first). Its busy host
+# runs at nice 19: the CPUs stay full, yet the tests beside it (nice 0)
+# are not starved; the two programs it judges run at nice 0.
 source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=19
@@ -49,8 +50,7 @@ log "daemon up (pid $RUN_PID) at $(date -u +%T)"
 cpu0=$(awk '{ print $14 + $15 }' "/proc/$RUN_PID/stat")
 
 # --- a busy host ---
-# (nice -10: a busy host, but enough samples to judge its shares)
-in_cgroup "$CG/system.slice/$UNIT" nice -n -10 "$TESTS_BIN/truth_nofp" $((RUN_S - 10)) 0 $((RUN_S - 10)); TP=$!
+in_cgroup "$CG/system.slice/$UNIT" "$TESTS_BIN/truth_nofp" $((RUN_S - 10)) 0 $((RUN_S - 10)); TP=$!
 cat >"$WORK/loop.py" <<'PY'
 import json, sys, time
 t0 = time.time()
@@ -58,18 +58,18 @@ d = {"a": list(range(200)), "b": {"x": "y" * 50}}
 while time.time() - t0 < float(sys.argv[1]):
     json.loads(json.dumps(d))
 PY
-in_cgroup "$CG/system.slice/docker-$CID.scope" /usr/bin/python3 "$WORK/loop.py" $((RUN_S - 10)); PY=$!
-timeout $((RUN_S - 10)) gzip -9 </dev/urandom >/dev/null & PIDS+=($!)
+in_cgroup "$CG/system.slice/docker-$CID.scope" nice -n 19 /usr/bin/python3 "$WORK/loop.py" $((RUN_S - 10)); PY=$!
+nice -n 19 timeout $((RUN_S - 10)) gzip -9 </dev/urandom >/dev/null & PIDS+=($!)
 (
 	end=$((SECONDS + RUN_S - 10))
 	head -c 50000000 /dev/urandom >"$WORK/hashme"
-	while ((SECONDS < end)); do sha256sum "$WORK/hashme" >/dev/null; done
+	while ((SECONDS < end)); do nice -n 19 sha256sum "$WORK/hashme" >/dev/null; done
 ) & PIDS+=($!)
-timeout $((RUN_S - 10)) "$TESTS_BIN/forker_nofp" 2500 40 fkreadme >"$WORK/forker.out" & FK=$!; PIDS+=($FK)
+nice -n 19 timeout $((RUN_S - 10)) "$TESTS_BIN/forker_nofp" 2500 40 fkreadme >"$WORK/forker.out" & FK=$!; PIDS+=($FK)
 # The witness: one thread busy from the next whole minute for two
-# minutes, timing its own CPU per minute (nice -20: nearly a whole CPU).
+# minutes, timing its own CPU per minute (whatever share it gets).
 M1=$(((T0 + 59) / 60 * 60))
-nice -n -20 "$TESTS_BIN/minute_spin" "$M1" $((M1 + 120)) "$WORK/witness.txt" & WP=$!; PIDS+=($WP)
+"$TESTS_BIN/minute_spin" "$M1" $((M1 + 120)) "$WORK/witness.txt" & WP=$!; PIDS+=($WP)
 
 wait_s=$((T0 + RUN_S - $(date +%s)))
 ((wait_s > 0)) && sleep "$wait_s"
@@ -109,7 +109,7 @@ while read -r m cpu_ns; do
 	got=$(awk '{ s += $NF } END { print s + 0 }' "$MP/cpu/pid=$WP/$name/folded.txt" 2>/dev/null)
 	want=$(awk -v c="$cpu_ns" -v p=$PERIOD 'BEGIN { printf "%.0f", c / p }')
 	tol=$(awk -v w="$want" 'BEGIN { t = w * 0.03; printf "%.0f", t < 3 ? 3 : t }')
-	if ((want > 300 && got >= want - tol && got <= want + tol)); then
+	if ((want > 100 && got >= want - tol && got <= want + tol)); then
 		ok "witness, minute $name: $got samples for $((cpu_ns / 1000000)) ms of CPU ($want +- $tol)"
 	else
 		fail "witness, minute $name: $got samples for $((cpu_ns / 1000000)) ms of CPU (want $want +- $tol)"

@@ -534,6 +534,16 @@ static void t_threads(const char *dir)
 			if ((r >> 16) != RB_END_OK || !m)
 				continue;
 			ok[t]++;
+			{
+				bool mine = t == 2 ? has(nm, m, "sleeper") : t == 1 ? has(nm, m, "spin") : has(nm, m, "main");
+
+				if (!mine) {
+					printf("#    thread %d stop %d lacks its own frame:", t, round);
+					for (int i = 0; i < m; i++)
+						printf(" %s:%d", nm[i].label ? nm[i].label : "?", (int)nm[i].line);
+					printf("\n");
+				}
+			}
 			if (t == 2) {
 				/* Asleep, or (rarely) between two naps. */
 				own += has(nm, m, "sleeper");
