@@ -603,6 +603,12 @@ static void t_gc(const char *dir)
 		int r, m;
 
 		usleep(7000);
+		/* The reader is stopped only while it is in its read: a stop
+		 * can cut the read short, and Ruby then takes the GVL back (out
+		 * of the blocking region, waiting for the GC's thread) before
+		 * reading again; that is the stop's doing, not a sampled state. */
+		if (tid == tids[0] && !wait_read(ch.pid, tid))
+			continue;
 		if (stop_thread(tid, &fs))
 			continue;
 		r = rbproc__twin(ch.pid, fs, &rb.c, rec, RB_MAX_FRAMES);
