@@ -42,7 +42,7 @@ T=$TESTS_BIN/offcpu_truth
 # The helper's own table is built 1.5 s late (PROFFS_UNWIND_DELAY), so
 # each helper's first blocks end their BPF walk pending and the daemon
 # finishes them from the stack copy, as it does cpu samples'.
-PROFFS_UNWIND_DELAY=1500:$T run_start "$STORE" "$MP" --offcpu --batch-interval 2s
+PROFFS_DEBUG=1 PROFFS_UNWIND_DELAY=1500:$T run_start "$STORE" "$MP" --offcpu --batch-interval 2s
 grep -q "offcpu: blocks of" "$RUN_LOG" || die "no offcpu line in the daemon log"
 log "daemon up (pid $RUN_PID)"
 # The tables of what already runs are built first (up to 20 s): the
@@ -113,6 +113,7 @@ if ((mk == 0 && pf > 0)); then
 else
 	fail "$(ms "$mk") ms of the sleeper's blocks end in a marker ($pf pending walks finished, $px found no room or expired)"
 	grep -F '[unwind: ' "$F" | cut -c1-200 | head -3
+	grep -E "unwind: .*(offcpu_truth|exited|no table)" "$RUN_LOG" | head -8
 fi
 # The nanosleep itself is state=sleep; a woken thread preempted before it
 # is back in user space adds a runqueue block under the same user frames
