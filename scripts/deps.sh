@@ -18,7 +18,33 @@ PKGS=(
   nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
   linux-perf procps psmisc util-linux
   libdevel-nytprof-perl
+  node-cjs-module-lexer node-undici node-acorn
 )
+
+# Debian's own node 18 (V8 10.2, engine in libnode.so.108) beside the
+# NodeSource node 20 that owns the package name: unpacked, not installed,
+# into NODE18 and run as `LD_LIBRARY_PATH=$NODE18/usr/lib/x86_64-linux-gnu
+# $NODE18/usr/bin/node` (tests/unit/test_v8*.c). It reads the JS modules
+# Debian unbundled (the node-* packages above) from /usr/share/nodejs.
+NODE18=/opt/proffs-test/node18
+# Debian's current 18.x (the security archive replaces old builds).
+NODE18_VERSION=$(apt-cache madison nodejs 2>/dev/null | awk '$3 ~ /^18\./ {print $3; exit}')
+node18() {
+  [[ -n $NODE18_VERSION ]] || { echo "deps.sh: no nodejs 18 in apt's lists (apt-get update?)" >&2; return 1; }
+  [[ -f $NODE18/.version && $(<"$NODE18/.version") == "$NODE18_VERSION" ]] && return 0
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "deps.sh: $NODE18 missing; run as root" >&2
+    return 1
+  fi
+  echo "deps.sh: unpacking Debian's nodejs $NODE18_VERSION into $NODE18" >&2
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -qq "nodejs=$NODE18_VERSION" "libnode108=$NODE18_VERSION" 2>/dev/null)
+  rm -rf "$NODE18" && mkdir -p "$NODE18"
+  for d in "$tmp"/*.deb; do dpkg -x "$d" "$NODE18"; done
+  rm -rf "$tmp"
+  echo "$NODE18_VERSION" > "$NODE18/.version"
+}
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -26,6 +52,7 @@ for p in "${PKGS[@]}"; do
   [[ "$st" == "install ok installed" ]] || missing+=("$p")
 done
 if ((${#missing[@]} == 0)); then
+  node18
   exit 0
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -36,3 +63,4 @@ echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+node18

@@ -487,6 +487,127 @@ static int entry_root(struct build *b, uint64_t entry)
 	return 0;
 }
 
+/*
+ * V8's builtins (bytecode handlers, InterpreterEntryTrampoline, JSEntry)
+ * are linked into node or libnode as one blob without CFI, and every
+ * interpreted JS function runs inside them: the walk ended there. V8
+ * keeps rbp as a frame pointer in all its generated code, so in a file
+ * that carries V8 (it exports v8dbg_off_fp_function, its post-mortem
+ * metadata) an executable stretch of at least V8_GAP_MIN bytes with no
+ * FDE takes the frame-pointer rule. Why 64 KiB: the blob is 1.4 MiB
+ * (Debian's node 18) to 1.6 MiB (NodeSource 20); the other gaps in those
+ * files are alignment and hand-written stubs of at most 7.4 KiB, and one
+ * 150 KiB table of OpenSSL constants in .text (node 20), where no code
+ * runs, so its rule is never used.
+ */
+#define V8_GAP_MIN (64u << 10)
+
+static bool has_symbol(Elf *e, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		n = d->d_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			if (gelf_getsym(d, i, &sym) && sym.st_name && sym.st_shndx != SHN_UNDEF &&
+			    (nm = elf_strptr(e, sh.sh_link, sym.st_name)) && !strcmp(nm, name))
+				return true;
+		}
+	}
+	return false;
+}
+
+static int off_cmp(const void *a, const void *b)
+{
+	const struct unw_row *x = a, *y = b;
+
+	/* At one offset, a gap's start before another's end. */
+	if (x->off == y->off)
+		return (x->rule < y->rule) - (x->rule > y->rule);
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Gives V8's FDE gaps the frame-pointer rule (see V8_GAP_MIN). */
+static int v8_gaps(struct build *b, Elf *e)
+{
+	static const struct unw_rule fp = { .cfa = UNW_CFA_BP, .cfa_off = 16, .ra = UNW_RA_CFA,
+					     .ra_off = -8, .bp = UNW_BP_CFA, .bp_off = -16 };
+	struct unw_table *t = b->t;
+	struct unw_row *ed = NULL, *rows;
+	size_t ned = 0, cap = 0, n = 0;
+	long rule;
+
+	if (!has_symbol(e, "v8dbg_off_fp_function"))
+		return 0;
+	rule = intern(b, &fp);
+	if (rule < 0)
+		return 0;
+	/* Edits (offset, rule): a gap's start takes the rule; its end, where
+	 * no row starts, gets "no information" back. */
+	for (int s = 0; s < b->nsegs; s++) {
+		uint64_t lo = b->segs[s].off, hi = lo + b->segs[s].memsz;
+		long i = unw_table__find(t->rows, t->nrows, lo > UINT32_MAX ? UINT32_MAX : lo);
+		uint64_t at = lo;
+		bool none = i < 0 || t->rows[i].rule == 0;
+
+		for (size_t j = i + 1; at < hi; j++) {
+			uint64_t end = j < t->nrows && t->rows[j].off < hi ? t->rows[j].off : hi;
+
+			if (none && end - at >= V8_GAP_MIN && hi <= UINT32_MAX) {
+				if (ned + 2 > cap) {
+					struct unw_row *ne = realloc(ed, (cap = cap * 2 + 8) * sizeof(*ne));
+
+					if (!ne) {
+						free(ed);
+						return -ENOMEM;
+					}
+					ed = ne;
+				}
+				ed[ned++] = (struct unw_row){ at, rule };
+				if (end == hi && !(j < t->nrows && t->rows[j].off == hi))
+					ed[ned++] = (struct unw_row){ hi, 0 };
+			}
+			if (end == hi)
+				break;
+			at = end;
+			none = t->rows[j].rule == 0;
+		}
+	}
+	if (!ned)
+		return 0;
+	qsort(ed, ned, sizeof(*ed), off_cmp);
+	rows = malloc((t->nrows + ned) * sizeof(*rows));
+	if (!rows) {
+		free(ed);
+		return -ENOMEM;
+	}
+	/* Merge; an edit at a row's offset replaces that row's rule. */
+	for (size_t i = 0, k = 0; i < t->nrows || k < ned;) {
+		struct unw_row r = k < ned && (i == t->nrows || ed[k].off <= t->rows[i].off) ? ed[k++]
+											 : t->rows[i++];
+
+		if (n && rows[n - 1].off == r.off)
+			continue; /* the edit came first */
+		if (!n || rows[n - 1].rule != r.rule)
+			rows[n++] = r;
+	}
+	free(ed);
+	free(t->rows);
+	t->rows = rows;
+	t->nrows = b->rcap = n;
+	return 0;
+}
+
 static int compile_elf(Elf *e, const char *debug_root, const int *cancel, struct unw_table **out)
 {
 	struct build *b = calloc(1, sizeof(*b));
@@ -533,6 +654,8 @@ static int compile_elf(Elf *e, const char *debug_root, const int *cancel, struct
 	}
 	if (!err && !b->t->nrows)
 		err = -ENODATA;
+	if (!err)
+		err = v8_gaps(b, e);
 	if (!err)
 		err = entry_root(b, eh.e_entry);
 out:

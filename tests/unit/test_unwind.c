@@ -25,6 +25,7 @@
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/twin.h"
 #include "tests/test.h"
+#include "tests/unit/test_v8.h"
 
 #define STACK_MAX (32 << 10)
 #define MAXF 128
@@ -268,21 +269,49 @@ static const char *helper_dir(void)
 	return dirname(dir);
 }
 
-/* Captures stacks of a running helper and compares both unwinders. */
-static void oracle(const char *prog, char *const argv[], int shots)
+/* Whether a frame of pcs[0..n) other than the leaf lies in a stretch of
+ * at least 64 KiB ruled by the frame-pointer rule: V8's builtins, which
+ * have no FDE (table.c's V8_GAP_MIN). */
+static int through_v8_gap(struct proc *p, const __u64 *pcs, int n)
+{
+	for (int k = 1; k < n; k++) {
+		struct twin_map m;
+		uint64_t off;
+		long i;
+
+		if (map_fn(p, pcs[k] - 1, &m) || m.kind != TWIN_TABLE)
+			continue;
+		off = pcs[k] - 1 - m.start + m.pgoff;
+		i = unw_table__find(m.rows, m.nrows, off);
+		if (i >= 0 && (size_t)i + 1 < m.nrows && m.rules[m.rows[i].rule].cfa == UNW_CFA_BP &&
+		    m.rules[m.rows[i].rule].cfa_off == 16 && m.rows[i + 1].off - m.rows[i].off >= (64u << 10))
+			return 1;
+	}
+	return 0;
+}
+
+/* Captures stacks of a running program (prog: a helper's name, or an
+ * absolute path run with envp) and compares both unwinders. */
+static void oracle_env(const char *prog, char *const argv[], char *const envp[], int shots)
 {
 	static struct capture c;
 	static struct proc p;
 	uint64_t dw[MAXF], stack_end = 0;
 	__u64 tw[MAXF];
-	int same = 0, taken = 0, deep = 0, root = 0;
+	int same = 0, taken = 0, deep = 0, root = 0, v8 = 0;
 	char path[4200];
 	pid_t pid;
 
-	snprintf(path, sizeof(path), "%s/%s", helper_dir(), prog);
+	if (prog[0] == '/')
+		snprintf(path, sizeof(path), "%s", prog);
+	else
+		snprintf(path, sizeof(path), "%s/%s", helper_dir(), prog);
 	pid = fork();
 	if (pid == 0) {
-		execv(path, argv);
+		if (envp)
+			execve(path, argv, envp);
+		else
+			execv(path, argv);
 		_exit(127);
 	}
 	/* Until the loader has mapped libc (a busy host takes its time). */
@@ -339,6 +368,7 @@ static void oracle(const char *prog, char *const argv[], int shots)
 		for (int k = 0; eq && k < ntw; k++)
 			eq = dw[k] == tw[k];
 		same += eq;
+		v8 += through_v8_gap(&p, tw, ntw);
 		deep += ntw >= 5;
 		root += end == PROF_UE_ROOT;
 		if (!eq) {
@@ -360,7 +390,12 @@ static void oracle(const char *prog, char *const argv[], int shots)
 	CHECK(same == taken, "%s: twin == libdw on %d of %d captured stacks", prog, same, taken);
 	CHECK(root * 100 >= taken * 95, "%s: %d of %d twin walks end at the root (_start)", prog, root, taken);
 	CHECK(deep * 100 >= taken * 95, "%s: %d of %d stacks have >= 5 frames", prog, deep, taken);
+	if (envp || strstr(prog, "node"))
+		CHECK(v8 * 100 >= taken * 80, "%s: %d of %d stacks pass through V8's builtins", prog, v8,
+		      taken);
 }
+
+#define oracle(prog, argv, shots) oracle_env(prog, argv, NULL, shots)
 
 /* Hostile ELF input: every truncation and some flipped bytes of a real
  * binary compile to a table or an error, never a crash (ASan watches). */
@@ -470,6 +505,20 @@ int main(void)
 	oracle("truth_nofp", truth, 60);
 	oracle("qsortcb", qs, 60);
 	oracle("qsortcb", qsig, 60);
+	/* Node: JS runs in V8's builtins (no FDE) and JIT code; the walk
+	 * goes through both by rbp and reaches _start. */
+	for (size_t i = 0; i < NODE_RTS; i++) {
+		const struct node_rt *rt = &node_rts[i];
+		char env[512], *envp[] = { env, NULL };
+		char *av[] = { (char *)rt->exe, (char *)js_helper("known.js"), "run", "8", NULL };
+
+		snprintf(env, sizeof(env), "LD_LIBRARY_PATH=%s", rt->libdir ? rt->libdir : "");
+		if (!node_present(rt)) {
+			CHECK(0, "%s: %s missing (scripts/deps.sh)", rt->name, rt->exe);
+			continue;
+		}
+		oracle_env(rt->exe, av, envp, 40);
+	}
 	bad_input();
 	return test_done();
 }

@@ -1,0 +1,214 @@
+// known.js - a Node.js program whose profile is known (tests/unit/test_v8*.c).
+//
+//   node known.js run SECONDS   heavy/light 10:1, callbacks through C++ and a
+//                               worker thread; prints each function's CPU time
+//                               (this thread's own, /proc/thread-self/schedstat)
+//                               as "TRUTH name ns" lines at the end
+//   node known.js stops ROUNDS  stops itself (SIGSTOP) at known places, each
+//                               announced first by a line
+//                               "STOP tag tid|fn|file|line|fn|file|line..."
+//                               (the frames of new Error().stack, callee first);
+//                               allocates between stops so the GC moves objects
+//
+// Every function here is named, so a frame's name is never a guess.
+'use strict';
+const fs = require('fs');
+const wt = require('worker_threads');
+
+const schedFd = () => fs.openSync('/proc/thread-self/schedstat', 'r');
+let sfd = -1;
+const sbuf = Buffer.alloc(64);
+function cpuNs() {
+  const n = fs.readSync(sfd, sbuf, 0, 64, 0);
+  return Number(sbuf.toString('latin1', 0, n).split(' ')[0]);
+}
+
+function heavy(n) {
+  let a = 0;
+  for (let i = 0; i < n * 10; i++) a = (a * 31 + i) | 0;
+  return a;
+}
+
+function light(n) {
+  let a = 0;
+  for (let i = 0; i < n; i++) a = (a * 31 + i) | 0;
+  return a;
+}
+
+function spin(n) {
+  let a = 0;
+  for (let i = 0; i < n; i++) a = (a * 17 + i) | 0;
+  return a;
+}
+
+const truth = { heavy: 0, light: 0, reviver: 0, comparator: 0 };
+
+function outer(n) {
+  const t0 = cpuNs();
+  heavy(n);
+  const t1 = cpuNs();
+  light(n);
+  truth.heavy += t1 - t0;
+  truth.light += cpuNs() - t1;
+}
+
+// A JS function called back from C++ (JSON.parse's reviver) and from a
+// builtin (Array.prototype.sort's comparator).
+function viaParse(n) {
+  return JSON.parse('{"a":1,"b":2,"c":3}', function reviver(k, v) {
+    const t = cpuNs();
+    spin(n);
+    truth.reviver += cpuNs() - t;
+    return v;
+  });
+}
+
+function viaSort(n) {
+  return [3, 1, 2].sort(function comparator(a, b) {
+    const t = cpuNs();
+    spin(n);
+    truth.comparator += cpuNs() - t;
+    return a - b;
+  });
+}
+
+function runLoop(seconds, n) {
+  const end = Date.now() + seconds * 1000;
+  let rounds = 0;
+  while (Date.now() < end) {
+    outer(n);
+    if (++rounds % 10 === 0) {
+      viaParse(n);
+      viaSort(n);
+    }
+  }
+}
+
+// --- stops ---
+
+Error.stackTraceLimit = 64;
+let armed = false;
+const tid = () => fs.readlinkSync('/proc/thread-self').split('/').pop();
+
+function frames() {
+  const prep = Error.prepareStackTrace;
+  Error.prepareStackTrace = (e, cs) => cs;
+  const cs = new Error().stack;
+  Error.prepareStackTrace = prep;
+  return cs.slice(1).map((c) => [c.getFunctionName() || '', c.getFileName() || '', c.getLineNumber() || 0].join('|'));
+}
+
+// The stop: the frames V8 itself reports, then SIGSTOP on the same line
+// (so the stopped frame's line is the one reported too).
+function site(tag) {
+  if (!armed) return 0;
+  fs.writeSync(1, `STOP ${tag} ${tid()} ${frames().join('|')}\n`), process.kill(process.pid, 'SIGSTOP');
+  return 1;
+}
+
+function leaf(tag) {
+  return site(tag);
+}
+
+function mid(tag, depth) {
+  if (depth > 0) return mid(tag, depth - 1) + 1;
+  return leaf(tag);
+}
+
+function top(tag) {
+  return mid(tag, 3);
+}
+
+function parseSite(tag) {
+  return JSON.parse('{"a":1}', function reviver(k, v) {
+    if (k === 'a') site(tag);
+    return v;
+  });
+}
+
+function sortSite(tag) {
+  return [2, 1].sort(function comparator(a, b) {
+    site(tag);
+    return a - b;
+  });
+}
+
+// Garbage with survivors: scavenges move the young, mark-compact moves the old.
+const keep = [];
+function churn(k) {
+  for (let i = 0; i < 40000 * k; i++) {
+    const o = { i, s: 'x' + i, a: [i, i + 1] };
+    if (i % 7 === 0) keep[(i * 13) % 30000] = o;
+  }
+}
+
+// A function made per round (its SharedFunctionInfo dies with it).
+function evalSite(tag, r) {
+  const f = new Function('site', 'tag', `return function made${r}() { return site(tag); };`)(site, tag);
+  return f();
+}
+
+const sites = [
+  (r) => top(`top`),
+  (r) => parseSite(`reviver`),
+  (r) => sortSite(`comparator`),
+  (r) => evalSite(`eval`, r),
+];
+
+function stops(rounds) {
+  for (let r = 0; r < rounds; r++) {
+    for (const s of sites) {
+      // Warm up (the default tiers compile the hot callers), then stop.
+      armed = false;
+      for (let i = 0; i < 3000; i++) s(r);
+      churn(1);
+      armed = true;
+      s(r);
+    }
+  }
+  armed = false;
+}
+
+function workerStops(rounds) {
+  // The main thread waits here while the worker stops the process.
+  const sab = new SharedArrayBuffer(4);
+  const w = new wt.Worker(__filename, { argv: ['worker-stops', String(rounds)], workerData: sab });
+  Atomics.wait(new Int32Array(sab), 0, 0);
+  return w;
+}
+
+function workerMain(rounds, sab) {
+  for (let r = 0; r < rounds; r++) {
+    armed = false;
+    for (let i = 0; i < 3000; i++) top('worker');
+    churn(1);
+    armed = true;
+    top('worker');
+  }
+  armed = false;
+  Atomics.store(new Int32Array(sab), 0, 1);
+  Atomics.notify(new Int32Array(sab), 0);
+}
+
+function main() {
+  const mode = process.argv[2] || 'run';
+  const arg = Number(process.argv[3] || 5);
+  sfd = schedFd();
+  if (mode === 'worker-stops') {
+    workerMain(arg, wt.workerData);
+  } else if (mode === 'worker-run') {
+    runLoop(arg, 20000);
+    fs.writeSync(1, `TRUTH worker-heavy ${truth.heavy}\nTRUTH worker-light ${truth.light}\n`);
+  } else if (mode === 'stops') {
+    stops(arg);
+    workerStops(arg);
+    fs.writeSync(1, 'DONE\n');
+  } else {
+    const w = new wt.Worker(__filename, { argv: ['worker-run', String(arg)] });
+    runLoop(arg, 20000);
+    for (const k of Object.keys(truth)) fs.writeSync(1, `TRUTH ${k} ${truth[k]}\n`);
+    w.on('exit', () => fs.writeSync(1, 'DONE\n'));
+  }
+}
+
+main();

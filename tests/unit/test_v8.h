@@ -1,0 +1,106 @@
+/*
+ * test_v8.h - the Node.js runtimes the V8 tests run, and how to start
+ * them: NodeSource's node 20 (/usr/bin/node, V8 11.3, non-PIE, engine in
+ * the executable) and Debian's node 18 (V8 10.2, engine in libnode.so.108),
+ * unpacked by scripts/deps.sh into /opt/proffs-test/node18 and run with
+ * LD_LIBRARY_PATH. Header-only, for tests/unit/test_*.c.
+ */
+#ifndef PROFFS_TESTS_TEST_V8_H
+#define PROFFS_TESTS_TEST_V8_H
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct node_rt {
+	const char *name;   /* for messages */
+	const char *exe;
+	const char *libdir; /* LD_LIBRARY_PATH, or NULL */
+	const char *engine; /* the file that carries V8 */
+	int v8_major, v8_minor;
+};
+
+#define NODE18_ROOT "/opt/proffs-test/node18"
+
+static const struct node_rt node_rts[] = {
+	{ "node20", "/usr/bin/node", NULL, "/usr/bin/node", 11, 3 },
+	{ "node18", NODE18_ROOT "/usr/bin/node", NODE18_ROOT "/usr/lib/x86_64-linux-gnu",
+	  NODE18_ROOT "/usr/lib/x86_64-linux-gnu/libnode.so.108", 10, 2 },
+};
+#define NODE_RTS (sizeof(node_rts) / sizeof(node_rts[0]))
+
+/* tests/helpers/js/NAME, found from the test binary (build/tests/X). */
+static inline const char *js_helper(const char *name)
+{
+	static char path[PATH_MAX + 64];
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n < 0)
+		return name;
+	exe[n] = 0;
+	snprintf(path, sizeof(path), "%s/../../tests/helpers/js/%s", dirname(exe), name);
+	return path;
+}
+
+/* Whether rt's files exist (a missing runtime is a FAIL, said by the caller). */
+static inline int node_present(const struct node_rt *rt)
+{
+	return access(rt->exe, X_OK) == 0 && access(rt->engine, R_OK) == 0;
+}
+
+/*
+ * Starts `node ARGS...` (argv[0] is replaced by rt's exe; at most 14
+ * arguments) with its stdout on a pipe whose read end goes to *out (-1 to
+ * leave stdout alone). Returns the pid, or -1.
+ */
+static inline pid_t node_spawn(const struct node_rt *rt, char *const argv[], int *out)
+{
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (out && pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char *av[16], env[PATH_MAX + 32];
+		int i = 0;
+
+		if (out)
+			dup2(p[1], 1);
+		av[i++] = (char *)rt->exe;
+		for (int k = 1; argv[k] && i < 15; k++)
+			av[i++] = argv[k];
+		av[i] = NULL;
+		if (rt->libdir) {
+			snprintf(env, sizeof(env), "LD_LIBRARY_PATH=%s", rt->libdir);
+			putenv(env);
+		}
+		execv(rt->exe, av);
+		_exit(127);
+	}
+	if (out) {
+		close(p[1]);
+		if (pid < 0) {
+			close(p[0]);
+			return -1;
+		}
+		*out = p[0];
+	}
+	return pid;
+}
+
+static inline void node_kill(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+#endif
