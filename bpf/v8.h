@@ -38,6 +38,8 @@
 #define V8_JSF_READ 32
 /* The Code read: [code + code_read_off, + V8_CODE_READ). */
 #define V8_CODE_READ 24
+/* The SharedFunctionInfo read (V8_FT_FUNC only): [sfi + sfi_read_off, + V8_SFI_READ). */
+#define V8_SFI_READ 32
 
 /* Per process (BPF map v8_procs, key: tgid), from sampler/v8/v8layout.c. */
 struct v8_proc {
@@ -55,7 +57,9 @@ struct v8_proc {
 	__u8 kind_mask, kind_shift; /* Code kind = (flags >> shift) & mask */
 	__u8 kind_baseline;	  /* Sparkplug's kind */
 	__u16 code_start_inline;
-	__u32 pad;
+	__u8 sfi_read_off;	  /* where the SharedFunctionInfo read starts */
+	__u8 sfi_script, sfi_name; /* offsets into it: the V8_FT_FUNC stamp */
+	__u8 pad;
 };
 
 /*
@@ -85,7 +89,8 @@ enum v8_frame_type {
 	V8_FT_OPT = 3,
 	/* obj = SharedFunctionInfo, no position: a JS builtin (Array.prototype.sort)
 	 * or code the function no longer points to (on-stack replacement,
-	 * deoptimized); stamp = v8_stamp(JSFunction.code, 0). */
+	 * deoptimized); stamp = v8_stamp(its script_or_debug_info,
+	 * name_or_scope_info), one more read. */
 	V8_FT_FUNC = 4,
 };
 

@@ -338,6 +338,12 @@ static int read_elf(Elf *e, struct v8file *f)
 		f->code_lo = r.bl_lo;
 		f->code_hi = r.bl_hi;
 	}
+	for (int i = 0; i < r.nloads && f->code_lo; i++)
+		if (f->code_lo >= r.loads[i].p_vaddr && f->code_hi <= r.loads[i].p_vaddr + r.loads[i].p_filesz &&
+		    (r.loads[i].p_flags & PF_X))
+			f->code_off = f->code_lo - r.loads[i].p_vaddr + r.loads[i].p_offset;
+	if (!f->code_off)
+		f->code_lo = f->code_hi = 0; /* not in the file's code */
 	nid = dwelf_elf_gnu_build_id(e, &id);
 	for (ssize_t i = 0; nid > 0 && nid <= 20 && i < nid; i++)
 		snprintf(f->build_id + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);

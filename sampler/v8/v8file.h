@@ -103,6 +103,7 @@ struct v8file {
 	int32_t dbg[V8D_MAX];	  /* V8D_NONE where the file has no such symbol */
 	unsigned ndbg;		  /* v8dbg_* symbols in the file, used or not */
 	uint64_t code_lo, code_hi; /* the embedded builtins, link-time; 0, 0: not found */
+	uint64_t code_off;	  /* code_lo's file offset (a mapping's pgoff finds it) */
 	uint8_t bc_sizes[3][V8FILE_MAX_BYTECODES]; /* Bytecodes::kBytecodeSizes */
 	unsigned nbytecodes;	  /* 0: kBytecodeSizes not found */
 	char build_id[41];	  /* lowercase hex, "" when none */

@@ -228,10 +228,11 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 	return 0;
 }
 
-int v8layout__proc(const struct v8layout *l, const struct v8file *f, uint64_t bias, struct v8_proc *p)
+int v8layout__proc(const struct v8layout *l, uint64_t code_lo, uint64_t code_hi, struct v8_proc *p)
 {
 	int jlo = l->jsf_shared < l->jsf_code ? l->jsf_shared : l->jsf_code;
 	int clo = l->code_size < l->code_flags ? l->code_size : l->code_flags;
+	int slo = l->sfi_script < l->sfi_name_or_scope_info ? l->sfi_script : l->sfi_name_or_scope_info;
 
 	memset(p, 0, sizeof(*p));
 	if (l->code_start_ptr >= 0 && l->code_start_ptr < clo)
@@ -244,10 +245,11 @@ int v8layout__proc(const struct v8layout *l, const struct v8file *f, uint64_t bi
 	    l->code_flags - clo > V8_CODE_READ - 4 ||
 	    (l->code_start_ptr >= 0 && l->code_start_ptr - clo > V8_CODE_READ - 8) ||
 	    l->code_start_inline > 65535 || l->kind_mask > 255 || l->kind_shift > 31 ||
-	    l->kind_baseline > 255 || !f->code_lo || f->code_hi <= f->code_lo)
+	    l->kind_baseline > 255 || slo < 0 || slo > 255 || l->sfi_script - slo > V8_SFI_READ - 8 ||
+	    l->sfi_name_or_scope_info - slo > V8_SFI_READ - 8 || !code_lo || code_hi <= code_lo)
 		return -ERANGE;
-	p->code_lo = f->code_lo + bias;
-	p->code_hi = f->code_hi + bias;
+	p->code_lo = code_lo;
+	p->code_hi = code_hi;
 	p->fp_context = (__s8)l->fp_context;
 	p->fp_function = (__s8)l->fp_function;
 	p->fp_bytecode_array = (__s8)l->fp_bytecode_array;
@@ -263,5 +265,8 @@ int v8layout__proc(const struct v8layout *l, const struct v8file *f, uint64_t bi
 	p->kind_mask = (__u8)l->kind_mask;
 	p->kind_shift = (__u8)l->kind_shift;
 	p->kind_baseline = (__u8)l->kind_baseline;
+	p->sfi_read_off = (__u8)slo;
+	p->sfi_script = (__u8)(l->sfi_script - slo);
+	p->sfi_name = (__u8)(l->sfi_name_or_scope_info - slo);
 	return 0;
 }

@@ -73,11 +73,11 @@ struct v8layout {
 int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t whylen);
 
 /*
- * The BPF walk's per-process set-up for layout l, the builtins of f at
- * load bias `bias` (runtime address - link-time address). Returns 0, or
+ * The BPF walk's per-process set-up for layout l, with the builtins at
+ * runtime addresses [code_lo, code_hi) (v8file's code_off and size, placed
+ * by the executable mapping of the file that holds them). Returns 0, or
  * -ERANGE when an offset does not fit the reads BPF makes.
  */
-int v8layout__proc(const struct v8layout *l, const struct v8file *f, uint64_t bias,
-		   struct v8_proc *p);
+int v8layout__proc(const struct v8layout *l, uint64_t code_lo, uint64_t code_hi, struct v8_proc *p);
 
 #endif
