@@ -37,6 +37,9 @@
 #define MAX_INLINED 256
 #define MAX_LOCALS 4096
 #define MAX_PARTS 32
+/* A call instruction and what x86-64 code puts before its return address
+ * (movabs + call through a register is 12 bytes). */
+#define V8NAME_CALL_BYTES 16
 
 enum { K_FN = 1, K_CODE, K_SCRIPT };
 
@@ -873,7 +876,7 @@ static int32_t bc_pos(const struct fn *f, int64_t bc)
 {
 	uint64_t raw;
 
-	if (f->pos && !v8pos__find(f->pos, f->npos, bc, &raw) && v8pos__script_offset(raw) >= 0)
+	if (f->pos && !v8pos__find(f->pos, f->npos, bc, &raw, NULL) && v8pos__script_offset(raw) >= 0)
 		return v8pos__script_offset(raw);
 	return -1;
 }
@@ -886,6 +889,7 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 	uint64_t a = V8_OBJ_ADDR(fr->obj) | 1, raw;
 	struct fn *f = NULL;
 	struct code *k = NULL;
+	int64_t look, at;
 	int32_t bc, pos;
 	int err, n = 0;
 
@@ -919,8 +923,15 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 		err = get_code(&x, a, fr->stamp, &k);
 		if (err)
 			break;
-		if (v8pos__find(k->pos, k->npos, (int64_t)fr->off - (ret && fr->off ? 1 : 0), &raw))
-			raw = 0;
+		/* TurboFan records positions only where it must unless V8 is
+		 * profiled: a return address's entry is its call's only when it
+		 * is right before it; else the frame is the function alone. The
+		 * leaf takes the entry in force, as V8's profiler does. */
+		look = (int64_t)fr->off - (ret && fr->off ? 1 : 0);
+		if (v8pos__find(k->pos, k->npos, look, &raw, &at) || (ret && look - at > V8NAME_CALL_BYTES)) {
+			emit(&out[n++], k->outer, -1);
+			break;
+		}
 		/* innermost first: each inlined function, then where it was inlined */
 		for (int guard = 0; n < max - 1 && guard < MAX_INLINED; guard++) {
 			int32_t id = v8pos__inlining_id(raw), fid;
@@ -930,14 +941,16 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 				break;
 			memcpy(&next, k->inl + (size_t)id * 16, 8);
 			memcpy(&fid, k->inl + (size_t)id * 16 + 8, 4);
-			if (fid >= 0 && (size_t)fid < k->nfns && k->fns[fid])
-				emit(&out[n++], k->fns[fid], v8pos__script_offset(raw));
-			if (v8pos__inlining_id(next) >= id)
+			if (fid < 0 || (size_t)fid >= k->nfns || !k->fns[fid] || v8pos__inlining_id(next) >= id) {
+				/* a chain we cannot follow: the function alone */
+				n = 0;
+				raw = 0;
 				break;
+			}
+			emit(&out[n++], k->fns[fid], v8pos__script_offset(raw));
 			raw = next;
 		}
 		emit(&out[n++], k->outer, raw ? v8pos__script_offset(raw) : -1);
-		err = 0;
 		break;
 	default:
 		err = -EINVAL;

@@ -36,7 +36,7 @@ static int svlq(const uint8_t *p, size_t len, size_t *i, int64_t *out)
 	return err;
 }
 
-int v8pos__find(const uint8_t *tab, size_t len, int64_t off, uint64_t *raw)
+int v8pos__find(const uint8_t *tab, size_t len, int64_t off, uint64_t *raw, int64_t *at)
 {
 	int64_t code = -1, pos = 0;
 	size_t i = 0;
@@ -60,6 +60,8 @@ int v8pos__find(const uint8_t *tab, size_t len, int64_t off, uint64_t *raw)
 			break;
 		if (!((uint64_t)pos & 1)) {
 			*raw = (uint64_t)pos;
+			if (at)
+				*at = code;
 			found = 1;
 		}
 	}

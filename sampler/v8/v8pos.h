@@ -32,11 +32,11 @@
 /*
  * The source position V8 gives code offset off in table tab[0..len):
  * the last entry whose code offset is <= off, external entries skipped
- * (V8's kJavaScriptOnly). Returns 0 with *raw set; -ENOENT: no such
- * entry; -EINVAL: a malformed table (a VLQ cut short or over 64 bits,
- * code offsets going back); -EFBIG.
+ * (V8's kJavaScriptOnly). Returns 0 with *raw set (and *at, if not NULL,
+ * to that entry's code offset); -ENOENT: no such entry; -EINVAL: a
+ * malformed table (a VLQ cut short or over 64 bits); -EFBIG.
  */
-int v8pos__find(const uint8_t *tab, size_t len, int64_t off, uint64_t *raw);
+int v8pos__find(const uint8_t *tab, size_t len, int64_t off, uint64_t *raw, int64_t *at);
 
 static inline bool v8pos__external(uint64_t raw)
 {

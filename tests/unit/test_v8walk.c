@@ -160,10 +160,13 @@ static int builtins(const struct proc *p, const char *engine, const struct v8fil
 	return -1;
 }
 
-/* A frame as V8 reported it. */
+/* A frame as V8 reported it, or as we name it. */
 struct jsf {
 	char name[256], file[512];
 	int line;
+	int type; /* ours: the record's V8_FT_* */
+	bool outer; /* ours: the record's outermost function (optimized code: the
+		     * functions inlined into it may be left out) */
 };
 
 static int parse_stop(char *s, char *tag, size_t tagcap, pid_t *tid, struct jsf *fr, int max)
@@ -203,8 +206,14 @@ static int parse_stop(char *s, char *tag, size_t tagcap, pid_t *tid, struct jsf 
 
 struct tally {
 	int stops, walked, root, matched, frames, lines_ok, wrong, stale, unread, jsframes, kinds[5];
-	int runtime_names;
+	int runtime_names, inlined_left, no_line;
 };
+
+/* V8's name of frame v as we write it. */
+static const char *v8_name(const struct jsf *v)
+{
+	return v->name[0] ? v->name : V8NAME_ANONYMOUS;
+}
 
 /* Our JS frames of one stop, named, as (name, path, line), leaf first. */
 struct ours {
@@ -214,11 +223,22 @@ struct ours {
 
 static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struct tally *t)
 {
-	int i = 0, k, bad = 0;
+	int i, k, bad = 0;
 
-	/* ours has node's own frames above site (kill): start at site */
-	while (i < o->n && strcmp(o->f[i].name, "site"))
-		i++;
+	/* ours has node's own frames above site (readSync): start at site,
+	 * or at the optimized frame site and its callers were inlined into */
+	k = 0;
+	for (i = 0; i < o->n; i++) {
+		if (!strcmp(o->f[i].name, "site"))
+			break;
+		if (o->f[i].type == V8_FT_OPT && o->f[i].outer) {
+			for (k = 1; k < nv && k < 8 && strcmp(o->f[i].name, v8_name(&v[k])); k++)
+				;
+			if (k < nv && k < 8)
+				break;
+			k = 0;
+		}
+	}
 	if (i == o->n) {
 		printf("  %s: no frame named site among %d:", tag, o->n);
 		for (int j = 0; j < o->n; j++)
@@ -226,7 +246,8 @@ static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struc
 		printf("\n");
 		return -1;
 	}
-	for (k = 0; k < nv && i < o->n; k++) {
+	t->inlined_left += k;
+	for (; k < nv && i < o->n; k++) {
 		const char *want = v[k].name[0] ? v[k].name : V8NAME_ANONYMOUS;
 
 		if (!strncmp(o->f[i].name, "[js:", 4)) {
@@ -243,6 +264,19 @@ static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struc
 			t->runtime_names++;
 			want = V8NAME_ANONYMOUS;
 		}
+		/* Optimized code: functions inlined into it that we cannot
+		 * place (TurboFan's positions are sparse) are left out. */
+		if (strcmp(o->f[i].name, want) && o->f[i].type == V8_FT_OPT && o->f[i].outer) {
+			int j = k + 1;
+
+			while (j < nv && j < k + 8 && strcmp(o->f[i].name, v8_name(&v[j])))
+				j++;
+			if (j < nv && j < k + 8) {
+				t->inlined_left += j - k;
+				k = j;
+				want = v8_name(&v[k]);
+			}
+		}
 		if (strcmp(o->f[i].name, want) || (v[k].file[0] && strcmp(o->f[i].file, v[k].file))) {
 			printf("  %s frame %d: ours %s (%s:%d), V8 %s (%s:%d)\n", tag, k, o->f[i].name, o->f[i].file,
 			       o->f[i].line, want, v[k].file, v[k].line);
@@ -250,6 +284,8 @@ static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struc
 			bad = 1;
 		} else if (o->f[i].line == v[k].line || !v[k].file[0]) {
 			t->lines_ok++;
+		} else if (!o->f[i].line && (o->f[i].type == V8_FT_OPT || o->f[i].type == V8_FT_FUNC)) {
+			t->no_line++; /* code with no position for this pc */
 		} else {
 			printf("  %s frame %d %s: line %d, V8 %d\n", tag, k, want, o->f[i].line, v[k].line);
 			bad = 1;
@@ -276,7 +312,7 @@ static void dump_positions(pid_t pid, const struct v8layout *l, uint64_t code, u
 		return;
 	}
 	for (int64_t o = -1; o < (int64_t)off + 64; o++)
-		if (!v8pos__find(tab, len, o, &raw) && raw != last) {
+		if (!v8pos__find(tab, len, o, &raw, NULL) && raw != last) {
 			printf("      code %" PRId64 ": script offset %d inlining %d%s\n", o, v8pos__script_offset(raw),
 			       v8pos__inlining_id(raw), o <= off ? "" : " (after)");
 			last = raw;
@@ -353,12 +389,15 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 			snprintf(ours.f[ours.n].name, sizeof(ours.f[0].name), "[js: %s]",
 				 n == -ESTALE ? "moved" : "unreadable");
 			ours.f[ours.n].file[0] = 0;
+			ours.f[ours.n].type = 0;
 			ours.f[ours.n++].line = 0;
 			continue;
 		}
 		for (int k = 0; k < n && ours.n < 120; k++) {
 			snprintf(ours.f[ours.n].name, sizeof(ours.f[0].name), "%s", nf[k].name);
 			snprintf(ours.f[ours.n].file, sizeof(ours.f[0].file), "%s", nf[k].path);
+			ours.f[ours.n].type = (int)V8_OBJ_TYPE(o.js[i].obj);
+			ours.f[ours.n].outer = k == n - 1;
 			ours.f[ours.n++].line = nf[k].line;
 		}
 	}
@@ -465,9 +504,9 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 	v8names__stats(names, &ns);
 	v8names__free(names);
 	printf("  %s: %d stops, %d JS frames (interp %d, baseline %d, optimized %d, function %d), cache %" PRIu64
-	       " hits %" PRIu64 " misses, %" PRIu64 " stale; %d frames compared, %d named at run time by a Symbol\n",
+	       " hits %" PRIu64 " misses, %" PRIu64 " stale; %d frames compared, %d named at run time by a Symbol, %d inlined left out, %d without a line\n",
 	       mode, t.stops, t.jsframes, t.kinds[V8_FT_INTERP], t.kinds[V8_FT_BASELINE], t.kinds[V8_FT_OPT],
-	       t.kinds[4], ns.hits, ns.misses, ns.stale, t.frames, t.runtime_names);
+	       t.kinds[4], ns.hits, ns.misses, ns.stale, t.frames, t.runtime_names, t.inlined_left, t.no_line);
 	CHECK(t.stops == rounds * 5, "%s: %d of %d stops seen", mode, t.stops, rounds * 5);
 	CHECK(t.walked == t.stops && t.root == t.walked, "%s: %d of %d walks reach the root", mode, t.root,
 	      t.stops);
