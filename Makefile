@@ -49,9 +49,11 @@ LDFLAGS += $(SANFLAGS)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
+# Test-only BPF programs (tests/bpf/*.bpf.c): skeletons for unit tests.
+TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(GEN)/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 PROTO_C    := $(GEN)/profile.pb-c.c
 PUSH_PROTO_C := $(GEN)/push.pb-c.c
-GENERATED  := $(PROTO_C) $(PUSH_PROTO_C) $(BPF_SKELS)
+GENERATED  := $(PROTO_C) $(PUSH_PROTO_C) $(BPF_SKELS) $(TEST_BPF_SKELS)
 LIB_SRCS   := $(wildcard store/*/*.c fs/*/*.c sampler/*.c sampler/*/*.c)
 LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
 	      $(BUILD)/obj/gen/push.pb-c.o
@@ -105,6 +107,9 @@ $(PROTO_C): store/profile/profile.proto
 # BPF: one object and one skeleton per bpf/*.bpf.c (libbpf-tools style).
 BPF_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 $(GEN)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
+$(GEN)/%.bpf.o: tests/bpf/%.bpf.c $(wildcard bpf/*.h)
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
 $(GEN)/%.skel.h: $(GEN)/%.bpf.o
@@ -184,6 +189,7 @@ clean:
 # The BPF object and skeleton are intermediates of a pattern chain; keep
 # them, or make deletes them after every build and rebuilds everything that
 # includes a skeleton the next time.
-.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(FUZZ_OBJS)
+.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(TEST_BPF_SKELS) \
+	$(patsubst %.skel.h,%.bpf.o,$(TEST_BPF_SKELS)) $(FUZZ_OBJS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -18,8 +18,12 @@
  * runtime runs twice: interpreted only (--no-opt --no-sparkplug) and
  * with V8's default tiers (Sparkplug, TurboFan after the warm-up).
  */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,8 @@
 #include "sampler/v8/v8name.h"
 #include "sampler/v8/v8pos.h"
 #include "sampler/v8/v8walk.h"
+#include "gen/v8_test.skel.h"
+#include "tests/bpf/v8_test.h"
 #include "tests/test.h"
 #include "tests/unit/test_v8.h"
 
@@ -207,6 +213,7 @@ static int parse_stop(char *s, char *tag, size_t tagcap, pid_t *tid, struct jsf 
 struct tally {
 	int stops, walked, root, matched, frames, lines_ok, wrong, stale, unread, jsframes, kinds[5];
 	int runtime_names, inlined_left, no_line;
+	int bpf_runs, bpf_same; /* stops the BPF hook walked; with the twin's records */
 };
 
 /* V8's name of frame v as we write it. */
@@ -295,6 +302,73 @@ static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struc
 	return bad;
 }
 
+/*
+ * The BPF hook's records of this stop (tests/bpf/v8_test.bpf.c walked the
+ * thread by rbp on its way into read()) against the twin's: the same JS
+ * frames, objects, offsets and stamps (the native indexes differ: one walk
+ * is by rbp, the other by the unwind tables).
+ */
+static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct v8walk_out *o, struct tally *t)
+{
+	static struct v8_test_result res;
+	__u32 zero = 0;
+	bool same;
+
+	if (bpf_map__lookup_elem(skel->maps.result, &zero, sizeof(zero), &res, sizeof(res), 0) || !res.runs)
+		return;
+	t->bpf_runs++;
+	same = (int)res.njs == o->njs;
+	for (int i = 0; same && i < o->njs; i++)
+		same = (res.frames[2 * i] & ~(0xffull << 48)) == (o->js[i].obj & ~(0xffull << 48)) &&
+		       res.frames[2 * i + 1] == ((__u64)o->js[i].stamp << 32 | o->js[i].off);
+	t->bpf_same += same;
+	if (!same) {
+		printf("  %s: BPF %u JS frames (end %u, %u native), twin %d\n", tag, res.njs, res.end, res.npcs,
+		       o->njs);
+		for (int i = 0; i < o->njs || i < (int)res.njs; i++)
+			printf("    %2d bpf %#llx %#llx  twin %#llx %#llx\n", i,
+			       i < (int)res.njs ? (unsigned long long)res.frames[2 * i] : 0,
+			       i < (int)res.njs ? (unsigned long long)res.frames[2 * i + 1] : 0,
+			       i < o->njs ? (unsigned long long)o->js[i].obj : 0,
+			       i < o->njs ? (unsigned long long)((__u64)o->js[i].stamp << 32 | o->js[i].off) : 0);
+	}
+}
+
+/* Loads the test program for process pid (layout l, its builtins found
+ * in its maps) and attaches its uprobe to libc's read(). NULL on error. */
+static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8file *vf,
+				     const struct v8layout *l, pid_t pid, struct v8_proc *vp, const char **why)
+{
+	static struct proc p;
+	struct v8_test_bpf *skel = v8_test_bpf__open();
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "read");
+	uint64_t lo, hi;
+	const char *libc = NULL;
+
+	*why = "open";
+	if (!skel)
+		return NULL;
+	skel->rodata->target_tgid = (__u32)pid;
+	*why = "load (the verifier refused it?)";
+	if (v8_test_bpf__load(skel))
+		goto fail;
+	p.pid = pid;
+	*why = "maps or builtins";
+	if (read_maps(&p) || builtins(&p, rt->engine, vf, &lo, &hi) || v8layout__proc(l, lo, hi, vp))
+		goto fail;
+	for (int i = 0; i < p.n; i++)
+		if (strstr(p.m[i].path, "/libc.so"))
+			libc = p.m[i].path;
+	*why = "v8_procs or the uprobe";
+	if (!libc || bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), vp, sizeof(*vp), 0) ||
+	    !bpf_program__attach_uprobe_opts(skel->progs.v8_test_read, pid, libc, 0, &uo))
+		goto fail;
+	return skel;
+fail:
+	v8_test_bpf__destroy(skel);
+	return NULL;
+}
+
 /* Debugging: the position table of optimized code around off. */
 static void dump_positions(pid_t pid, const struct v8layout *l, uint64_t code, uint32_t off)
 {
@@ -322,8 +396,8 @@ static void dump_positions(pid_t pid, const struct v8layout *l, uint64_t code, u
 
 /* One stop of thread tid: walk, name, compare. */
 static void at_stop(const struct node_rt *rt, const struct v8file *vf, const struct v8layout *l,
-		    struct v8names *names, pid_t pid, pid_t tid, const char *tag, struct jsf *v, int nv,
-		    struct tally *t)
+		    struct v8names *names, struct v8_test_bpf *skel, pid_t pid, pid_t tid, const char *tag,
+		    struct jsf *v, int nv, struct tally *t)
 {
 	static uint8_t stack[STACK_MAX];
 	static struct v8walk_out o;
@@ -365,6 +439,8 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 
 	v8walk__walk(&vp, &r, &mem, map_fn, &p, v8name__read_pid, (void *)(intptr_t)pid, &o);
 	t->walked++;
+	if (skel)
+		bpf_compare(skel, tag, &o, t);
 	t->root += o.uend == PROF_UE_ROOT;
 	if (o.uend != PROF_UE_ROOT)
 		printf("  %s: the walk ended %d after %d frames\n", tag, o.uend, o.npcs);
@@ -442,6 +518,9 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 	char why[200] = "", mode[32];
 	struct tally t = { 0 };
 	struct v8names *names;
+	struct v8_test_bpf *skel = NULL;
+	struct v8_proc vp;
+	const char *bwhy = "no READY line";
 	FILE *out;
 	pid_t pid;
 	char line[16384];
@@ -487,19 +566,25 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 
 		if (!strncmp(line, "DONE", 4))
 			break;
+		if (!strncmp(line, "READY", 5)) {
+			skel = bpf_setup(rt, &vf, &l, pid, &vp, &bwhy);
+			if (write(in, "x", 1) != 1)
+				break;
+		}
 		if (strncmp(line, "STOP ", 5) || (nv = parse_stop(line, tag, sizeof(tag), &tid, v, MAXV8)) < 1)
 			continue;
 		if (!stopped(pid, tid)) {
 			printf("  %s: node did not stop\n", tag);
 			break;
 		}
-		at_stop(rt, &vf, &l, names, pid, tid, tag, v, nv, &t);
+		at_stop(rt, &vf, &l, names, skel, pid, tid, tag, v, nv, &t);
 		if (write(in, "x", 1) != 1)
 			break;
 	}
 	fclose(out);
 	close(in);
 	node_kill(pid);
+	v8_test_bpf__destroy(skel);
 	struct v8names_stats ns;
 	v8names__stats(names, &ns);
 	v8names__free(names);
@@ -515,6 +600,10 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 	      t.stops);
 	CHECK(t.stale + t.unread <= t.jsframes / 20, "%s: %d stale and %d unreadable of %d JS frames", mode,
 	      t.stale, t.unread, t.jsframes);
+	CHECK(skel != NULL, "%s: the BPF hook loads (verifier) and attaches: %s", mode, skel ? "yes" : bwhy);
+	CHECK(t.bpf_runs == t.stops && t.bpf_same == t.stops,
+	      "%s: the BPF hook's JS frames equal the twin's at %d of %d stops (%d walked)", mode, t.bpf_same,
+	      t.stops, t.bpf_runs);
 	if (!interp)
 		CHECK(t.kinds[V8_FT_OPT] + t.kinds[V8_FT_BASELINE] > 0, "%s: compiled frames seen (%d optimized, %d baseline)",
 		      mode, t.kinds[V8_FT_OPT], t.kinds[V8_FT_BASELINE]);

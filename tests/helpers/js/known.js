@@ -9,7 +9,8 @@
 //                               (the frames of new Error().stack, callee first),
 //                               then blocks reading a byte from stdin (the test
 //                               walks the thread meanwhile, then writes one);
-//                               allocates between stops so the GC moves objects
+//                               allocates between stops so the GC moves objects;
+//                               first "READY pid", then one byte to start
 //
 // Every function here is named, so a frame's name is never a guess.
 'use strict';
@@ -161,6 +162,8 @@ const sites = [
 ];
 
 function stops(rounds) {
+  // The test sets up (BPF, say) and lets us go.
+  fs.writeSync(1, `READY ${process.pid}\n`), fs.readSync(0, one, 0, 1, null);
   for (let r = 0; r < rounds; r++) {
     for (const s of sites) {
       // Warm up (the default tiers compile the hot callers), then stop.
