@@ -7,9 +7,11 @@
  * A frame-pointer walk with the hook on every frame in V8 code stands in
  * for the table walk (V8's frames are all rbp frames, and so are node's
  * C++ frames on the paths used here):
- * - v8_test_read, a uprobe on libc's read(): the thread test_v8walk stops
- *   (known.js blocks in read in the middle of its JS frames) walks its
- *   stack here just before it blocks; the records go to `result`.
+ * - v8_test_read, a uprobe on libuv's uv_fs_read(): the thread test_v8walk
+ *   stops (known.js blocks reading stdin in the middle of its JS frames)
+ *   walks its stack here just before it blocks; the records go to
+ *   `result`. (Not libc's read(): Debian's libuv, between the two, keeps
+ *   no frame pointer; node's C++ and V8 do.)
  *   Anonymous executable memory is told by bpf_find_vma.
  * - v8_test_sample, a perf_event program: the same walk per cpu-clock
  *   sample of target_tgid, for BPF's run time per sample (bpf_stats).
@@ -128,9 +130,9 @@ int v8_test_read(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
-	/* read(0, ...) in the target process: a stop's (known.js reads
-	 * stdin nowhere else) */
-	if ((id >> 32) != target_tgid || PT_REGS_PARM1(ctx) != 0)
+	/* uv_fs_read(loop, req, file 0, ...) in the target process: a stop's
+	 * (known.js reads stdin nowhere else) */
+	if ((id >> 32) != target_tgid || PT_REGS_PARM3(ctx) != 0)
 		return 0;
 	walk(ctx, id >> 32, 0);
 	return 0;

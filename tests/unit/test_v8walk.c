@@ -304,7 +304,7 @@ static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struc
 
 /*
  * The BPF hook's records of this stop (tests/bpf/v8_test.bpf.c walked the
- * thread by rbp on its way into read()) against the twin's: the same JS
+ * thread by rbp on its way into uv_fs_read()) against the twin's: the same JS
  * frames, objects, offsets and stamps (the native indexes differ: one walk
  * is by rbp, the other by the unwind tables).
  */
@@ -323,8 +323,11 @@ static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct 
 		       res.frames[2 * i + 1] == ((__u64)o->js[i].stamp << 32 | o->js[i].off);
 	t->bpf_same += same;
 	if (!same) {
-		printf("  %s: BPF %u JS frames (end %u, %u native), twin %d\n", tag, res.njs, res.end, res.npcs,
-		       o->njs);
+		printf("  %s: BPF %u JS frames (end %u, walk end %u after %u native:", tag, res.njs, res.end, res.uend,
+		       res.npcs);
+		for (unsigned k = 0; k < res.npcs && k < 8; k++)
+			printf(" %#llx", (unsigned long long)res.pcs[k]);
+		printf("), twin %d\n", o->njs);
 		for (int i = 0; i < o->njs || i < (int)res.njs; i++)
 			printf("    %2d bpf %#llx %#llx  twin %#llx %#llx\n", i,
 			       i < (int)res.njs ? (unsigned long long)res.frames[2 * i] : 0,
@@ -335,15 +338,16 @@ static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct 
 }
 
 /* Loads the test program for process pid (layout l, its builtins found
- * in its maps) and attaches its uprobe to libc's read(). NULL on error. */
+ * in its maps) and attaches its uprobe to libuv's uv_fs_read() (in
+ * libuv.so, or linked into node). NULL on error. */
 static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8file *vf,
 				     const struct v8layout *l, pid_t pid, struct v8_proc *vp, const char **why)
 {
 	static struct proc p;
 	struct v8_test_bpf *skel = v8_test_bpf__open();
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "read");
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "uv_fs_read");
 	uint64_t lo, hi;
-	const char *libc = NULL;
+	const char *uv = rt->exe;
 
 	*why = "open";
 	if (!skel)
@@ -357,11 +361,11 @@ static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8fi
 	if (read_maps(&p) || builtins(&p, rt->engine, vf, &lo, &hi) || v8layout__proc(l, lo, hi, vp))
 		goto fail;
 	for (int i = 0; i < p.n; i++)
-		if (strstr(p.m[i].path, "/libc.so"))
-			libc = p.m[i].path;
+		if (strstr(p.m[i].path, "/libuv.so"))
+			uv = p.m[i].path;
 	*why = "v8_procs or the uprobe";
-	if (!libc || bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), vp, sizeof(*vp), 0) ||
-	    !bpf_program__attach_uprobe_opts(skel->progs.v8_test_read, pid, libc, 0, &uo))
+	if (bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), vp, sizeof(*vp), 0) ||
+	    !bpf_program__attach_uprobe_opts(skel->progs.v8_test_read, pid, uv, 0, &uo))
 		goto fail;
 	return skel;
 fail:
