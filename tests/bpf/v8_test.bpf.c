@@ -15,9 +15,9 @@
  *   Anonymous executable memory is told by bpf_find_vma.
  * - v8_test_sample, a perf_event program: the same walk per cpu-clock
  *   sample of target_tgid, for BPF's run time per sample (bpf_stats).
- *   From a hardirq bpf_find_vma works once per interrupt, so every frame
- *   outside node's own files counts as V8 code here; JS frames are what
- *   is timed.
+ *   From a hardirq bpf_find_vma works once per interrupt, so frames
+ *   outside the engine file count as JIT code here (libc's and libuv's
+ *   too: the hook then reads their frames and finds no JS function).
  */
 #include "bpf/vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,8 +31,8 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 target_tgid = 0;
-/* [file_lo, file_hi): node's executable mappings (not V8 code but for
- * the builtins), for v8_test_sample. */
+/* The engine file's executable mappings [file_lo, file_hi) (not V8 code
+ * but for the builtins), for v8_test_sample. */
 const volatile __u64 file_lo = 0, file_hi = 0;
 
 struct {

@@ -613,6 +613,112 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 		      mode, t.kinds[V8_FT_OPT], t.kinds[V8_FT_BASELINE]);
 }
 
+static int prog_stats(int fd, uint64_t *ns, uint64_t *cnt)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -1;
+	*ns = info.run_time_ns;
+	*cnt = info.run_cnt;
+	return 0;
+}
+
+/*
+ * BPF's time per sample: the test program's perf_event walk of known.js
+ * (default tiers) at 999 Hz, with the hook (the process in v8_procs) and
+ * then without (plain rbp steps over the same frames), from bpf_stats.
+ */
+static void bpf_time(const struct node_rt *rt)
+{
+	char *argv[] = { "node", (char *)js_helper("known.js"), "run", "8", NULL };
+	struct perf_event_attr pa = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(pa),
+				      .config = PERF_COUNT_SW_CPU_CLOCK, .freq = 1, .sample_freq = 999 };
+	static struct proc p;
+	struct v8_test_bpf *skel = NULL;
+	struct v8_test_result res;
+	struct v8file vf;
+	struct v8layout l;
+	struct v8_proc vp;
+	uint64_t lo = 0, hi = 0, ns[3] = { 0 }, cnt[3] = { 0 }, smp[3] = { 0 }, js[3] = { 0 };
+	int fd = -1, efd, pfd = -1, sfd = -1, out = -1;
+	__u32 zero = 0;
+	pid_t pid;
+	bool ok = false;
+
+	efd = open(rt->engine, O_RDONLY | O_CLOEXEC);
+	if (efd < 0 || v8file__read(efd, &vf) || v8layout__init(&vf, &l, NULL, 0)) {
+		CHECK(0, "%s: V8 layout of %s", rt->name, rt->engine);
+		if (efd >= 0)
+			close(efd);
+		return;
+	}
+	close(efd);
+	pid = node_spawn(rt, argv, &out);
+	p.pid = pid;
+	for (int i = 0; i < 100 && pid > 0; i++) { /* until node runs JS */
+		usleep(20000);
+		if (!read_maps(&p) && !builtins(&p, rt->engine, &vf, &lo, &hi) && i > 10)
+			break;
+	}
+	if (pid < 0 || !lo || v8layout__proc(&l, lo, hi, &vp) || !(skel = v8_test_bpf__open()))
+		goto out;
+	skel->rodata->target_tgid = (__u32)pid;
+	for (int i = 0; i < p.n; i++)
+		if (p.m[i].x && !strcmp(p.m[i].path, rt->engine)) {
+			if (!skel->rodata->file_lo || p.m[i].start < skel->rodata->file_lo)
+				skel->rodata->file_lo = p.m[i].start;
+			if (p.m[i].end > skel->rodata->file_hi)
+				skel->rodata->file_hi = p.m[i].end;
+		}
+	if (v8_test_bpf__load(skel) ||
+	    bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), &vp, sizeof(vp), 0))
+		goto out;
+	pfd = (int)syscall(SYS_perf_event_open, &pa, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	sfd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (pfd < 0 || sfd < 0 || !bpf_program__attach_perf_event(skel->progs.v8_test_sample, pfd))
+		goto out;
+	fd = bpf_program__fd(skel->progs.v8_test_sample);
+	for (int phase = 0; phase < 3; phase++) {
+		if (phase)
+			sleep(3);
+		if (prog_stats(fd, &ns[phase], &cnt[phase]) ||
+		    bpf_map__lookup_elem(skel->maps.result, &zero, sizeof(zero), &res, sizeof(res), 0))
+			goto out;
+		smp[phase] = res.samples;
+		js[phase] = res.js_total;
+		if (phase == 1) /* the hook off: plain rbp steps */
+			bpf_map__delete_elem(skel->maps.v8_procs, &pid, sizeof(pid), 0);
+	}
+	ok = true;
+out:
+	if (ok) {
+		double with = (double)(ns[1] - ns[0]) / (double)(cnt[1] - cnt[0] + !(cnt[1] - cnt[0]));
+		double without = (double)(ns[2] - ns[1]) / (double)(cnt[2] - cnt[1] + !(cnt[2] - cnt[1]));
+		double jsps = (double)(js[1] - js[0]) / (double)(smp[1] - smp[0] + !(smp[1] - smp[0]));
+
+		printf("  %s: %" PRIu64 " samples with the hook: %.0f ns each, %.1f JS frames per sample; %" PRIu64
+		       " without: %.0f ns; %.0f ns per JS frame\n",
+		       rt->name, smp[1] - smp[0], with, jsps, smp[2] - smp[1], without,
+		       jsps > 0 ? (with - without) / jsps : 0.0);
+		CHECK(smp[1] - smp[0] > 500 && jsps >= 2, "%s: the perf_event hook walked %" PRIu64
+		      " samples, %.1f JS frames each", rt->name, smp[1] - smp[0], jsps);
+		CHECK(jsps > 0 && (with - without) / jsps < 1000, "%s: BPF time per JS frame %.0f ns (< 1 us)",
+		      rt->name, jsps > 0 ? (with - without) / jsps : 0.0);
+	} else {
+		CHECK(0, "%s: the timing run (node, maps, BPF load, perf event, bpf_stats)", rt->name);
+	}
+	if (sfd >= 0)
+		close(sfd);
+	v8_test_bpf__destroy(skel);
+	if (pfd >= 0)
+		close(pfd);
+	if (out >= 0)
+		close(out);
+	node_kill(pid);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -630,6 +736,9 @@ int main(void)
 				run(&node_rts[i], interp, 3);
 		}
 	}
+	for (size_t i = 0; i < NODE_RTS; i++)
+		if ((!getenv("V8WALK_ONLY") || !strcmp(getenv("V8WALK_ONLY"), "time")) && node_present(&node_rts[i]))
+			bpf_time(&node_rts[i]);
 	tables_free();
 	return test_done();
 }
