@@ -214,6 +214,7 @@ struct tally {
 	int stops, walked, root, matched, frames, lines_ok, wrong, stale, unread, jsframes, kinds[5];
 	int runtime_names, inlined_left, no_line;
 	int bpf_runs, bpf_same; /* stops the BPF hook walked; with the twin's records */
+	int old_same, old_stale, old_wrong; /* the previous stop's frames, named again */
 };
 
 /* V8's name of frame v as we write it. */
@@ -398,6 +399,40 @@ static void dump_positions(pid_t pid, const struct v8layout *l, uint64_t code, u
 	free(tab);
 }
 
+/* The previous stop's JS frames, what we named them, and their process. */
+static struct {
+	struct v8_frame js[V8_MAX_FRAMES];
+	char name[V8_MAX_FRAMES][256];
+	int n;
+	pid_t pid;
+} prev;
+
+/*
+ * The previous stop's frames named again, with a fresh cache, from memory
+ * as it is now: the process has run, allocated and collected since. Each
+ * must get its old name, or be stale; another name is a wrong name.
+ */
+static void rename_old(const struct v8layout *l, const struct v8file *vf, pid_t pid, struct tally *t)
+{
+	struct v8names *fresh = v8names__new(0);
+
+	for (int i = 0; fresh && prev.pid == pid && i < prev.n; i++) {
+		struct v8name_frame nf[8];
+		int n = v8names__frame(fresh, pid, l, vf, v8name__read_pid, (void *)(intptr_t)pid, &prev.js[i],
+				       V8_OBJ_INDEX(prev.js[i].obj) > 0, nf, 8);
+
+		if (n < 0 || !prev.name[i][0]) {
+			t->old_stale += n < 0;
+		} else if (!strcmp(nf[n - 1].name, prev.name[i])) {
+			t->old_same++;
+		} else {
+			printf("  a frame named %s at the last stop is now %s\n", prev.name[i], nf[n - 1].name);
+			t->old_wrong++;
+		}
+	}
+	v8names__free(fresh);
+}
+
 /* One stop of thread tid: walk, name, compare. */
 static void at_stop(const struct node_rt *rt, const struct v8file *vf, const struct v8layout *l,
 		    struct v8names *names, struct v8_test_bpf *skel, pid_t pid, pid_t tid, const char *tag,
@@ -448,6 +483,11 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 	t->root += o.uend == PROF_UE_ROOT;
 	if (o.uend != PROF_UE_ROOT)
 		printf("  %s: the walk ended %d after %d frames\n", tag, o.uend, o.npcs);
+	rename_old(l, vf, pid, t);
+	prev.pid = pid;
+	prev.n = o.njs;
+	memcpy(prev.js, o.js, sizeof(prev.js));
+	memset(prev.name, 0, sizeof(prev.name));
 	ours.n = 0;
 	for (int i = 0; i < o.njs && ours.n < 120; i++) {
 		struct v8name_frame nf[8];
@@ -473,6 +513,7 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 			ours.f[ours.n++].line = 0;
 			continue;
 		}
+		snprintf(prev.name[i], sizeof(prev.name[i]), "%s", nf[n - 1].name);
 		for (int k = 0; k < n && ours.n < 120; k++) {
 			snprintf(ours.f[ours.n].name, sizeof(ours.f[0].name), "%s", nf[k].name);
 			snprintf(ours.f[ours.n].file, sizeof(ours.f[0].file), "%s", nf[k].path);
@@ -543,6 +584,7 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 		return;
 	}
 	close(efd);
+	argv[a++] = "--expose-gc";
 	if (interp) {
 		argv[a++] = "--no-opt";
 		argv[a++] = "--no-sparkplug";
@@ -604,6 +646,9 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 	      t.stops);
 	CHECK(t.stale + t.unread <= t.jsframes / 20, "%s: %d stale and %d unreadable of %d JS frames", mode,
 	      t.stale, t.unread, t.jsframes);
+	CHECK(t.old_wrong == 0 && t.old_same + t.old_stale > 0,
+	      "%s: the last stop's frames named again after a full GC: %d the same, %d stale, %d wrong", mode,
+	      t.old_same, t.old_stale, t.old_wrong);
 	CHECK(skel != NULL, "%s: the BPF hook loads (verifier) and attaches: %s", mode, skel ? "yes" : bwhy);
 	CHECK(t.bpf_runs == t.stops && t.bpf_same == t.stops,
 	      "%s: the BPF hook's JS frames equal the twin's at %d of %d stops (%d walked)", mode, t.bpf_same,

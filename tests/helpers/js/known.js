@@ -146,6 +146,9 @@ function churn(k) {
     const o = { i, s: 'x' + i, a: [i, i + 1] };
     if (i % 7 === 0) keep[(i * 13) % 30000] = o;
   }
+  // Run with --expose-gc: full collections too (dead functions go, pages
+  // are compacted).
+  if (typeof gc === 'function') gc();
 }
 
 // A function made per round (its SharedFunctionInfo dies with it).
