@@ -125,3 +125,26 @@ void v8walk__walk(const struct v8_proc *p, struct twin_regs *r, const struct twi
 			break;
 	}
 }
+
+int v8walk__merge(int npcs, const struct v8_frame *js, int njs, int *out, int max)
+{
+	int n = 0, j = 0;
+
+	for (int i = 0; i < npcs && n < max; i++) {
+		int tied = 0;
+
+		/* records come in walk order: their indexes never go down */
+		while (j < njs && (int)V8_OBJ_INDEX(js[j].obj) <= i && n < max) {
+			if ((int)V8_OBJ_INDEX(js[j].obj) == i) {
+				out[n++] = -1 - j;
+				tied = 1;
+			}
+			j++;
+		}
+		if (!tied && n < max)
+			out[n++] = i;
+	}
+	for (; j < njs && n < max; j++)
+		out[n++] = -1 - j;
+	return n;
+}

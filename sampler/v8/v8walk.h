@@ -49,4 +49,17 @@ struct v8walk_out {
 void v8walk__walk(const struct v8_proc *p, struct twin_regs *r, const struct twin_mem *mem,
 		  twin_map_fn map, void *mctx, v8_read_fn rd, void *rctx, struct v8walk_out *o);
 
+/*
+ * The merge rule, for a sample's native frames (npcs, leaf first) and its
+ * JS records js[0..njs) (each tied to a native frame by V8_OBJ_INDEX):
+ * a native frame with a JS frame tied to it is replaced by that JS frame
+ * (the native frame is the builtin or JIT code running it); every other
+ * native frame stays where it is (JSEntry, C++ between two JS frames:
+ * JSON.parse calling a reviver). out[k] is >= 0 for native frame out[k],
+ * or -1 - j for JS record j. Records tied to no frame in range go before
+ * the root-side end, as Python's leftovers do. Returns the count (at most
+ * max). Pure.
+ */
+int v8walk__merge(int npcs, const struct v8_frame *js, int njs, int *out, int max);
+
 #endif

@@ -165,7 +165,7 @@ static size_t put_uvlq(uint8_t *p, uint64_t v)
 
 static size_t put_svlq(uint8_t *p, int64_t v)
 {
-	return put_uvlq(p, (uint64_t)(v << 1) ^ (uint64_t)(v >> 63));
+	return put_uvlq(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
 /* An entry as V8's SourcePositionTableBuilder writes it (deltas). */
