@@ -49,9 +49,11 @@ LDFLAGS += $(SANFLAGS)
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_SKELS  := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
+# Test-only BPF programs (tests/bpf/*.bpf.c): skeletons for unit tests.
+TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(GEN)/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 PROTO_C    := $(GEN)/profile.pb-c.c
 PUSH_PROTO_C := $(GEN)/push.pb-c.c
-GENERATED  := $(PROTO_C) $(PUSH_PROTO_C) $(BPF_SKELS) $(GEN)/version.h
+GENERATED  := $(PROTO_C) $(PUSH_PROTO_C) $(BPF_SKELS) $(TEST_BPF_SKELS) $(GEN)/version.h
 LIB_SRCS   := $(wildcard store/*/*.c fs/*/*.c sampler/*.c sampler/*/*.c)
 LIB_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
 	      $(BUILD)/obj/gen/push.pb-c.o
@@ -115,6 +117,9 @@ BPF_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 $(GEN)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
+$(GEN)/%.bpf.o: tests/bpf/%.bpf.c $(wildcard bpf/*.h)
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
 $(GEN)/%.skel.h: $(GEN)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
@@ -151,7 +156,8 @@ FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \
 	sampler/python/interp.c sampler/push/retry_after.c \
-	sampler/ruby/rbline.c sampler/ruby/rbcode.c sampler/ruby/rblayout.c sampler/ruby/rbfile.c
+	sampler/ruby/rbline.c sampler/ruby/rbcode.c sampler/ruby/rblayout.c sampler/ruby/rbfile.c \
+	sampler/v8/v8file.c sampler/v8/v8layout.c sampler/v8/v8pos.c sampler/v8/v8name.c sampler/v8/v8walk.c
 # The library part is compiled once (fuzzer-no-link: instrumented, no
 # main) and linked into every target; compiling it per target was ~500
 # compiles, the larger part of make test's build.
@@ -193,14 +199,8 @@ clean:
 # The BPF object and skeleton are intermediates of a pattern chain; keep
 # them, or make deletes them after every build and rebuilds everything that
 # includes a skeleton the next time.
-.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(FUZZ_OBJS)
+.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(TEST_BPF_SKELS) \
+	$(patsubst %.skel.h,%.bpf.o,$(TEST_BPF_SKELS)) $(FUZZ_OBJS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# Test-only BPF programs (tests/bpf/*.bpf.c): skeletons in build/gen for
-# the unit test that loads each (test_rbbpf: rb_test).
-$(GEN)/%.bpf.o: tests/bpf/%.bpf.c $(wildcard bpf/*.h)
-	$(call msg,BPF,$<)
-	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
-$(BUILD)/tests/test_rbbpf: $(GEN)/rb_test.skel.h
-.SECONDARY: $(GEN)/rb_test.skel.h $(GEN)/rb_test.bpf.o

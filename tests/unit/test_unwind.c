@@ -510,8 +510,8 @@ int main(void)
 	for (size_t i = 0; i < NODE_RTS; i++) {
 		const struct node_rt *rt = &node_rts[i];
 		char env[512], *envp[] = { env, NULL };
-		/* long enough for 40 captures under the sanitizers (killed after) */
-		char *av[] = { (char *)rt->exe, (char *)js_helper("known.js"), "run", "120", NULL };
+		/* long enough for a sanitized build to compile the tables; killed after the shots */
+		char *av[] = { (char *)rt->exe, (char *)js_helper("known.js"), "run", "300", NULL };
 
 		snprintf(env, sizeof(env), "LD_LIBRARY_PATH=%s", rt->libdir ? rt->libdir : "");
 		if (!node_present(rt)) {

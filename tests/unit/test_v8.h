@@ -56,16 +56,24 @@ static inline int node_present(const struct node_rt *rt)
 
 /*
  * Starts `node ARGS...` (argv[0] is replaced by rt's exe; at most 14
- * arguments) with its stdout on a pipe whose read end goes to *out (-1 to
- * leave stdout alone). Returns the pid, or -1.
+ * arguments) with its stdout on a pipe whose read end goes to *out, and
+ * its stdin on one whose write end goes to *in (NULL: leave it alone).
+ * Returns the pid, or -1.
  */
-static inline pid_t node_spawn(const struct node_rt *rt, char *const argv[], int *out)
+static inline pid_t node_spawn2(const struct node_rt *rt, char *const argv[], int *out, int *in)
 {
-	int p[2] = { -1, -1 };
+	int p[2] = { -1, -1 }, q[2] = { -1, -1 };
 	pid_t pid;
 
 	if (out && pipe2(p, O_CLOEXEC))
 		return -1;
+	if (in && pipe2(q, O_CLOEXEC)) {
+		if (out) {
+			close(p[0]);
+			close(p[1]);
+		}
+		return -1;
+	}
 	pid = fork();
 	if (pid == 0) {
 		char *av[16], env[PATH_MAX + 32];
@@ -73,6 +81,8 @@ static inline pid_t node_spawn(const struct node_rt *rt, char *const argv[], int
 
 		if (out)
 			dup2(p[1], 1);
+		if (in)
+			dup2(q[0], 0);
 		av[i++] = (char *)rt->exe;
 		for (int k = 1; argv[k] && i < 15; k++)
 			av[i++] = argv[k];
@@ -86,13 +96,24 @@ static inline pid_t node_spawn(const struct node_rt *rt, char *const argv[], int
 	}
 	if (out) {
 		close(p[1]);
-		if (pid < 0) {
+		if (pid < 0)
 			close(p[0]);
-			return -1;
-		}
-		*out = p[0];
+		else
+			*out = p[0];
+	}
+	if (in) {
+		close(q[0]);
+		if (pid < 0)
+			close(q[1]);
+		else
+			*in = q[1];
 	}
 	return pid;
+}
+
+static inline pid_t node_spawn(const struct node_rt *rt, char *const argv[], int *out)
+{
+	return node_spawn2(rt, argv, out, NULL);
 }
 
 static inline void node_kill(pid_t pid)

@@ -4,11 +4,13 @@
 //                               worker thread; prints each function's CPU time
 //                               (this thread's own, /proc/thread-self/schedstat)
 //                               as "TRUTH name ns" lines at the end
-//   node known.js stops ROUNDS  stops itself (SIGSTOP) at known places, each
-//                               announced first by a line
-//                               "STOP tag tid|fn|file|line|fn|file|line..."
-//                               (the frames of new Error().stack, callee first);
-//                               allocates between stops so the GC moves objects
+//   node known.js stops ROUNDS  stops at known places: prints a line
+//                               "STOP tag tid fn|file|line|fn|file|line..."
+//                               (the frames of new Error().stack, callee first),
+//                               then blocks reading a byte from stdin (the test
+//                               walks the thread meanwhile, then writes one);
+//                               allocates between stops so the GC moves objects;
+//                               first "READY pid", then one byte to start
 //
 // Every function here is named, so a frame's name is never a guess.
 'use strict';
@@ -98,11 +100,15 @@ function frames() {
   return cs.slice(1).map((c) => [c.getFunctionName() || '', c.getFileName() || '', c.getLineNumber() || 0].join('|'));
 }
 
-// The stop: the frames V8 itself reports, then SIGSTOP on the same line
-// (so the stopped frame's line is the one reported too).
+// The stop: the frames V8 itself reports, then a read that blocks until
+// the test is done, on the same line (so the stopped frame's line is the
+// one reported too). A blocking read parks this very thread; SIGSTOP
+// would go to the process, and a worker ran on until the main thread
+// took it.
+const one = Buffer.alloc(1);
 function site(tag) {
   if (!armed) return 0;
-  fs.writeSync(1, `STOP ${tag} ${tid()} ${frames().join('|')}\n`), process.kill(process.pid, 'SIGSTOP');
+  fs.writeSync(1, `STOP ${tag} ${tid()} ${frames().join('|')}\n`), fs.readSync(0, one, 0, 1, null);
   return 1;
 }
 
@@ -140,6 +146,9 @@ function churn(k) {
     const o = { i, s: 'x' + i, a: [i, i + 1] };
     if (i % 7 === 0) keep[(i * 13) % 30000] = o;
   }
+  // Run with --expose-gc: full collections too (dead functions go, pages
+  // are compacted).
+  if (typeof gc === 'function') gc();
 }
 
 // A function made per round (its SharedFunctionInfo dies with it).
@@ -156,6 +165,8 @@ const sites = [
 ];
 
 function stops(rounds) {
+  // The test sets up (BPF, say) and lets us go.
+  fs.writeSync(1, `READY ${process.pid}\n`), fs.readSync(0, one, 0, 1, null);
   for (let r = 0; r < rounds; r++) {
     for (const s of sites) {
       // Warm up (the default tiers compile the hot callers), then stop.

@@ -1,0 +1,243 @@
+/*
+ * v8_walk.h - the V8 hook of the native walk (BPF only; bpf/v8.h has the
+ * records, sampler/v8/v8walk.c is its twin in C: keep the two in step).
+ *
+ * How the native walk (bpf/unwind_walk.h, walk_step) calls it:
+ *   - per sample, before the walk: v8_begin(&w->v8, tgid) (one map lookup;
+ *     the process's set-up is copied, so frames need no lookup);
+ *   - per frame, instead of the rbp step, when v8_code() says the frame's
+ *     pc is in V8 code (anonymous executable memory, or the builtins):
+ *     end = v8_step(&w->v8, &w->pc, &w->sp, &w->bp, w->n - 1) (the frame's
+ *     pc already stored as native frame w->n - 1);
+ *   - after the walk: v8_emit(&w->v8, ev->frames, at) copies the JS
+ *     frames into ev->frames[at...], two slots each (at: after the native
+ *     frames, and after Python's if any).
+ * v8_step does the rbp step itself from the one read it makes of the
+ * frame (saved rbp and return address are in it), so a JS frame costs
+ * that read plus the JSFunction's (and the Code's, for compiled code):
+ * two or three reads; other V8 frames one.
+ *
+ * V8_READ(dst, len, src) reads user memory; bpf_probe_read_user unless
+ * the includer says otherwise.
+ */
+#ifndef PROFFS_BPF_V8_WALK_H
+#define PROFFS_BPF_V8_WALK_H
+
+#include "bpf/v8.h"
+
+#ifndef V8_READ
+#define V8_READ(dst, len, src) bpf_probe_read_user(dst, len, (const void *)(src))
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, V8_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct v8_proc);
+} v8_procs SEC(".maps");
+
+struct v8_buf {
+	__u64 fr[V8_FRAME_READ / 8];
+	__u8 jsf[V8_JSF_READ];
+	__u8 code[V8_CODE_READ];
+	__u8 sfi[V8_SFI_READ];
+	struct v8_frame out[V8_MAX_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct v8_buf);
+} v8_scratch SEC(".maps");
+
+/* JS walks by how they ended (enum v8_end), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, V8_END_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} v8_ends SEC(".maps");
+
+/* Per sample (a member of the walk's state): scalars only. */
+struct v8_walk {
+	struct v8_proc c;
+	__u32 on;  /* a V8 process */
+	__u32 njs; /* frames in v8_scratch.out */
+	__u32 end; /* enum v8_end */
+	__u32 pad;
+};
+
+static __always_inline void v8_begin(struct v8_walk *v, __u32 tgid)
+{
+	struct v8_proc *c = bpf_map_lookup_elem(&v8_procs, &tgid);
+
+	v->on = 0;
+	v->njs = 0;
+	v->end = V8_END_NONE;
+	if (!c)
+		return;
+	v->c = *c;
+	v->on = 1;
+	v->end = V8_END_OK;
+}
+
+/* Whether look (a frame's pc, minus one for return addresses) is V8 code:
+ * anon is the walk's "anonymous executable memory" (JIT code). */
+static __always_inline int v8_code(const struct v8_walk *v, int anon, __u64 look)
+{
+	return v->on && (anon || (look >= v->c.code_lo && look < v->c.code_hi));
+}
+
+static __always_inline int v8_heap_object(__u64 x)
+{
+	return (x & 3) == 1 && x > 4096;
+}
+
+static __always_inline __u64 v8_slot(const struct v8_buf *b, int off)
+{
+	__u32 i;
+
+	if (off < -V8_FRAME_BELOW)
+		return 0;
+	i = (__u32)(off + V8_FRAME_BELOW) >> 3;
+	if (i >= V8_FRAME_READ / 8)
+		return 0;
+	return b->fr[i & 7];
+}
+
+static __always_inline __u64 v8_u64(const __u8 *p, __u32 off, __u32 size)
+{
+	if (off > size - 8)
+		return 0;
+	return *(const __u64 *)(p + (off & 63));
+}
+
+static __always_inline __u32 v8_u32(const __u8 *p, __u32 off, __u32 size)
+{
+	if (off > size - 4)
+		return 0;
+	return *(const __u32 *)(p + (off & 63));
+}
+
+/*
+ * The rbp step of the frame at *bp whose pc is in V8 code, index its
+ * place among the user frames: records a JS frame when the frame runs one
+ * (v8walk__frame says how), then *pc, *sp, *bp become the caller's.
+ * Returns 0 or the walk's end (enum prof_uend).
+ */
+static __noinline int v8_step(struct v8_walk *v, __u64 *pc, __u64 *sp, __u64 *bp, __u32 index)
+{
+	__u32 zero = 0, n;
+	struct v8_buf *b = bpf_map_lookup_elem(&v8_scratch, &zero);
+	__u64 fp = *bp, jsf, sfi, code, start, ba, bo, ra;
+	__u32 size, kind, type = 0, off = 0, stamp = 0;
+	__u64 obj = 0;
+
+	if (!b || !v)
+		return PROF_UE_BAD_FRAME;
+	if (fp == 0)
+		return PROF_UE_FP_END;
+	if (fp < *sp || V8_READ(b->fr, V8_FRAME_READ, fp - V8_FRAME_BELOW))
+		return PROF_UE_BAD_FRAME;
+	ra = b->fr[V8_FRAME_BELOW / 8 + 1];
+	jsf = v8_slot(b, v->c.fp_function);
+	if (v8_heap_object(v8_slot(b, v->c.fp_context)) && v8_heap_object(jsf)) {
+		if (V8_READ(b->jsf, V8_JSF_READ, jsf - 1 + v->c.jsf_read_off)) {
+			v->end = V8_END_READ;
+			goto step;
+		}
+		sfi = v8_u64(b->jsf, v->c.jsf_shared, V8_JSF_READ);
+		code = v8_u64(b->jsf, v->c.jsf_code, V8_JSF_READ);
+		if (!v8_heap_object(sfi))
+			goto step;
+		if (*pc >= v->c.code_lo && *pc < v->c.code_hi) {
+			ba = v8_slot(b, v->c.fp_bytecode_array);
+			bo = v8_slot(b, v->c.fp_bytecode_offset);
+			if (v8_heap_object(ba) && !(bo & 1)) {
+				type = V8_FT_INTERP;
+				obj = sfi;
+				off = (__u32)(bo >> 32);
+				stamp = v8_stamp(ba, 0);
+			}
+		} else if (v8_heap_object(code)) {
+			if (V8_READ(b->code, V8_CODE_READ, code - 1 + v->c.code_read_off)) {
+				v->end = V8_END_READ;
+				goto step;
+			}
+			start = v->c.code_start >= 0 ? v8_u64(b->code, (__u32)v->c.code_start, V8_CODE_READ)
+						     : code - 1 + v->c.code_start_inline;
+			size = v8_u32(b->code, v->c.code_size, V8_CODE_READ);
+			kind = (v8_u32(b->code, v->c.code_flags, V8_CODE_READ) >> (v->c.kind_shift & 31)) &
+			       v->c.kind_mask;
+			if (*pc >= start && *pc - start < size) {
+				int base = kind == v->c.kind_baseline;
+
+				type = base ? V8_FT_BASELINE : V8_FT_OPT;
+				obj = base ? sfi : code;
+				off = (__u32)(*pc - start);
+				stamp = v8_stamp(base ? code : sfi, (__u64)size << 8 | kind);
+			}
+		}
+		if (!type) {
+			if (V8_READ(b->sfi, V8_SFI_READ, sfi - 1 + v->c.sfi_read_off)) {
+				v->end = V8_END_READ;
+				goto step;
+			}
+			type = V8_FT_FUNC;
+			obj = sfi;
+			stamp = v8_stamp(v8_u64(b->sfi, v->c.sfi_script, V8_SFI_READ),
+					 v8_u64(b->sfi, v->c.sfi_name, V8_SFI_READ));
+		}
+		n = v->njs;
+		if (n >= V8_MAX_FRAMES) {
+			v->end = V8_END_TRUNC;
+			goto step;
+		}
+		b->out[n & (V8_MAX_FRAMES - 1)].obj = V8_OBJ(obj, type, index);
+		b->out[n & (V8_MAX_FRAMES - 1)].off = off;
+		b->out[n & (V8_MAX_FRAMES - 1)].stamp = stamp;
+		v->njs = n + 1;
+	}
+step:
+	if (ra == 0)
+		return PROF_UE_FP_END;
+	*sp = fp + 16;
+	*bp = b->fr[V8_FRAME_BELOW / 8];
+	*pc = ra;
+	return 0;
+}
+
+/* After the walk: the JS frames into frames[at...] (a record's
+ * 2 * PROF_MAX_FRAMES slots), two each, as far as there is room. Returns
+ * how many; counts the walk's end. */
+static __always_inline int v8_emit(struct v8_walk *v, __u64 *frames, __u32 at)
+{
+	__u32 zero = 0, n = 0;
+	struct v8_buf *b = bpf_map_lookup_elem(&v8_scratch, &zero);
+	__u64 *cnt;
+
+	if (!v->on || !b)
+		return 0;
+	for (__u32 j = 0; j < V8_MAX_FRAMES; j++) {
+		__u32 s = at + 2 * j;
+
+		if (j >= v->njs)
+			break;
+		/* keep the checked value (the compiler would recompute it) */
+		asm volatile("" : "+r"(s));
+		if (s > 2 * PROF_MAX_FRAMES - 2) {
+			v->end = V8_END_TRUNC;
+			break;
+		}
+		frames[s] = b->out[j].obj;
+		frames[s + 1] = (__u64)b->out[j].stamp << 32 | b->out[j].off;
+		n++;
+	}
+	cnt = bpf_map_lookup_elem(&v8_ends, &v->end);
+	if (cnt)
+		*cnt += 1;
+	return (int)n;
+}
+
+#endif

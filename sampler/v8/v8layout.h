@@ -1,0 +1,83 @@
+/*
+ * v8layout.h - where a V8 build keeps what a JS frame walker and namer
+ * read: the file's own v8dbg_* values (v8file.h), plus the holes its
+ * metadata leaves (fields renamed or dropped from it by accident, and
+ * what it never described: ScopeInfo's flag bits, the BytecodeArray's
+ * position table), filled from a small table per V8 minor version.
+ * A minor without a row is refused, never guessed; a row is checked
+ * against every value the file does have.
+ *
+ * 64-bit builds without pointer compression (node's): tagged values are
+ * 8 bytes, a SMI's 32-bit value is in the upper half.
+ */
+#ifndef PROFFS_V8LAYOUT_H
+#define PROFFS_V8LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/v8.h"
+#include "sampler/v8/v8file.h"
+
+struct v8layout {
+	int major, minor;
+	/* Frame slots, bytes from fp */
+	int fp_context, fp_function, fp_bytecode_array, fp_bytecode_offset;
+	/* HeapObject, Map */
+	int map, map_instance_type;
+	/* JSFunction */
+	int jsf_shared, jsf_code;
+	/* SharedFunctionInfo */
+	int sfi_function_data, sfi_name_or_scope_info, sfi_script;
+	/* Script */
+	int script_source, script_name, script_line_offset, script_line_ends;
+	/* Strings */
+	int first_nonstring_type, string_rep_mask, string_enc_mask;
+	int seq_tag, cons_tag, sliced_tag, thin_tag, one_byte_tag;
+	int string_length, seq_one_chars, seq_two_chars, cons_first, cons_second;
+	int sliced_parent, sliced_offset, thin_actual;
+	/* FixedArray, ByteArray, WeakFixedArray: length (SMI) and data */
+	int array_length, array_data;
+	/* BytecodeArray: the bytecodes start at bytecode_data; the frame's
+	 * offset slot holds offset + bytecode_data - 1 */
+	int bytecode_data, bytecode_positions;
+	/* InterpreterData */
+	int interp_data_bytecode;
+	/* Code: instructions at a pointer (code_start_ptr >= 0) or inline at
+	 * code_start_inline; baseline code keeps its BytecodeArray where
+	 * optimized code keeps deoptimization data, and its pc -> bytecode
+	 * table where optimized code keeps source positions */
+	int code_start_ptr, code_start_inline, code_size, code_flags;
+	int code_deopt_data, code_positions;
+	unsigned kind_mask, kind_shift, kind_baseline;
+	/* DeoptimizationData (a FixedArray) indexes */
+	int dd_inlined_count, dd_literals, dd_sfi, dd_inlining_positions;
+	/* ScopeInfo: slots (8 bytes) after the map; flags bits */
+	int si_first_vars, si_ncontextlocals;
+	unsigned si_scope_type_mask, si_module_scope, si_saved_class_bit;
+	unsigned si_function_var_shift, si_inferred_name_bit;
+	int si_max_inlined_names; /* more locals: their names in a hash table (one slot) */
+	/* Instance types */
+	int t_sfi, t_script, t_scope_info, t_bytecode_array, t_byte_array, t_fixed_array;
+	int t_code, t_interpreter_data, t_oddball, t_debug_info;
+};
+
+/*
+ * Fills *l for the V8 file f. Returns 0; -EOPNOTSUPP: no row for f's
+ * version, or not 64-bit SMIs without pointer compression; -EPROTO: the
+ * row disagrees with a value the file has, or the file lacks one the row
+ * does not fill (why, if not NULL, says which, in at most whylen bytes).
+ * PROFFS_V8_WITHHOLD=MAJOR.MINOR in the environment makes that version
+ * unknown (tests of an unknown version).
+ */
+int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t whylen);
+
+/*
+ * The BPF walk's per-process set-up for layout l, with the builtins at
+ * runtime addresses [code_lo, code_hi) (v8file's code_off and size, placed
+ * by the executable mapping of the file that holds them). Returns 0, or
+ * -ERANGE when an offset does not fit the reads BPF makes.
+ */
+int v8layout__proc(const struct v8layout *l, uint64_t code_lo, uint64_t code_hi, struct v8_proc *p);
+
+#endif

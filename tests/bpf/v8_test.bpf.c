@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * v8_test.bpf.c - test-only programs around bpf/v8_walk.h, so the hook
+ * the sampler will call passes this kernel's verifier and its records can
+ * be held against its twin (sampler/v8/v8walk.c) and timed.
+ *
+ * A frame-pointer walk with the hook on every frame in V8 code stands in
+ * for the table walk (V8's frames are all rbp frames, and so are node's
+ * C++ frames on the paths used here):
+ * - v8_test_read, a uprobe on libuv's uv_fs_read(): the thread test_v8walk
+ *   stops (known.js blocks reading stdin in the middle of its JS frames)
+ *   walks its stack here just before it blocks; the records go to
+ *   `result`. (Not libc's read(): Debian's libuv, between the two, keeps
+ *   no frame pointer; node's C++ and V8 do.)
+ *   Anonymous executable memory is told by bpf_find_vma.
+ * - v8_test_sample, a perf_event program: the same walk per cpu-clock
+ *   sample of target_tgid, for BPF's run time per sample (bpf_stats).
+ *   From a hardirq bpf_find_vma works once per interrupt, so frames
+ *   outside the engine file count as JIT code here (libc's and libuv's
+ *   too: the hook then reads their frames and finds no JS function).
+ */
+#include "bpf/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "bpf/profile.h"
+#include "bpf/v8_walk.h"
+#include "tests/bpf/v8_test.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 target_tgid = 0;
+/* The engine file's executable mappings [file_lo, file_hi) (not V8 code
+ * but for the builtins), for v8_test_sample. */
+const volatile __u64 file_lo = 0, file_hi = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct v8_test_result);
+} result SEC(".maps");
+
+struct walk_state {
+	struct v8_walk v;
+	__u64 pc, sp, bp;
+	__u32 n, end, exact, hardirq;
+};
+
+static long anon_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(int *)data = !BPF_CORE_READ(vma, vm_file) && (BPF_CORE_READ(vma, vm_flags) & 0x4);
+	return 0;
+}
+
+static long step(__u64 i, void *data)
+{
+	struct walk_state *s = data;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0;
+	struct v8_test_result *r = bpf_map_lookup_elem(&result, &zero);
+	__u64 look = s->pc - (s->exact ? 0 : 1), ra, nbp;
+	int anon = 0, end;
+
+	if (!r || s->n >= TEST_FRAMES)
+		return 1;
+	if (!s->hardirq)
+		bpf_find_vma(task, look, anon_cb, &anon, 0);
+	else
+		anon = look < file_lo || look >= file_hi;
+	if (!s->hardirq && s->n < TEST_FRAMES)
+		r->pcs[s->n] = s->pc;
+	s->n++;
+	if (v8_code(&s->v, anon, look)) {
+		end = v8_step(&s->v, &s->pc, &s->sp, &s->bp, s->n - 1);
+	} else {
+		if (!s->bp)
+			end = PROF_UE_FP_END;
+		else if (s->bp < s->sp || bpf_probe_read_user(&ra, 8, (void *)(s->bp + 8)) ||
+			 bpf_probe_read_user(&nbp, 8, (void *)s->bp))
+			end = PROF_UE_BAD_FRAME;
+		else if (!ra)
+			end = PROF_UE_FP_END;
+		else {
+			s->sp = s->bp + 16;
+			s->bp = nbp;
+			s->pc = ra;
+			end = 0;
+		}
+	}
+	s->exact = 0;
+	if (end) {
+		s->end = end;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline void walk(struct pt_regs *regs, __u32 tgid, int hardirq)
+{
+	__u32 zero = 0;
+	struct v8_test_result *r = bpf_map_lookup_elem(&result, &zero);
+	struct walk_state s = {};
+
+	if (!r)
+		return;
+	v8_begin(&s.v, tgid);
+	s.pc = PT_REGS_IP(regs);
+	s.sp = PT_REGS_SP(regs);
+	s.bp = PT_REGS_FP(regs);
+	s.exact = 1;
+	s.hardirq = hardirq;
+	s.end = PROF_UE_TRUNC;
+	bpf_loop(TEST_FRAMES, step, &s, 0);
+	if (!hardirq) {
+		r->npcs = s.n;
+		r->uend = s.end;
+		r->njs = v8_emit(&s.v, r->frames, 0);
+		r->end = s.v.end;
+		r->runs++;
+	} else {
+		r->js_total += s.v.njs;
+		r->samples++;
+	}
+}
+
+SEC("uprobe")
+int v8_test_read(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	/* uv_fs_read(loop, req, file 0, ...) in the target process: a stop's
+	 * (known.js reads stdin nowhere else) */
+	if ((id >> 32) != target_tgid || PT_REGS_PARM3(ctx) != 0)
+		return 0;
+	walk(ctx, id >> 32, 0);
+	return 0;
+}
+
+SEC("perf_event")
+int v8_test_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+
+	if (id >> 32 != target_tgid || !task->mm)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	walk(regs, id >> 32, 1);
+	return 0;
+}
