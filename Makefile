@@ -132,6 +132,20 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(or $(HELPER_CFLAGS_$*),-O2 -g -fno-omit-frame-pointer) -Wall -Werror -o $@ $< $(HELPER_LDLIBS_$*)
 
+# Java workloads of sampler/java/'s tests: Known.class (for JDK 17 and
+# newer) and its JNI library, built like Debian's libraries (no frame
+# pointers).
+JDK17 ?= /usr/lib/jvm/java-17-openjdk-amd64
+JAVA_HELPERS := $(BUILD)/tests/java/Known.class $(BUILD)/tests/java/libknownjni.so
+all: $(JAVA_HELPERS)
+$(BUILD)/tests/java/Known.class: tests/helpers/java/Known.java
+	$(call msg,JAVAC,$<)
+	$(Q)mkdir -p $(dir $@) && $(JDK17)/bin/javac --release 17 -d $(dir $@) $<
+$(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -fPIC -shared -Wall -Werror \
+		-I$(JDK17)/include -I$(JDK17)/include/linux -o $@ $<
+
 # Fuzz targets: clang + libFuzzer, always with ASan/UBSan, over the
 # FUSE-free part of the library and the sampler's parsers of files that
 # local users write (perf maps, ELF, Python interpreters) and of other

@@ -18,6 +18,7 @@ PKGS=(
   nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
   linux-perf procps psmisc util-linux
   libdevel-nytprof-perl
+  openjdk-17-jdk-headless
 )
 
 missing=()
