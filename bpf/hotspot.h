@@ -88,12 +88,21 @@ struct hs_proc {
 	__s16 cb_name, cb_kind, cb_frame_size, cb_frame_complete, cb_code_begin, cb_code_end;
 	/* nmethod (CompiledMethod's fields on JDK 17-22) */
 	__s16 nm_compile_id, nm_orig_pc, nm_deopt;
+	__s16 nm_verified;	    /* the verified entry: a pointer, or (HS_P_CODE_OFFSETS)
+				     * a u16 offset from the code begin */
 	/* Method::_constMethod */
 	__s16 m_const_method;
 	/* Interpreter frame slots, in words from rbp (x86-64, JDK 9+:
 	 * method -3, bcp -8, sender sp -1). */
 	__s8 if_method, if_bcp, if_sender_sp;
-	__u8 pad[3];
+	__u8 pad;
+};
+
+/* A frame's registers as the step sees and leaves them: pc, sp, rbp,
+ * and r13, where the interpreter keeps its bcp (meaningful in the leaf
+ * only). */
+struct hs_regs {
+	__u64 pc, sp, bp, r13;
 };
 
 /* What a record names (slot 0, bits 48..51). */
@@ -143,6 +152,7 @@ enum hs_end {
 	HS_E_BAD_FRAME,	 /* no plausible caller: return address, sp or rbp */
 	HS_E_INTERP,	 /* an interpreter frame whose rbp is not a frame pointer */
 	HS_E_TRUNC,	 /* HS_MAX_FRAMES records written */
+	HS_E_NOT_JAVA,	 /* the pc is not in the code cache (the step was not for it) */
 	HS_E_MAX,
 };
 

@@ -243,6 +243,8 @@ int hslayout__build(const struct vmtables *t, struct hslayout *l, char *why, siz
 	l->nm_method = fld(&c, "nmethod|CompiledMethod", "_method", W_PTR, true);
 	l->nm_compile_id = fld(&c, "nmethod", "_compile_id", W_INT, true);
 	l->nm_orig_pc = fld(&c, "nmethod", "_orig_pc_offset", W_INT, true);
+	l->nm_verified = fld(&c, "nmethod", "_verified_entry_point|_verified_entry_offset", W_ANY,
+			     true);
 	l->nm_deopt = fld(&c, "nmethod|CompiledMethod",
 			  "_deopt_handler_begin|_deopt_handler_offset|_deopt_handler_entry_offset",
 			  W_ANY, true);
@@ -255,8 +257,10 @@ int hslayout__build(const struct vmtables *t, struct hslayout *l, char *why, siz
 	l->nm_immutable_size = fld(&c, "nmethod", "_immutable_data_size", W_INT, false);
 	check_int(&c, &l->nm_compile_id, "nmethod::_compile_id", 4);
 	check_int(&c, &l->nm_orig_pc, "nmethod::_orig_pc_offset", 4);
-	if (!c.err && l->nm_deopt.ptr != l->cb_code_begin.ptr)
-		fail(&c, "the deopt handler and the code begin are not both pointers or offsets");
+	if (!c.err && (l->nm_deopt.ptr != l->cb_code_begin.ptr ||
+		       l->nm_verified.ptr != l->cb_code_begin.ptr))
+		fail(&c, "the deopt handler, verified entry and code begin are not all pointers or "
+			 "all offsets");
 	/* Where PcDescs, scopes and metadata are: two shapes we know. */
 	if (!c.err) {
 		bool old = l->nm_scopes_data.ptr && l->nm_dependencies.off >= 0 &&

@@ -39,6 +39,7 @@ struct hslayout {
 	int64_t kind_nmethod, kind_vtable; /* CodeBlobKind values; -1 without cb_kind */
 	/* nmethod (with CompiledMethod's fields on JDK 17-22) */
 	struct hsf nm_method, nm_compile_id, nm_orig_pc;
+	struct hsf nm_verified;	     /* pointer, or a u16 offset from the code begin */
 	struct hsf nm_deopt;	     /* pointer, or an int offset from the blob */
 	struct hsf nm_scopes_data;   /* pointer (17-22), or an int offset into the immutable data */
 	struct hsf nm_scopes_pcs;    /* int: from the blob (17-22), into the immutable data (23+) */

@@ -55,7 +55,8 @@ static uint32_t blob_need(const struct hslayout *l)
 {
 	const struct hsf *f[] = { &l->cb_name, &l->cb_kind, &l->cb_frame_size,
 				  &l->cb_frame_complete, &l->cb_code_begin, &l->cb_code_end,
-				  &l->nm_compile_id, &l->nm_orig_pc, &l->nm_deopt };
+				  &l->nm_compile_id, &l->nm_orig_pc, &l->nm_deopt,
+				  &l->nm_verified };
 	uint32_t need = 0;
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -169,6 +170,7 @@ static int fill_bpf(const struct hsmem *m, struct hsvm *vm, char *why, size_t wh
 			   l->cb_frame_complete.size);
 	if (l->cb_frame_size.size != 4 || l->nm_compile_id.size != 4 || l->nm_orig_pc.size != 4 ||
 	    (!l->nm_deopt.ptr && l->nm_deopt.size != 4) ||
+	    (!l->nm_verified.ptr && l->nm_verified.size != 2) ||
 	    (!l->cb_code_begin.ptr && (l->cb_code_begin.size != 4 || l->cb_code_end.size != 4)))
 		return say(why, whylen, -EPROTO, "blob fields of widths the walk does not read");
 	if (!fits16(&l->m_const_method))
@@ -182,6 +184,7 @@ static int fill_bpf(const struct hsmem *m, struct hsvm *vm, char *why, size_t wh
 	c->nm_compile_id = (int16_t)l->nm_compile_id.off;
 	c->nm_orig_pc = (int16_t)l->nm_orig_pc.off;
 	c->nm_deopt = (int16_t)l->nm_deopt.off;
+	c->nm_verified = (int16_t)l->nm_verified.off;
 	c->m_const_method = (int16_t)l->m_const_method.off;
 	c->if_method = (int8_t)l->if_method;
 	c->if_bcp = (int8_t)l->if_bcp;

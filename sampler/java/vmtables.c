@@ -181,7 +181,7 @@ static long walk(const struct hsmem *m, struct builder *b, const struct geo *g, 
 	if (!batch)
 		return -ENOMEM;
 	for (;;) {
-		size_t k = BATCH, at = n;
+		size_t k = BATCH;
 
 		if (n >= VMT_MAX_ENTRIES) {
 			ret = -EPROTO; /* no end in sight */
@@ -213,7 +213,6 @@ static long walk(const struct hsmem *m, struct builder *b, const struct geo *g, 
 				goto out;
 			n++;
 		}
-		(void)at;
 	}
 out:
 	free(batch);
