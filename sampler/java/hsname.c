@@ -842,3 +842,25 @@ int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
 		c->st.err_read++;
 	return err;
 }
+
+int hsnames__method(struct hsnames *c, pid_t pid, const struct hsmem *m, const struct hsvm *vm,
+		    uint64_t method, const char **sysname, const struct hsline **lines,
+		    uint32_t *code_size)
+{
+	struct entry *e;
+	uint64_t cm;
+	int err;
+
+	if (pid <= 0 || !method)
+		return -EINVAL;
+	trim(c);
+	err = rd_f(m, method, &vm->l.m_const_method, &cm);
+	if (!err)
+		err = get_method(c, pid, m, vm, method, (uint32_t)(cm >> 3), &e);
+	if (err)
+		return err;
+	*sysname = e->sysname;
+	*lines = e->lines;
+	*code_size = e->code_size;
+	return 0;
+}

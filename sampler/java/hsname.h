@@ -73,6 +73,17 @@ void hsnames__free(struct hsnames *c);
 int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const struct hsvm *vm,
 		    uint64_t s0, uint64_t s1, struct hsjframe *out, int max);
 
+/*
+ * The Method at address method of pid as the cache holds it, its
+ * ConstMethod read now (no sample's stamp to hold it against): its
+ * "pkg.Class.method" name, code size and line table (NULL when it has
+ * none). For tests and tools; 0 or -errno as hsnames__frames. The
+ * pointers stay valid until the next call on c.
+ */
+int hsnames__method(struct hsnames *c, pid_t pid, const struct hsmem *m, const struct hsvm *vm,
+		    uint64_t method, const char **sysname, const struct hsline **lines,
+		    uint32_t *code_size);
+
 /* Drops every entry of pid (its exec or exit). */
 void hsnames__forget(struct hsnames *c, pid_t pid);
 

@@ -76,6 +76,8 @@ struct walked {
 };
 
 struct ctx {
+	uint64_t seen[256]; /* Methods of interpreted frames walked */
+	int nseen;
 	struct jvm j;
 	struct hsvm vm;
 	struct hsmem m;
@@ -104,8 +106,16 @@ static void name_walk(struct ctx *x, const struct stopped *s, struct walked *w)
 			w->stubs += kind == HS_K_STUB;
 			continue;
 		}
-		if (kind == HS_K_INTERP)
+		if (kind == HS_K_INTERP) {
+			uint64_t a = hs_rec_addr(s->rec[i][0]);
+			int k2;
+
 			w->interp++;
+			for (k2 = 0; k2 < x->nseen && x->seen[k2] != a; k2++)
+				;
+			if (k2 == x->nseen && x->nseen < 256)
+				x->seen[x->nseen++] = a;
+		}
 		else {
 			uint64_t lvl = 0;
 			uint8_t b[8];
@@ -300,6 +310,148 @@ static void running(struct ctx *x, const struct jthread *jt, const char *name, i
 	      x->label, name, same_outer, took, outer);
 }
 
+/* One method's line table: (bci, line) pairs in table order. */
+struct ltab {
+	char name[128];
+	int n;
+	int32_t bci[512], line[512];
+	bool used;
+};
+
+/* javap -l -p's tables of class cls: its methods' LineNumberTables. */
+static int javap_lines(int major, const char *cls, struct ltab *t, int max)
+{
+	char cmd[1200], line[1024], simple[256];
+	const char *dot = strrchr(cls, '.');
+	int n = 0;
+	FILE *p;
+
+	snprintf(simple, sizeof(simple), "%s", dot ? dot + 1 : cls);
+	snprintf(cmd, sizeof(cmd), "%s/bin/javap -l -p -cp %s '%s' 2>/dev/null", jdk_home(major),
+		 java_dir(), cls);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		char *paren = strchr(line, '('), *sp;
+		int l, b;
+
+		if (!strncmp(line, "  ", 2) && line[2] != ' ' && (paren || strstr(line, "static {}")) &&
+		    strchr(line, ';') && n < max) {
+			memset(&t[n], 0, sizeof(t[n]));
+			if (!paren) {
+				snprintf(t[n].name, sizeof(t[n].name), "<clinit>");
+			} else {
+				*paren = 0;
+				sp = strrchr(line, ' ');
+				sp = sp ? sp + 1 : line;
+				if (!strcmp(sp, cls) || !strcmp(sp, simple))
+					snprintf(t[n].name, sizeof(t[n].name), "<init>");
+				else
+					snprintf(t[n].name, sizeof(t[n].name), "%.127s", sp);
+			}
+			n++;
+		} else if (n && sscanf(line, " line %d: %d", &l, &b) == 2 && t[n - 1].n < 512) {
+			struct ltab *m = &t[n - 1];
+
+			/* HotSpot keeps no pair equal to the one before it */
+			if (m->n && m->bci[m->n - 1] == b && m->line[m->n - 1] == l)
+				continue;
+			m->bci[m->n] = b;
+			m->line[m->n] = l;
+			m->n++;
+		}
+	}
+	pclose(p);
+	return n;
+}
+
+/* Every method of the classes of the interpreted frames walked: its
+ * line table as decoded from the live JVM equals javap's. */
+static void lines_vs_javap(struct ctx *x)
+{
+	static struct ltab jt[512];
+	uint64_t holders[8];
+	int nh = 0, classes = 0, methods = 0, same = 0, tables = 0;
+	struct vmtables t;
+	const struct vmt_field *fm = NULL, *fd = NULL;
+	int64_t mo = -1, dd = -1;
+
+	if (!vmtables__read(&x->m, &x->j.jf, x->j.bias, &t)) {
+		fm = vmtables__field(&t, "InstanceKlass", "_methods");
+		fd = vmtables__field(&t, "Array<Klass*>", "_data[0]");
+		mo = fm ? (int64_t)fm->offset : -1;
+		dd = fd ? (int64_t)fd->offset : -1;
+		vmtables__free(&t);
+	}
+	CHECK(mo >= 0 && dd >= 0, "%s: InstanceKlass::_methods and the arrays' data offset",
+	      x->label);
+	if (mo < 0 || dd < 0)
+		return;
+	for (int i = 0; i < x->nseen && nh < 8; i++) {
+		uint64_t cm, cp, h;
+		int k;
+
+		if (hsmem__read(&x->m, x->seen[i] + x->vm.l.m_const_method.off, &cm, 8) ||
+		    hsmem__read(&x->m, cm + x->vm.l.cm_constants.off, &cp, 8) ||
+		    hsmem__read(&x->m, cp + x->vm.l.cp_holder.off, &h, 8))
+			continue;
+		for (k = 0; k < nh && holders[k] != h; k++)
+			;
+		if (k == nh)
+			holders[nh++] = h;
+	}
+	for (int i = 0; i < nh; i++) {
+		uint64_t arr, ms[512];
+		int32_t len;
+		char cls[256] = "";
+		int nj = 0, nm = 0;
+
+		if (hsmem__read(&x->m, holders[i] + (uint64_t)mo, &arr, 8) ||
+		    hsmem__read(&x->m, arr, &len, 4) || len <= 0 || len > 512 ||
+		    hsmem__read(&x->m, arr + (uint64_t)dd, ms, 8 * (size_t)len))
+			continue;
+		for (int k = 0; k < len; k++) {
+			const char *sys;
+			const struct hsline *lt;
+			uint32_t cs;
+
+			if (hsnames__method(x->names, x->j.pid, &x->m, &x->vm, ms[k], &sys, &lt, &cs))
+				continue;
+			if (!cls[0]) {
+				snprintf(cls, sizeof(cls), "%s", sys);
+				*strrchr(cls, '.') = 0;
+				if (strchr(cls, '/')) /* a hidden class: javap has none */
+					break;
+				nj = javap_lines(x->major, cls, jt, 512);
+				if (nj <= 0)
+					break;
+				classes++;
+			}
+			methods++;
+			nm++;
+			/* a javap table of this name, not yet matched, equal to ours */
+			for (int q = 0; q < nj; q++) {
+				bool eq = !jt[q].used && !strcmp(jt[q].name, strrchr(sys, '.') + 1) &&
+					  jt[q].n == (lt ? (int)lt->n : 0);
+
+				for (int r = 0; eq && r < jt[q].n; r++)
+					eq = jt[q].bci[r] == lt->p[r].bci && jt[q].line[r] == lt->p[r].line;
+				if (eq) {
+					jt[q].used = true;
+					same++;
+					tables += jt[q].n > 0;
+					break;
+				}
+			}
+		}
+		(void)nm;
+	}
+	CHECK(classes >= 2 && methods > 20 && same == methods,
+	      "%s: %d of %d methods (%d with lines) of %d classes: line tables equal javap -l's",
+	      x->label, same, methods, tables, classes);
+}
+
 static void run(int major, const char *const *flags, const char *label, bool want_c1,
 		bool want_c2)
 {
@@ -384,6 +536,7 @@ static void run(int major, const char *const *flags, const char *label, bool wan
 	}
 	/* C1 code is replaced by C2's soon under the defaults: C1 frames are
 	 * asked for in the C1-only run. */
+	lines_vs_javap(&x);
 	CHECK(totals[0] > 0 && (!want_c1 || totals[1] > 0) && (!want_c2 || totals[2] > 0) &&
 		      (want_c1 || want_c2 || totals[1] + totals[2] == 0) && (want_c2 || !totals[2]),
 	      "%s: frames walked: %d interpreted, %d C1, %d C2 (%d inlined)", label, totals[0],
