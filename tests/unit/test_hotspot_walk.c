@@ -327,7 +327,7 @@ static int javap_lines(int major, const char *cls, struct ltab *t, int max)
 	FILE *p;
 
 	snprintf(simple, sizeof(simple), "%s", dot ? dot + 1 : cls);
-	snprintf(cmd, sizeof(cmd), "%s/bin/javap -l -p -cp %s '%s' 2>/dev/null", jdk_home(major),
+	snprintf(cmd, sizeof(cmd), "%s/bin/javap -c -l -p -cp %s '%s' 2>/dev/null", jdk_home(major),
 		 java_dir(), cls);
 	p = popen(cmd, "r");
 	if (!p)
