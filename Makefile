@@ -156,7 +156,9 @@ FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \
-	sampler/python/interp.c sampler/push/retry_after.c
+	sampler/python/interp.c sampler/push/retry_after.c \
+	sampler/java/hsdecode.c sampler/java/hsmem.c sampler/java/vmtables.c \
+	sampler/java/hslayout.c sampler/java/hsvm.c sampler/java/hsname.c sampler/java/hswalk.c
 # The library part is compiled once (fuzzer-no-link: instrumented, no
 # main) and linked into every target; compiling it per target was ~500
 # compiles, the larger part of make test's build.

@@ -437,6 +437,7 @@ static int load_method(struct hsnames *c, const struct hsmem *m, const struct hs
 	}
 	e->strs = s;
 	memcpy(s, c->cls, ncls);
+	s[ncls] = 0;
 	dotted(s);
 	s[ncls] = '.';
 	memcpy(s + ncls + 1, c->meth, nmeth + 1);

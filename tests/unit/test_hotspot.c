@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "sampler/java/hslayout.h"
+#include "sampler/java/hsname.h"
 #include "sampler/java/hsmem.h"
 #include "sampler/java/hsvm.h"
 #include "sampler/java/jvmfile.h"
@@ -198,10 +199,486 @@ static void t_tables25(const char *dir)
 	tables(25);
 }
 
+
+/* ---- forged tables in our own memory ---- */
+
+/* A memory image at a fixed base: what an hsmem over it reads. */
+struct img {
+	uint64_t base;
+	size_t used, cap;
+	uint8_t *b;
+};
+
+static int img_read(void *ctx, uint64_t addr, void *buf, size_t n)
+{
+	const struct img *im = ctx;
+	size_t end = (im->used + 4095) & ~(size_t)4095; /* mapped by pages, as memory is */
+
+	if (addr < im->base || addr - im->base > end || n > end - (addr - im->base))
+		return -EFAULT;
+	memcpy(buf, im->b + (addr - im->base), n);
+	return 0;
+}
+
+static uint64_t img_alloc(struct img *im, size_t n)
+{
+	uint64_t at = im->base + im->used;
+
+	n = (n + 7) & ~(size_t)7;
+	if (im->used + n > im->cap)
+		abort();
+	im->used += n;
+	return at;
+}
+
+static uint8_t *img_at(struct img *im, uint64_t addr)
+{
+	return im->b + (addr - im->base);
+}
+
+static uint64_t img_str(struct img *im, const char *s)
+{
+	uint64_t at;
+
+	if (!*s)
+		return 0; /* an empty type string is a NULL one */
+	at = img_alloc(im, strlen(s) + 1);
+	memcpy(img_at(im, at), s, strlen(s) + 1);
+	return at;
+}
+
+static void put64(struct img *im, uint64_t addr, uint64_t v)
+{
+	memcpy(img_at(im, addr), &v, 8);
+}
+
+/* The symbols' words first (jvmfile's order, bias 0), then t laid out as
+ * HotSpot lays its tables out. jf gets the symbols' addresses. */
+static void img_tables(struct img *im, const struct vmtables *t, struct jvmfile *jf)
+{
+	uint64_t syms = img_alloc(im, 8 * JS_N), f, ty, in, lo;
+
+	for (int k = 0; k < JS_N; k++)
+		jf->sym[k] = syms + 8 * (uint64_t)k;
+	f = img_alloc(im, 48 * (t->nfields + 1));
+	ty = img_alloc(im, 48 * (t->ntypes + 1));
+	in = img_alloc(im, 16 * (t->nints + 1));
+	lo = img_alloc(im, 16 * (t->nlongs + 1));
+	memset(img_at(im, f), 0, 48 * (t->nfields + 1));
+	memset(img_at(im, ty), 0, 48 * (t->ntypes + 1));
+	memset(img_at(im, in), 0, 16 * (t->nints + 1));
+	memset(img_at(im, lo), 0, 16 * (t->nlongs + 1));
+	for (size_t i = 0; i < t->nfields; i++) {
+		uint64_t e = f + 48 * i;
+		int32_t st = t->fields[i].is_static;
+
+		put64(im, e, img_str(im, t->fields[i].type));
+		put64(im, e + 8, img_str(im, t->fields[i].name));
+		put64(im, e + 16, img_str(im, t->fields[i].type_string));
+		memcpy(img_at(im, e + 24), &st, 4);
+		put64(im, e + 32, t->fields[i].offset);
+		put64(im, e + 40, t->fields[i].address);
+	}
+	for (size_t i = 0; i < t->ntypes; i++) {
+		put64(im, ty + 48 * i, img_str(im, t->types[i].name));
+		put64(im, ty + 48 * i + 8, img_str(im, t->types[i].super));
+		put64(im, ty + 48 * i + 40, t->types[i].size);
+	}
+	for (size_t i = 0; i < t->nints; i++) {
+		int32_t v = (int32_t)t->ints[i].value;
+
+		put64(im, in + 16 * i, img_str(im, t->ints[i].name));
+		memcpy(img_at(im, in + 16 * i + 8), &v, 4);
+	}
+	for (size_t i = 0; i < t->nlongs; i++) {
+		put64(im, lo + 16 * i, img_str(im, t->longs[i].name));
+		put64(im, lo + 16 * i + 8, (uint64_t)t->longs[i].value);
+	}
+	/* table, stride, member offsets */
+	uint64_t w[JS_N] = {
+		[JS_STRUCTS] = f, [JS_STRUCT_STRIDE] = 48, [JS_STRUCT_TYPE] = 0, [JS_STRUCT_FIELD] = 8,
+		[JS_STRUCT_TYPESTR] = 16, [JS_STRUCT_STATIC] = 24, [JS_STRUCT_OFFSET] = 32,
+		[JS_STRUCT_ADDRESS] = 40, [JS_TYPES] = ty, [JS_TYPE_STRIDE] = 48, [JS_TYPE_NAME] = 0,
+		[JS_TYPE_SUPER] = 8, [JS_TYPE_SIZE] = 40, [JS_INTS] = in, [JS_INT_STRIDE] = 16,
+		[JS_INT_NAME] = 0, [JS_INT_VALUE] = 8, [JS_LONGS] = lo, [JS_LONG_STRIDE] = 16,
+		[JS_LONG_NAME] = 0, [JS_LONG_VALUE] = 8,
+	};
+	memcpy(img_at(im, syms), w, sizeof(w));
+}
+
+/* The VMStructEntry of type.name in the image, or 0. */
+static uint64_t img_field(struct img *im, const struct jvmfile *jf, const char *type,
+			  const char *name)
+{
+	uint64_t f, e, tp, np;
+
+	memcpy(&f, img_at(im, jf->sym[JS_STRUCTS]), 8);
+	for (e = f;; e += 48) {
+		memcpy(&tp, img_at(im, e), 8);
+		memcpy(&np, img_at(im, e + 8), 8);
+		if (!tp)
+			return 0;
+		if (!strcmp((char *)img_at(im, tp), type) && !strcmp((char *)img_at(im, np), name))
+			return e;
+	}
+}
+
+static int build(struct img *im, const struct jvmfile *jf, char *why, size_t wl, int *terr)
+{
+	struct hsmem m = { img_read, im };
+	struct vmtables t;
+	struct hslayout l;
+	int err;
+
+	why[0] = 0;
+	*terr = vmtables__read(&m, jf, 0, &t);
+	if (*terr)
+		return *terr;
+	err = hslayout__build(&t, &l, why, wl);
+	vmtables__free(&t);
+	return err;
+}
+
+static void t_forged(const char *dir)
+{
+	char why[256];
+	struct img im = { .base = 0x10000000, .cap = 4u << 20 };
+	struct jvmfile jf;
+	struct vmtables t, t2;
+	struct jvm j;
+	struct hsmem m, mi = { img_read, &im };
+	uint8_t *save;
+	uint64_t e, s;
+	size_t used0;
+	int err, terr;
+
+	(void)dir;
+	if (jvm_start(&j, 17, NULL, why, sizeof(why))) {
+		CHECK(0, "%s", why);
+		return;
+	}
+	m = (struct hsmem){ hsmem__pid_read, &j.pid };
+	err = vmtables__read(&m, &j.jf, j.bias, &t);
+	jvm_stop(&j);
+	CHECK(!err, "JDK 17's tables copied");
+	if (err)
+		return;
+	im.b = calloc(1, im.cap);
+	save = malloc(im.cap);
+	img_tables(&im, &t, &jf);
+	err = vmtables__read(&mi, &jf, 0, &t2);
+	CHECK(!err && t2.nfields == t.nfields && t2.ntypes == t.ntypes && t2.nints == t.nints &&
+		      t2.nlongs == t.nlongs &&
+		      !strcmp(t2.fields[t.nfields - 1].name, t.fields[t.nfields - 1].name),
+	      "the tables laid out again in our memory read back the same (%d)", err);
+	if (!err)
+		vmtables__free(&t2);
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(!err, "... and give the layout (%s)", why);
+	memcpy(save, im.b, im.used);
+
+#define RESTORE() memcpy(im.b, save, im.used)
+	put64(&im, jf.sym[JS_STRUCT_STRIDE], 4096);
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(terr == -EPROTO, "an entry of 4096 bytes refused: %d", terr);
+	RESTORE();
+	put64(&im, jf.sym[JS_STRUCT_ADDRESS], 44);
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(terr == -EPROTO, "a member past the entry's end refused: %d", terr);
+	RESTORE();
+	put64(&im, jf.sym[JS_TYPES], 0);
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(terr == -EAGAIN, "a table not set up yet: look again (%d)", terr);
+	RESTORE();
+	/* a name 600 bytes long, no NUL in reach */
+	used0 = im.used;
+	e = img_field(&im, &jf, "CodeBlob", "_name");
+	s = img_alloc(&im, 700);
+	memset(img_at(&im, s), 'A', 700);
+	put64(&im, e + 8, s);
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(terr == -EPROTO, "a name without its NUL refused: %d", terr);
+	/* ... or running off mapped memory */
+	im.used = (im.used + 4095) & ~(size_t)4095;
+	put64(&im, e + 8, im.base + im.used - 3);
+	memset(img_at(&im, im.base + im.used - 3), 'B', 3);
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(terr == -EFAULT, "a name running off the memory: unreadable (%d)", terr);
+	im.used = used0;
+	RESTORE();
+	/* no terminator: the table runs off the memory */
+	used0 = im.used;
+	{
+		uint64_t f;
+
+		memcpy(&f, img_at(&im, jf.sym[JS_STRUCTS]), 8);
+		put64(&im, jf.sym[JS_STRUCTS], im.base + im.used - 48 * 3);
+		memset(img_at(&im, im.base + im.used - 48 * 3), 0x11, 48 * 3);
+		im.used = (im.used + 4095) & ~(size_t)4095; /* the rest of its page too */
+		memset(img_at(&im, im.base + used0), 0x11, im.used - used0);
+		err = build(&im, &jf, why, sizeof(why), &terr);
+		CHECK(terr == -EFAULT || terr == -EPROTO, "a table without its end refused: %d", terr);
+		memset(img_at(&im, im.base + used0), 0, im.used - used0);
+		im.used = used0;
+		RESTORE();
+	}
+	/* the layout: a field renamed, moved out of its class, retyped */
+	e = img_field(&im, &jf, "CodeBlob", "_frame_size");
+	put64(&im, e + 8, img_str(&im, "_frame_sizeX"));
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(err == -EPROTO && strstr(why, "CodeBlob::_frame_size"),
+	      "a JVM without CodeBlob::_frame_size refused: '%s'", why);
+	RESTORE();
+	put64(&im, e + 32, 4000);
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(err == -EPROTO && strstr(why, "outside"), "a field past its class's end refused: '%s'",
+	      why);
+	RESTORE();
+	put64(&im, e + 16, img_str(&im, "Method*"));
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(err == -EPROTO && strstr(why, "type"), "a frame size that is a pointer refused: '%s'",
+	      why);
+	RESTORE();
+	/* both nmethod shapes gone: no scopes offset */
+	e = img_field(&im, &jf, "nmethod", "_dependencies_offset");
+	put64(&im, e + 8, img_str(&im, "_gone"));
+	err = build(&im, &jf, why, sizeof(why), &terr);
+	CHECK(err == -EPROTO && strstr(why, "shape"), "an nmethod of no known shape refused: '%s'",
+	      why);
+	RESTORE();
+	/* interpreter slots other than frame_x86.hpp's */
+	{
+		uint64_t in, np;
+		int32_t v = -2;
+
+		memcpy(&in, img_at(&im, jf.sym[JS_INTS]), 8);
+		for (uint64_t c = in;; c += 16) {
+			memcpy(&np, img_at(&im, c), 8);
+			if (!np)
+				break;
+			if (!strcmp((char *)img_at(&im, np), "frame::interpreter_frame_sender_sp_offset"))
+				memcpy(img_at(&im, c + 8), &v, 4);
+		}
+		err = build(&im, &jf, why, sizeof(why), &terr);
+		CHECK(err == -EPROTO && strstr(why, "interpreter frame"),
+		      "interpreter frame slots not frame_x86.hpp's refused: '%s'", why);
+		RESTORE();
+	}
+#undef RESTORE
+	/* A seed for tests/fuzz/fuzz_hsjvm.c, when asked. */
+	if (getenv("PROFFS_HS_SEED")) {
+		FILE *f = fopen(getenv("PROFFS_HS_SEED"), "w");
+
+		uint64_t ctl[4] = { 0 }; /* no records: fuzz_hsjvm's input format */
+
+		if (f) {
+			fwrite(ctl, 1, sizeof(ctl), f);
+			fwrite(im.b, 1, im.used, f);
+			fclose(f);
+		}
+	}
+	vmtables__free(&t);
+	free(save);
+	free(im.b);
+}
+
+/* ---- forged objects: naming ---- */
+
+static void putf(struct img *im, uint64_t obj, const struct hsf *f, uint64_t v)
+{
+	memcpy(img_at(im, obj + (uint64_t)f->off), &v, f->size);
+}
+
+static uint64_t img_symbol(struct img *im, const struct hslayout *l, const char *txt)
+{
+	size_t n = strlen(txt);
+	uint64_t s = img_alloc(im, (size_t)l->sym_body.off + n + 1);
+
+	putf(im, s, &l->sym_length, n);
+	memcpy(img_at(im, s + (uint64_t)l->sym_body.off), txt, n);
+	return s;
+}
+
+/* One Method of class cls (name meth, source src), its line table tab. */
+static uint64_t img_method(struct img *im, const struct hslayout *l, const char *cls,
+			   const char *meth, const char *src, const uint8_t *tab, size_t tablen,
+			   uint16_t code_size, uint64_t *cm_out)
+{
+	uint64_t k = img_alloc(im, 256), tags = img_alloc(im, 16), cp = img_alloc(im, l->cp_sizeof + 32);
+	uint64_t cm = img_alloc(im, l->cm_sizeof + code_size + tablen), m = img_alloc(im, 96);
+	int32_t four = 4;
+
+	memset(img_at(im, k), 0, 256);
+	putf(im, k, &l->klass_name, img_symbol(im, l, cls));
+	memcpy(img_at(im, tags), &four, 4);
+	memset(img_at(im, tags + (uint64_t)l->u1_data.off), (int)l->utf8_tag, 4);
+	memset(img_at(im, cp), 0, l->cp_sizeof + 32);
+	putf(im, cp, &l->cp_holder, k);
+	putf(im, cp, &l->cp_tags, tags);
+	putf(im, cp, &l->cp_length, 4);
+	putf(im, cp, &l->cp_source_file, 3);
+	put64(im, cp + l->cp_sizeof + 8, img_symbol(im, l, meth));
+	put64(im, cp + l->cp_sizeof + 16, img_symbol(im, l, "()V"));
+	put64(im, cp + l->cp_sizeof + 24, img_symbol(im, l, src));
+	memset(img_at(im, cm), 0, l->cm_sizeof + code_size + tablen);
+	putf(im, cm, &l->cm_constants, cp);
+	putf(im, cm, &l->cm_flags, (uint64_t)l->cm_has_linenumbers);
+	putf(im, cm, &l->cm_code_size, code_size);
+	putf(im, cm, &l->cm_name_index, 1);
+	putf(im, cm, &l->cm_signature_index, 2);
+	memcpy(img_at(im, cm + l->cm_sizeof + code_size), tab, tablen);
+	memset(img_at(im, m), 0, 96);
+	putf(im, m, &l->m_const_method, cm);
+	*cm_out = cm;
+	return m;
+}
+
+static void t_forged_names(const char *dir)
+{
+	char why[256];
+	struct img im = { .base = 0x10000000, .cap = 4u << 20 };
+	struct hsmem m, mi = { img_read, &im };
+	struct hsjframe fr[8];
+	struct vmtables t;
+	struct hsnames *c;
+	struct hsvm vm;
+	struct jvm j;
+	struct jvmfile jf;
+	uint64_t m1, m2, cm1, cm2, nm, str, data, pcs, meta, code;
+	/* lines: (bci 0, line 10), (4, 11), (9, 13) */
+	const uint8_t tab[] = { 0xff, 0, 20, (4 << 3) | 1, (5 << 3) | 2, 0 };
+	/* scopes: at 1, outer: no sender, method 1 (m1), bci 4 (+1);
+	 * at 4, inner: sender 1, method 2 (m2), bci 9 */
+	const uint8_t scopes[] = { 0xff, 0, 1, 5, 1, 2, 10, 0 };
+	int n, err;
+
+	(void)dir;
+	if (jvm_start(&j, 17, NULL, why, sizeof(why))) {
+		CHECK(0, "%s", why);
+		return;
+	}
+	m = (struct hsmem){ hsmem__pid_read, &j.pid };
+	err = vmtables__read(&m, &j.jf, j.bias, &t);
+	jvm_stop(&j);
+	CHECK(!err, "JDK 17's tables copied");
+	if (err)
+		return;
+	im.b = calloc(1, im.cap);
+	img_tables(&im, &t, &jf);
+	memset(&vm, 0, sizeof(vm));
+	err = hslayout__build(&t, &vm.l, why, sizeof(why));
+	vmtables__free(&t);
+	if (err || !vm.l.nm_scopes_data.ptr) {
+		CHECK(0, "JDK 17's layout (%s)", why);
+		free(im.b);
+		return;
+	}
+	/* Two methods, and an nmethod of the first with the second inlined. */
+	m1 = img_method(&im, &vm.l, "org/example/Outer", "run", "Outer.java", tab, sizeof(tab), 20,
+			&cm1);
+	m2 = img_method(&im, &vm.l, "org/example/Inner$1", "call", "Inner.java", tab, sizeof(tab), 20,
+			&cm2);
+	str = img_alloc(&im, 8);
+	memcpy(img_at(&im, str), "nmethod", 8);
+	nm = img_alloc(&im, vm.l.nm_sizeof + 256);
+	/* JDK 17's order: code, metadata, scopes data, PcDescs, dependencies */
+	code = nm + vm.l.nm_sizeof;
+	meta = code + 64;
+	data = meta + 16;
+	pcs = data + 16;
+	putf(&im, nm, &vm.l.cb_name, str);
+	putf(&im, nm, &vm.l.cb_code_begin, code);
+	putf(&im, nm, &vm.l.cb_code_end, code + 64);
+	putf(&im, nm, &vm.l.nm_compile_id, 777);
+	putf(&im, nm, &vm.l.nm_method, m1);
+	putf(&im, nm, &vm.l.nm_scopes_data, data);
+	putf(&im, nm, &vm.l.nm_scopes_pcs, pcs - nm);
+	putf(&im, nm, &vm.l.nm_dependencies, pcs + 4 * 16 - nm);
+	putf(&im, nm, &vm.l.nm_metadata, meta - nm);
+	memcpy(img_at(&im, data), scopes, sizeof(scopes));
+	{
+		int32_t p[4][4] = { { -1, 0 }, { 16, 4 }, { 30, 0 }, { INT32_MAX, 0 } };
+
+		memcpy(img_at(&im, pcs), p, sizeof(p));
+	}
+	put64(&im, meta, m1);
+	put64(&im, meta + 8, m2);
+	c = hsnames__new(0);
+
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(m1, HS_K_INTERP, 0, 0),
+			    hs_rec1(4, (uint32_t)(cm1 >> 3)), fr, 8);
+	CHECK(n == 1 && !strcmp(fr[0].name, "org.example.Outer.run (Outer.java)") &&
+		      !strcmp(fr[0].file, "org/example/Outer.java") && fr[0].line == 11,
+	      "an interpreted frame: '%s' %s:%d", n > 0 ? fr[0].name : "", n > 0 ? fr[0].file : "",
+	      n > 0 ? fr[0].line : n);
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(m1, HS_K_INTERP, 0, 0),
+			    hs_rec1(4, (uint32_t)(cm1 >> 3) + 1), fr, 8);
+	CHECK(n == -ESTALE, "... a ConstMethod of another stamp: freed (%d)", n);
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(nm, HS_K_COMPILED, 0, 1), hs_rec1(16, 777),
+			    fr, 8);
+	CHECK(n == 2 && !strcmp(fr[0].sysname, "org.example.Inner$1.call") && fr[0].line == 13 &&
+		      fr[0].inlined && !strcmp(fr[1].sysname, "org.example.Outer.run") &&
+		      fr[1].line == 11 && !fr[1].inlined,
+	      "a compiled frame at a return address: its inlined method, then its own (%d)", n);
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(nm, HS_K_COMPILED, HS_R_EXACT, 0),
+			    hs_rec1(20, 777), fr, 8);
+	CHECK(n == 1 && !strcmp(fr[0].sysname, "org.example.Outer.run") && fr[0].line == 0,
+	      "the leaf past the last scoped PcDesc: the next PcDesc has no scope: the method, no "
+	      "line (%d)", n);
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(nm, HS_K_COMPILED, HS_R_EXACT, 0),
+			    hs_rec1(10, 777), fr, 8);
+	CHECK(n == 2 && fr[0].line == 13, "the leaf before a PcDesc: that PcDesc's scopes (%d)", n);
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(nm, HS_K_COMPILED, 0, 0), hs_rec1(16, 778),
+			    fr, 8);
+	CHECK(n == -ESTALE, "another compile id at that address: code freed (%d)", n);
+	/* a scope whose sender is itself: no loop */
+	hsnames__forget(c, 42);
+	img_at(&im, data)[4] = 4;
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(nm, HS_K_COMPILED, 0, 0), hs_rec1(16, 777),
+			    fr, 8);
+	CHECK(n == 1, "a scope that is its own sender: one frame, no loop (%d)", n);
+	img_at(&im, data)[4] = 1;
+	/* a metadata index past the array */
+	hsnames__forget(c, 42);
+	img_at(&im, data)[5] = 9;
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(nm, HS_K_COMPILED, 0, 0), hs_rec1(16, 777),
+			    fr, 8);
+	CHECK(n == -EBADMSG, "a method index past the metadata refused (%d)", n);
+	img_at(&im, data)[5] = 2;
+	/* a constant pool index past its length */
+	hsnames__forget(c, 42);
+	putf(&im, cm1, &vm.l.cm_name_index, 9);
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(m1, HS_K_INTERP, 0, 0),
+			    hs_rec1(4, (uint32_t)(cm1 >> 3)), fr, 8);
+	CHECK(n == -EBADMSG, "a name index past the pool refused (%d)", n);
+	putf(&im, cm1, &vm.l.cm_name_index, 1);
+	/* not an nmethod any more */
+	memcpy(img_at(&im, str), "vtable ", 8);
+	n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(nm, HS_K_COMPILED, 0, 0), hs_rec1(16, 777),
+			    fr, 8);
+	CHECK(n == -ESTALE, "another kind of blob at that address: code freed (%d)", n);
+	memcpy(img_at(&im, str), "nmethod", 8);
+	hsnames__free(c);
+	if (getenv("PROFFS_HS_SEED_NAMES")) {
+		FILE *f = fopen(getenv("PROFFS_HS_SEED_NAMES"), "w");
+		uint64_t ctl[4] = { hs_rec0(m1, HS_K_INTERP, 0, 0), hs_rec1(4, (uint32_t)(cm1 >> 3)),
+				    hs_rec0(nm, HS_K_COMPILED, 0, 1), hs_rec1(16, 777) };
+
+		if (f) {
+			fwrite(ctl, 1, sizeof(ctl), f);
+			fwrite(im.b, 1, im.used, f);
+			fclose(f);
+		}
+	}
+	free(im.b);
+}
+
 static const struct test_scenario scenarios[] = {
 	{ "detect", t_detect },
 	{ "tables17", t_tables17 },
 	{ "tables25", t_tables25 },
+	{ "forged", t_forged },
+	{ "forged_names", t_forged_names },
 };
 
 int main(int argc, char **argv)
