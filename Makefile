@@ -111,6 +111,14 @@ $(GEN)/%.skel.h: $(GEN)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# Test-only BPF programs (tests/bpf/): their skeletons, for the unit
+# tests that load them.
+TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(GEN)/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
+$(GEN)/%.bpf.o: tests/bpf/%.bpf.c $(wildcard bpf/*.h)
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(GEN) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
+$(BUILD)/tests/test_hotspot_bpf: $(GEN)/hs_iter.skel.h $(GEN)/hs_cost.skel.h
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/lib.a | $(GENERATED)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) $(BUILD)/dep && $(CC) $(PROFFS_CFLAGS) $(CFLAGS) -MMD -MP -MF $(BUILD)/dep/$*.d -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
@@ -200,6 +208,7 @@ clean:
 # The BPF object and skeleton are intermediates of a pattern chain; keep
 # them, or make deletes them after every build and rebuilds everything that
 # includes a skeleton the next time.
-.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(FUZZ_OBJS)
+.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS)) $(FUZZ_OBJS) \
+	$(TEST_BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(TEST_BPF_SKELS))
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

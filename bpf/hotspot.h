@@ -40,9 +40,10 @@
 #define HS_MAX_PROCS 1024
 /* Code heaps of one JVM (HotSpot has 1 or 3). */
 #define HS_MAX_HEAPS 4
-/* Records one sample carries at most; deeper Java stacks end in
- * HS_E_TRUNC (the native frames go on). */
-#define HS_MAX_FRAMES 96
+/* Records one sample carries at most (a power of 2). The walk goes on
+ * past them: deeper Java frames keep their native slot (a pc) without a
+ * record, counted as HS_E_TRUNC. */
+#define HS_MAX_FRAMES 64
 /* Bytes of a CodeBlob read at once: every field hs_proc names lies in
  * them (JDK 17's nmethod needs 308, 25's 216). */
 #define HS_BLOB_READ 320
@@ -151,7 +152,7 @@ enum hs_end {
 	HS_E_READ,	 /* a read of the process's memory failed */
 	HS_E_BAD_FRAME,	 /* no plausible caller: return address, sp or rbp */
 	HS_E_INTERP,	 /* an interpreter frame whose rbp is not a frame pointer */
-	HS_E_TRUNC,	 /* HS_MAX_FRAMES records written */
+	HS_E_TRUNC,	 /* stepped, but HS_MAX_FRAMES records were written already */
 	HS_E_NOT_JAVA,	 /* the pc is not in the code cache (the step was not for it) */
 	HS_E_MAX,
 };

@@ -55,6 +55,17 @@ struct stopped {
 	uint64_t rec[STOP_MAXF][2];
 	int nrec;
 	int end, hs_end; /* how the native walk ended (enum prof_uend); the last hs step's */
+	/* Runs of HotSpot frames: where each began (its registers, leaf or
+	 * not, its first frame's index and record) and where it left the
+	 * code cache (or stopped). */
+	struct stopseg {
+		struct hs_regs in, out;
+		bool leaf;
+		int index, rec0, nrec, end;
+	} seg[32];
+	int nseg;
+	int sig;	 /* a signal stop_release hands back */
+	bool held;	 /* still stopped (stop_take's keep) */
 };
 
 static inline struct stopfile *stopfile_get(const char *path)
@@ -150,9 +161,17 @@ static inline int stop_map_fn(void *ctx, uint64_t addr, struct twin_map *tm)
 	return 0;
 }
 
+/* Lets a thread stop_take kept stopped go. */
+static inline void stop_release(struct stopped *s)
+{
+	if (s->held)
+		ptrace(PTRACE_DETACH, s->tid, 0, s->sig);
+	s->held = false;
+}
+
 /* Stops thread tid of pid (ptrace), takes its registers and stack, and
- * lets it go. 0 or -errno. */
-static inline int stop_take(struct stopped *s, pid_t pid, pid_t tid)
+ * lets it go unless keep (then stop_release does). 0 or -errno. */
+static inline int stop_take_kept(struct stopped *s, pid_t pid, pid_t tid, bool keep)
 {
 	int st, sig = 0, err = 0;
 	uint64_t lo, hi;
@@ -205,8 +224,16 @@ static inline int stop_take(struct stopped *s, pid_t pid, pid_t tid)
 		if (!s->len || process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)s->len)
 			err = -EFAULT;
 	}
-	ptrace(PTRACE_DETACH, tid, 0, sig);
+	s->sig = sig;
+	s->held = true;
+	if (err || !keep)
+		stop_release(s);
 	return err;
+}
+
+static inline int stop_take(struct stopped *s, pid_t pid, pid_t tid)
+{
+	return stop_take_kept(s, pid, tid, false);
 }
 
 struct stopmem {
@@ -242,7 +269,7 @@ static inline void stop_walk(struct stopped *s, const struct hsmem *live, const 
 	bool leaf = true, bp_ok = true;
 
 	s->c = c;
-	s->n = s->nrec = 0;
+	s->n = s->nrec = s->nseg = 0;
 	s->end = PROF_UE_NONE;
 	s->hs_end = HS_E_OK;
 	if (stop_maps(s)) {
@@ -251,19 +278,33 @@ static inline void stop_walk(struct stopped *s, const struct hsmem *live, const 
 	}
 	while (s->n < STOP_MAXF) {
 		if (hswalk__owns(c, leaf ? hr.pc : hr.pc - 1)) {
+			struct stopseg *g = NULL;
 			int e;
 
-			s->pcs[s->n] = hr.pc;
-			e = hswalk__step(m, c, &hr, leaf, (uint32_t)s->n, s->rec[s->nrec]);
-			s->hs_end = e;
-			if (e) {
+			if (s->nseg < 32) {
+				g = &s->seg[s->nseg++];
+				*g = (struct stopseg){ .in = hr, .leaf = leaf, .index = s->n,
+						       .rec0 = s->nrec };
+			}
+			do {
+				s->pcs[s->n] = hr.pc;
+				e = hswalk__step(m, c, &hr, leaf, (uint32_t)s->n, s->rec[s->nrec]);
+				s->hs_end = e;
 				s->n++;
+				if (e)
+					break;
+				s->nrec++;
+				leaf = false;
+			} while (s->n < STOP_MAXF && hswalk__owns(c, hr.pc - 1));
+			if (g) {
+				g->out = hr;
+				g->nrec = s->nrec - g->rec0;
+				g->end = e;
+			}
+			if (e) {
 				s->end = PROF_UE_BAD_FRAME;
 				return;
 			}
-			s->n++;
-			s->nrec++;
-			leaf = false;
 			bp_ok = true;
 			continue;
 		}
