@@ -334,9 +334,10 @@ static __always_inline int hs_leaf_state(const __u8 *b, int prologue)
 		if (p[0] == 0x55 || (p[0] == 0x89 && p[1] == 0x84 && p[2] == 0x24))
 			return HS_F_NOTHING;
 		if (p[0] == 0x48 && (p[1] == 0x83 || p[1] == 0x81) && p[2] == 0xec)
-			return b[7] == 0x55 || (b[5] == 0x48 && b[6] == 0x89 && b[7] == 0xe5)
+			return b[7] == 0x55 || (b[5] == 0x48 && ((b[6] == 0x89 && b[7] == 0xe5) ||
+							       (b[6] == 0x8b && b[7] == 0xec)))
 				       ? HS_F_BP_PUSHED : HS_F_NOTHING;
-		if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xe5)
+		if (p[0] == 0x48 && ((p[1] == 0x89 && p[2] == 0xe5) || (p[1] == 0x8b && p[2] == 0xec)))
 			return HS_F_BP_PUSHED;
 		if (p[0] == 0x48 && p[1] == 0x89 && (p[2] == 0x6c || p[2] == 0xac) && p[3] == 0x24)
 			return HS_F_FULL_BP;

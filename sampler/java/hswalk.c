@@ -9,13 +9,12 @@
 /* What a blob is, as the step tells them apart. */
 enum { B_NMETHOD, B_VTABLE, B_STUB };
 
-/* How the leaf's frame stands, from the instruction at its pc. */
 enum {
-	F_FULL,	      /* built: the frame size rule */
-	F_FULL_BP,    /* built, but rbp not saved yet (it still is the caller's) */
-	F_NOTHING,    /* nothing pushed: the return address at sp */
-	F_BP_PUSHED,  /* rbp pushed: the return address at sp + 8 */
-	F_RBP_FRAME,  /* framed by rbp: leave; ret */
+	F_FULL = HSWALK_FULL,
+	F_FULL_BP = HSWALK_FULL_BP,
+	F_NOTHING = HSWALK_NOTHING,
+	F_BP_PUSHED = HSWALK_BP_PUSHED,
+	F_RBP_FRAME = HSWALK_RBP_FRAME,
 };
 
 static int rd(const struct hsmem *m, uint64_t addr, void *buf, size_t n)
@@ -118,9 +117,7 @@ static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs
 	return HS_E_OK;
 }
 
-/* The leaf's frame state from the code around its pc (b: the 16 bytes
- * [pc - 8, pc + 8), b + 8 is the pc). */
-static int leaf_state(const uint8_t *b, bool prologue)
+int hswalk__leaf_state(const uint8_t *b, bool prologue)
 {
 	const uint8_t *p = b + 8;
 
@@ -128,10 +125,12 @@ static int leaf_state(const uint8_t *b, bool prologue)
 		if (p[0] == 0x55 || (p[0] == 0x89 && p[1] == 0x84 && p[2] == 0x24))
 			return F_NOTHING; /* push rbp; the stack bang */
 		if (p[0] == 0x48 && (p[1] == 0x83 || p[1] == 0x81) && p[2] == 0xec)
-			/* sub rsp: after push rbp (and mov rbp, rsp), or first */
-			return b[7] == 0x55 || (b[5] == 0x48 && b[6] == 0x89 && b[7] == 0xe5)
+			/* sub rsp: after push rbp (and mov rbp, rsp, in either
+			 * encoding: C1 writes 48 8b ec), or first */
+			return b[7] == 0x55 || (b[5] == 0x48 && ((b[6] == 0x89 && b[7] == 0xe5) ||
+							       (b[6] == 0x8b && b[7] == 0xec)))
 				       ? F_BP_PUSHED : F_NOTHING;
-		if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xe5)
+		if (p[0] == 0x48 && ((p[1] == 0x89 && p[2] == 0xe5) || (p[1] == 0x8b && p[2] == 0xec)))
 			return F_BP_PUSHED; /* mov rbp, rsp */
 		if (p[0] == 0x48 && p[1] == 0x89 && (p[2] == 0x6c || p[2] == 0xac) && p[3] == 0x24)
 			return F_FULL_BP; /* mov [rsp + x], rbp: saving it now */
@@ -287,7 +286,7 @@ int hswalk__step(const struct hsmem *m, const struct hs_proc *c, struct hs_regs 
 		else if (type == B_NMETHOD && r->pc < verified)
 			st = F_NOTHING; /* the inline cache check */
 		else
-			st = leaf_state(code, fc > 0 && r->pc < begin + (uint64_t)fc);
+			st = hswalk__leaf_state(code, fc > 0 && r->pc < begin + (uint64_t)fc);
 		if (st != F_FULL)
 			flags |= HS_R_GUESSED;
 	}

@@ -47,6 +47,20 @@
 int hswalk__step(const struct hsmem *m, const struct hs_proc *c, struct hs_regs *r, bool leaf,
 		 uint32_t index, uint64_t rec[2]);
 
+/* How a leaf's frame stands, from the instruction at its pc. */
+enum {
+	HSWALK_FULL,	  /* built: the frame size rule */
+	HSWALK_FULL_BP,	  /* built, but rbp not saved yet (it still is the caller's) */
+	HSWALK_NOTHING,	  /* nothing pushed: the return address at sp */
+	HSWALK_BP_PUSHED, /* rbp pushed: the return address at sp + 8 */
+	HSWALK_RBP_FRAME, /* framed by rbp: leave; ret */
+};
+
+/* The state of a leaf frame from the 16 bytes of code [pc - 8, pc + 8)
+ * in b (b + 8 is the pc); prologue: the pc is before the blob's
+ * frame_complete_offset. Pure. */
+int hswalk__leaf_state(const uint8_t *b, bool prologue);
+
 /* Is addr in c's code cache (a pc the step is for)? */
 static inline bool hswalk__owns(const struct hs_proc *c, uint64_t addr)
 {

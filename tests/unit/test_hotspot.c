@@ -19,6 +19,7 @@
 #include "sampler/java/hsname.h"
 #include "sampler/java/hsmem.h"
 #include "sampler/java/hsvm.h"
+#include "sampler/java/hswalk.h"
 #include "sampler/java/jvmfile.h"
 #include "sampler/java/vmtables.h"
 #include "tests/test.h"
@@ -673,12 +674,75 @@ static void t_forged_names(const char *dir)
 	free(im.b);
 }
 
+/* ---- the leaf's frame from its code ---- */
+
+/* code: bytes of a prologue or epilogue; each pc (an instruction start)
+ * and the state the twin must see there. */
+static void leaf_case(const char *what, const uint8_t *code, size_t n, const int *at,
+		      const int *want, int k, bool prologue)
+{
+	uint8_t buf[64] = { 0 }, win[16];
+
+	memcpy(buf + 16, code, n);
+	for (int i = 0; i < k; i++) {
+		int got;
+
+		memcpy(win, buf + 16 + at[i] - 8, 16);
+		got = hswalk__leaf_state(win, prologue);
+		CHECK(got == want[i], "%s, pc at +%d: state %d (want %d)", what, at[i], got, want[i]);
+	}
+}
+
+static void t_leaf(const char *dir)
+{
+	/* C2 with a stack bang (JDK 17): mov [rsp-0x14000],eax; push rbp;
+	 * sub rsp,0x30; then the body */
+	const uint8_t c2[] = { 0x89, 0x84, 0x24, 0x00, 0xc0, 0xfe, 0xff, 0x55, 0x48, 0x83, 0xec,
+			       0x30, 0x48, 0x8b, 0xca };
+	const int c2_at[] = { 0, 7, 8, 12 };
+	const int c2_want[] = { HSWALK_NOTHING, HSWALK_NOTHING, HSWALK_BP_PUSHED, HSWALK_FULL };
+	/* C1 (seen live on JDK 17): bang; push rbp; mov rbp,rsp (48 8b ec);
+	 * sub rsp,0x40 */
+	const uint8_t c1[] = { 0x89, 0x84, 0x24, 0x00, 0xc0, 0xfe, 0xff, 0x55, 0x48, 0x8b, 0xec,
+			       0x48, 0x83, 0xec, 0x40 };
+	const int c1_at[] = { 0, 7, 8, 11 };
+	const int c1_want[] = { HSWALK_NOTHING, HSWALK_NOTHING, HSWALK_BP_PUSHED, HSWALK_BP_PUSHED };
+	/* C2 without a bang: sub rsp,0x28; mov [rsp+0x20],rbp */
+	const uint8_t nob[] = { 0x48, 0x83, 0xec, 0x28, 0x48, 0x89, 0x6c, 0x24, 0x20, 0x90 };
+	const int nob_at[] = { 0, 4, 9 };
+	const int nob_want[] = { HSWALK_NOTHING, HSWALK_FULL_BP, HSWALK_FULL };
+	/* An epilogue: add rsp,0x30; pop rbp; cmp rsp,[r15+0x348];
+	 * ja +x; ret */
+	const uint8_t epi[] = { 0x48, 0x83, 0xc4, 0x30, 0x5d, 0x49, 0x3b, 0xa7, 0x48, 0x03, 0x00,
+				0x00, 0x0f, 0x87, 0x10, 0x00, 0x00, 0x00, 0xc3 };
+	const int epi_at[] = { 0, 4, 5, 12, 18 };
+	const int epi_want[] = { HSWALK_FULL, HSWALK_BP_PUSHED, HSWALK_NOTHING, HSWALK_NOTHING,
+				 HSWALK_NOTHING };
+	/* A native wrapper's: leave; ret */
+	const uint8_t nat[] = { 0xc9, 0xc3 };
+	const int nat_at[] = { 0, 1 };
+	const int nat_want[] = { HSWALK_RBP_FRAME, HSWALK_NOTHING };
+	/* A ja elsewhere in a body: no poll before it */
+	const uint8_t ja[] = { 0x48, 0x39, 0xc8, 0x0f, 0x87, 0x10, 0x00, 0x00, 0x00 };
+	const int ja_at[] = { 3 };
+	const int ja_want[] = { HSWALK_FULL };
+
+	(void)dir;
+	leaf_case("C2 prologue", c2, sizeof(c2), c2_at, c2_want, 4, true);
+	leaf_case("C1 prologue", c1, sizeof(c1), c1_at, c1_want, 4, true);
+	leaf_case("C2 prologue without a bang", nob, sizeof(nob), nob_at, nob_want, 3, true);
+	leaf_case("epilogue", epi, sizeof(epi), epi_at, epi_want, 5, false);
+	leaf_case("native wrapper epilogue", nat, sizeof(nat), nat_at, nat_want, 2, false);
+	leaf_case("a ja in a body", ja, sizeof(ja), ja_at, ja_want, 1, false);
+}
+
 static const struct test_scenario scenarios[] = {
 	{ "detect", t_detect },
 	{ "tables17", t_tables17 },
 	{ "tables25", t_tables25 },
 	{ "forged", t_forged },
 	{ "forged_names", t_forged_names },
+	{ "leaf", t_leaf },
 };
 
 int main(int argc, char **argv)

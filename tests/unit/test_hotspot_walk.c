@@ -321,7 +321,7 @@ struct ltab {
 /* javap -l -p's tables of class cls: its methods' LineNumberTables. */
 static int javap_lines(int major, const char *cls, struct ltab *t, int max)
 {
-	char cmd[1200], line[1024], simple[256];
+	char cmd[6000], line[1024], simple[256];
 	const char *dot = strrchr(cls, '.');
 	int n = 0;
 	FILE *p;
@@ -509,8 +509,10 @@ static void run(int major, const char *const *flags, const char *label, bool wan
 	steady(&x, thread_named(jt, nt, "k-deep"), "k-deep", totals);
 	steady(&x, thread_named(jt, nt, "k-blocked"), "k-blocked", totals);
 	steady(&x, thread_named(jt, nt, "k-holder"), "k-holder", totals);
+	jvm_cmd(&x.j, "spin 1200", NULL, NULL);
 	running(&x, thread_named(jt, nt, "k-hot"), "k-hot", 25, 2, totals);
-	running(&x, thread_named(jt, nt, "k-jni"), "k-jni", 25, 2, totals);
+	jvm_cmd(&x.j, "spin 1500", NULL, NULL);
+	running(&x, thread_named(jt, nt, "k-jni"), "k-jni", 60, 2, totals);
 	/* The main thread (the second "java" task) reads stdin in Java. */
 	nmain = stop_tids(x.j.pid, "java", main_tid, 4);
 	if (nmain >= 2) {

@@ -8,12 +8,14 @@
  * (plus -Xint or -XX:TieredStopAtLevel=1 for the interpreter-only and
  * C1-only phases), it runs:
  *
- *  - k-hot: heavy() then light(), 10:1 in work, forever; each call timed
- *    with the thread's own CPU clock (ThreadMXBean), totals printed on
- *    "times";
+ *  - k-hot: heavy() then light(), 10:1 in work; each call timed with the
+ *    thread's own CPU clock (ThreadMXBean), totals printed on "times";
  *  - k-jni: a loop through native code and back: Java -> native
  *    (Known.down) -> C -> CallStaticLongMethod -> call stub -> Java
  *    (Known.up), which works;
+ *    both run only while told to ("spin MS"; the first half second after the
+ *    start too, for the compilers), and sleep otherwise: a test pays for
+ *    the CPU it samples, not more;
  *  - k-deep: a stack that stays put once warm: d1 -> d2 -> d3 -> down
  *    (JNI) -> up -> u1 -> u2 -> park (JNI, pauses in C forever), after
  *    warming every method of the chain so that the compilers have had
@@ -22,7 +24,9 @@
  *
  * Commands on stdin: "dump" prints every thread's Java stack as the JVM
  * sees it (Thread.getAllStackTraces), "times" the CPU totals of heavy
- * and light, "quit" exits. Each answer ends with a line "end".
+ * and light, "spin MS" lets k-hot and k-jni run for MS milliseconds,
+ * "deep" says whether k-deep parked, "quit" exits. Each answer ends with
+ * a line "end".
  */
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -38,6 +42,17 @@ public class Known {
     static volatile boolean deepReady;
     static volatile long heavyNs, lightNs, heavyCalls, lightCalls;
     static final Object lock = new Object();
+    static volatile long spinUntil = System.nanoTime() + 500_000_000L;
+
+    /* Until the spinning threads are told to run. */
+    static void awaitSpin() {
+        while (System.nanoTime() - spinUntil > 0) {
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+            }
+        }
+    }
 
     /* 10 units of work. */
     static long heavy(long seed) {
@@ -63,6 +78,7 @@ public class Known {
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         long s = 1;
         for (;;) {
+            awaitSpin();
             long t0 = mx.getCurrentThreadCpuTime();
             s = heavy(s);
             long t1 = mx.getCurrentThreadCpuTime();
@@ -99,8 +115,11 @@ public class Known {
 
     static void jniLoop() {
         long s = 0;
-        for (;;)
-            s += down(s, false);
+        for (;;) {
+            awaitSpin();
+            for (int i = 0; i < 100; i++)
+                s += down(s, false);
+        }
     }
 
     static void deep() {
@@ -160,6 +179,8 @@ public class Known {
             } else if (line.equals("times")) {
                 System.out.println("heavy " + heavyNs + " " + heavyCalls);
                 System.out.println("light " + lightNs + " " + lightCalls);
+            } else if (line.startsWith("spin ")) {
+                spinUntil = System.nanoTime() + Long.parseLong(line.substring(5)) * 1_000_000L;
             } else if (line.equals("deep")) {
                 System.out.println("deep " + deepReady);
             } else if (line.equals("quit")) {
