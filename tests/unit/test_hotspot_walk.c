@@ -196,8 +196,9 @@ static bool reached_root(const struct stopped *s)
 	return s->end == PROF_UE_ROOT;
 }
 
-/* A thread whose stack stays: the whole Java part equals the JVM's. */
-static void steady(struct ctx *x, const struct jthread *jt, const char *name, int *totals)
+/* A thread whose stack stays: the whole Java part equals the JVM's.
+ * Returns how many of its frames were deoptimized ones. */
+static int steady(struct ctx *x, const struct jthread *jt, const char *name, int *totals)
 {
 	static struct stopped s;
 	struct walked w;
@@ -207,16 +208,16 @@ static void steady(struct ctx *x, const struct jthread *jt, const char *name, in
 
 	if (!jt) {
 		CHECK(0, "%s: the JVM printed no thread %s", x->label, name);
-		return;
+		return 0;
 	}
 	if (stop_tids(x->j.pid, name, &tid, 1) != 1) {
 		CHECK(0, "%s: no task named %s", x->label, name);
-		return;
+		return 0;
 	}
 	err = stop_take(&s, x->j.pid, tid);
 	if (err) {
 		CHECK(0, "%s: %s stopped: %s", x->label, name, strerror(-err));
-		return;
+		return 0;
 	}
 	stop_walk(&s, &x->m, &x->vm.bpf);
 	name_walk(x, &s, &w);
@@ -244,6 +245,10 @@ static void steady(struct ctx *x, const struct jthread *jt, const char *name, in
 	totals[1] += w.c1;
 	totals[2] += w.c2;
 	totals[3] += w.inlined;
+	err = 0;
+	for (int i = 0; i < s.nrec; i++)
+		err += !!(hs_rec_flags(s.rec[i][0]) & HS_R_DEOPT);
+	return err;
 }
 
 /* A running thread: stopped n times; each walk reaches the root and
@@ -508,6 +513,24 @@ static void run(int major, const char *const *flags, const char *label, bool wan
 	nt = parse_dump(got, gotlen, jt, 64);
 	steady(&x, thread_named(jt, nt, "k-deep"), "k-deep", totals);
 	steady(&x, thread_named(jt, nt, "k-blocked"), "k-blocked", totals);
+	/* Circle loaded: k-deep's C2 frames that inlined Sq.area (C2 does, on
+	 * the class hierarchy's word) are deoptimized under it; the walk
+	 * finds their original pcs. */
+	if (want_c2) {
+		int deopt;
+
+		free(got);
+		got = NULL;
+		if (jvm_cmd(&x.j, "deopt", NULL, NULL) || (usleep(300000), 0) ||
+		    jvm_cmd(&x.j, "dump", &got, &gotlen)) {
+			CHECK(0, "%s: deopt and dump", label);
+			goto out;
+		}
+		nt = parse_dump(got, gotlen, jt, 64);
+		deopt = steady(&x, thread_named(jt, nt, "k-deep"), "k-deep", totals);
+		CHECK(deopt > 0, "%s: k-deep after Circle: %d deoptimized frames walked by their "
+			      "original pc", label, deopt);
+	}
 	steady(&x, thread_named(jt, nt, "k-holder"), "k-holder", totals);
 	jvm_cmd(&x.j, "spin 1200", NULL, NULL);
 	running(&x, thread_named(jt, nt, "k-hot"), "k-hot", 25, 2, totals);

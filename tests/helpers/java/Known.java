@@ -20,13 +20,17 @@
  *    (JNI) -> up -> u1 -> u2 -> park (JNI, pauses in C forever), after
  *    warming every method of the chain so that the compilers have had
  *    them (the last call takes the parking path);
+ *    d2 calls Shape.area, which the compilers inline while Sq is its only
+ *    implementation: "deopt" loads Circle, and HotSpot deoptimizes the
+ *    parked compiled frames (their return addresses now lead to the
+ *    deopt handler, their original pcs saved in the frame);
  *  - k-holder holds a lock and sleeps; k-blocked waits for that lock.
  *
  * Commands on stdin: "dump" prints every thread's Java stack as the JVM
  * sees it (Thread.getAllStackTraces), "times" the CPU totals of heavy
  * and light, "spin MS" lets k-hot and k-jni run for MS milliseconds,
- * "deep" says whether k-deep parked, "quit" exits. Each answer ends with
- * a line "end".
+ * "deep" says whether k-deep parked, "deopt" loads Circle, "quit" exits.
+ * Each answer ends with a line "end".
  */
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -109,8 +113,22 @@ public class Known {
         return n;
     }
 
+    static abstract class Shape {
+        abstract long area(long n);
+    }
+
+    static class Sq extends Shape {
+        long area(long n) { return n * n; }
+    }
+
+    static class Circle extends Shape {
+        long area(long n) { return 3 * n * n; }
+    }
+
+    static Shape shape = new Sq();
+
     static long d1(long n, boolean park) { return d2(n, park) + 1; }
-    static long d2(long n, boolean park) { return d3(n, park) * 3; }
+    static long d2(long n, boolean park) { return d3(n + shape.area(n & 7), park) * 3; }
     static long d3(long n, boolean park) { return down(n, park) ^ 5; }
 
     static void jniLoop() {
@@ -181,6 +199,11 @@ public class Known {
                 System.out.println("light " + lightNs + " " + lightCalls);
             } else if (line.startsWith("spin ")) {
                 spinUntil = System.nanoTime() + Long.parseLong(line.substring(5)) * 1_000_000L;
+            } else if (line.equals("deopt")) {
+                /* By name: a `new Circle()` here would have the verifier
+                 * load Circle with Known, before anything was compiled. */
+                Shape c = (Shape) Class.forName("Known$Circle").getDeclaredConstructor().newInstance();
+                sink += c.area(2);
             } else if (line.equals("deep")) {
                 System.out.println("deep " + deepReady);
             } else if (line.equals("quit")) {
