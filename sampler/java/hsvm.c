@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sampler/java/hsvm.h"
@@ -196,6 +197,7 @@ int hsvm__open(const struct hsmem *m, const struct jvmfile *jf, uint64_t bias, s
 	       char *why, size_t whylen)
 {
 	struct vmtables t;
+	const char *withhold;
 	int32_t v[4];
 	uint64_t rel;
 	int err;
@@ -223,6 +225,10 @@ int hsvm__open(const struct hsmem *m, const struct jvmfile *jf, uint64_t bias, s
 	if (vm->major < HSVM_MIN_MAJOR || vm->major > HSVM_MAX_MAJOR)
 		return say(why, whylen, -EOPNOTSUPP, "JDK %d (%s): not a release we name",
 			   vm->major, vm->release);
+	withhold = getenv("PROFFS_HS_WITHHOLD");
+	if (withhold && atoi(withhold) == vm->major)
+		return say(why, whylen, -EOPNOTSUPP, "JDK %d withheld (PROFFS_HS_WITHHOLD)",
+			   vm->major);
 	/* UNSIGNED5 excludes the 0 byte since JDK 20 build 15 (JDK-8292758;
 	 * OpenTelemetry's profiler keys it on the same version). */
 	vm->u5x = vm->major > 20 || (vm->major == 20 && vm->build >= 15);

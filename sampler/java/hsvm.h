@@ -40,7 +40,8 @@ struct hsvm {
  * HSVM_MIN_MAJOR..HSVM_MAX_MAJOR; -EPROTO: its tables lack a field we
  * need, or what they describe is out of bounds (layout check failed);
  * a read's -errno (-ESRCH: gone). why (if not NULL) says what, in at
- * most whylen bytes.
+ * most whylen bytes. PROFFS_HS_WITHHOLD=N in the environment makes JDK N
+ * unsupported (tests of an unknown JDK).
  */
 int hsvm__open(const struct hsmem *m, const struct jvmfile *jf, uint64_t bias, struct hsvm *vm,
 	       char *why, size_t whylen);

@@ -185,6 +185,12 @@ static void tables(int major)
 	}
 	CHECK(vm.bpf.blob_read <= HS_BLOB_READ && vm.bpf.blob_read >= 64,
 	      "JDK %d: a blob read is %u bytes", major, vm.bpf.blob_read);
+	/* A JDK we do not know: refused, not guessed. */
+	snprintf(build, sizeof(build), "%d", major);
+	setenv("PROFFS_HS_WITHHOLD", build, 1);
+	err = hsvm__open(&m, &j.jf, j.bias, &vm, why, sizeof(why));
+	unsetenv("PROFFS_HS_WITHHOLD");
+	CHECK(err == -EOPNOTSUPP, "JDK %d withheld: unsupported (%s)", major, why);
 	jvm_stop(&j);
 }
 

@@ -41,7 +41,7 @@ struct ctx {
 	struct hs_cost_bpf *cost;
 	struct bpf_link *iter;
 	const char *label;
-	int segs, same, recs, diffs;
+	int segs, same, recs, diffs, deopt;
 };
 
 /* One run of the iterator program for x->j's task tid. */
@@ -85,6 +85,8 @@ static void compare(struct ctx *x, struct stopped *s, const char *what)
 			eq = o->regs.pc == g->out.pc && o->regs.sp == g->out.sp &&
 			     o->regs.bp == g->out.bp;
 		x->recs += (int)o->n;
+		for (int k = 0; eq && k < (int)o->n; k++)
+			x->deopt += !!(hs_rec_flags(o->rec[2 * k]) & HS_R_DEOPT);
 		if (eq) {
 			x->same++;
 		} else if (x->diffs++ < 3) {
@@ -357,6 +359,13 @@ static void run(int major, const char *const *flags, const char *label, bool mea
 	}
 	usleep(500000);
 	thread(&x, "k-deep", 2);
+	if (!flags) {
+		/* deoptimized frames (see test_hotspot_walk) */
+		jvm_cmd(&x.j, "deopt", NULL, NULL);
+		usleep(300000);
+		thread(&x, "k-deep", 1);
+		CHECK(x.deopt > 0, "%s: %d deoptimized frames stepped alike", label, x.deopt);
+	}
 	thread(&x, "k-blocked", 2);
 	thread(&x, "k-holder", 2);
 	jvm_cmd(&x.j, "spin 2000", NULL, NULL);
