@@ -581,13 +581,17 @@ static __always_inline int hs_blob_step(struct hs_scratch *s, struct hs_regs *r,
 
 /*
  * One HotSpot frame at r->pc (hs_owns holds for it): its record, and r
- * stepped to the caller. leaf: r->pc was interrupted there (r->r13 is
+ * stepped to the caller. A global function: the verifier checks it once,
+ * not once per path of the walk that calls it (inside the unwinder's
+ * bpf_loop callback a static one took the whole program past a million
+ * instructions; global, the sampler's program verifies in 504k, 389k
+ * without it). leaf: r->pc was interrupted there (r->r13 is
  * live), not a return address. index: the frame's position among the
  * sample's user frames. Returns HS_E_OK (also when the frame was
  * unwound without a record: HS_E_TRUNC, counted) or an enum hs_end
  * (counted in hs_ends either way); r may be partly changed on an error.
  */
-static __noinline int hs_step(struct hs_regs *r, __u32 leaf, __u32 index)
+__noinline int hs_step(struct hs_regs *r, __u32 leaf, __u32 index)
 {
 	struct hs_scratch *s = hs_get();
 	__u64 look;
