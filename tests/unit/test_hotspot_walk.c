@@ -410,7 +410,7 @@ static void lines_vs_javap(struct ctx *x)
 		uint64_t arr, ms[512];
 		int32_t len;
 		char cls[256] = "";
-		int nj = 0, nm = 0;
+		int nj = 0;
 
 		if (hsmem__read(&x->m, holders[i] + (uint64_t)mo, &arr, 8) ||
 		    hsmem__read(&x->m, arr, &len, 4) || len <= 0 || len > 512 ||
@@ -434,7 +434,6 @@ static void lines_vs_javap(struct ctx *x)
 				classes++;
 			}
 			methods++;
-			nm++;
 			/* a javap table of this name, not yet matched, equal to ours */
 			for (int q = 0; q < nj; q++) {
 				bool eq = !jt[q].used && !strcmp(jt[q].name, strrchr(sys, '.') + 1) &&
@@ -450,7 +449,6 @@ static void lines_vs_javap(struct ctx *x)
 				}
 			}
 		}
-		(void)nm;
 	}
 	CHECK(classes >= 2 && methods > 20 && same == methods,
 	      "%s: %d of %d methods (%d with lines) of %d classes: line tables equal javap -l's",
