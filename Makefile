@@ -124,6 +124,8 @@ $(GEN)/%.skel.h: $(GEN)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+$(BUILD)/tests/test_hotspot_bpf: $(GEN)/hs_iter.skel.h $(GEN)/hs_cost.skel.h
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/lib.a | $(GENERATED)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) $(BUILD)/dep && $(CC) $(PROFFS_CFLAGS) $(CFLAGS) -MMD -MP -MF $(BUILD)/dep/$*.d -o $@ $< $(BUILD)/lib.a $(LDFLAGS) $(LDLIBS)
@@ -145,6 +147,20 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(or $(HELPER_CFLAGS_$*),-O2 -g -fno-omit-frame-pointer) -Wall -Werror -o $@ $< $(HELPER_LDLIBS_$*)
 
+# Java workloads of sampler/java/'s tests: Known.class (for JDK 17 and
+# newer) and its JNI library, built like Debian's libraries (no frame
+# pointers).
+JDK17 ?= /usr/lib/jvm/java-17-openjdk-amd64
+JAVA_HELPERS := $(BUILD)/tests/java/Known.class $(BUILD)/tests/java/libknownjni.so
+all: $(JAVA_HELPERS)
+$(BUILD)/tests/java/Known.class: tests/helpers/java/Known.java
+	$(call msg,JAVAC,$<)
+	$(Q)mkdir -p $(dir $@) && $(JDK17)/bin/javac --release 17 -d $(dir $@) $<
+$(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -fPIC -shared -Wall -Werror \
+		-I$(JDK17)/include -I$(JDK17)/include/linux -o $@ $<
+
 # Fuzz targets: clang + libFuzzer, always with ASan/UBSan, over the
 # FUSE-free part of the library and the sampler's parsers of files that
 # local users write (perf maps, ELF, Python interpreters) and of other
@@ -157,7 +173,9 @@ FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \
 	sampler/python/interp.c sampler/push/retry_after.c \
 	sampler/ruby/rbline.c sampler/ruby/rbcode.c sampler/ruby/rblayout.c sampler/ruby/rbfile.c \
-	sampler/v8/v8file.c sampler/v8/v8layout.c sampler/v8/v8pos.c sampler/v8/v8name.c sampler/v8/v8walk.c
+	sampler/v8/v8file.c sampler/v8/v8layout.c sampler/v8/v8pos.c sampler/v8/v8name.c sampler/v8/v8walk.c \
+	sampler/java/hsdecode.c sampler/java/hsmem.c sampler/java/vmtables.c \
+	sampler/java/hslayout.c sampler/java/hsvm.c sampler/java/hsname.c sampler/java/hswalk.c
 # The library part is compiled once (fuzzer-no-link: instrumented, no
 # main) and linked into every target; compiling it per target was ~500
 # compiles, the larger part of make test's build.

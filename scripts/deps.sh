@@ -21,6 +21,7 @@ PKGS=(
   nodejs systemd
   node-cjs-module-lexer node-undici node-acorn
   ruby
+  openjdk-17-jdk-headless
 )
 
 # Debian's own node 18 (V8 10.2, engine in libnode.so.108) beside the
