@@ -5,9 +5,9 @@
  * twin in plain C and has the rules in prose; keep the two in step.
  *
  * How a walk uses it (the integration into bpf/unwind_walk.h):
- *   - once per sample, hs_begin(tgid): the process's set-up (hs_procs,
- *     filled by user space) is copied to this CPU's scratch, and the
- *     record count reset;
+ *   - once per sample, hs_begin(tgid, set-up): the process's set-up (its
+ *     rt_procs entry, filled by user space) is copied to this CPU's
+ *     scratch, and the record count reset;
  *   - in find_map, an anonymous executable pc for which hs_owns(pc) holds
  *     takes the HotSpot step instead of the frame-pointer step;
  *   - walk_step stores the pc in its frame slot as for any frame, then
@@ -40,13 +40,6 @@
 #ifndef HS_READ_USER
 #define HS_READ_USER(dst, size, src) bpf_probe_read_user(dst, size, (const void *)(src))
 #endif
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, HS_MAX_PROCS);
-	__type(key, __u32);
-	__type(value, struct hs_proc);
-} hs_procs SEC(".maps");
 
 /* Words read at once: an interpreter frame's slots (rbp-64 .. rbp+16),
  * or a compiled frame's saved rbp, return address and the words searched
@@ -165,11 +158,11 @@ static __always_inline struct hs_scratch *hs_get(void)
 	return bpf_map_lookup_elem(&hs_scratch, &zero);
 }
 
-/* Sets the sample of process tgid up: 1 when it is a JVM we walk. */
-static __always_inline int hs_begin(__u32 tgid)
+/* Sets the sample of process tgid up, p its set-up (its rt_procs entry's,
+ * NULL when it runs no JVM): 1 when it is a JVM we walk. */
+static __always_inline int hs_begin(__u32 tgid, const struct hs_proc *p)
 {
 	struct hs_scratch *s = hs_get();
-	struct hs_proc *p = bpf_map_lookup_elem(&hs_procs, &tgid);
 
 	if (!s)
 		return 0;
@@ -630,8 +623,14 @@ static __always_inline __u32 hs_finish(__u64 *frames, __u32 at, __u32 cap)
 
 		if (i >= n || d + 2 > cap)
 			return i;
-		asm volatile("" : "+r"(d));
 		if (d > cap - 2)
+			return i;
+		/* A bound the verifier sees on the register the stores use
+		 * (cap <= 256 slots): hidden from the compiler, which would
+		 * drop the mask. */
+		asm volatile("" : "+r"(d));
+		d &= 0xff;
+		if (d > 254)
 			return i;
 		frames[d] = s->rec[(2 * i) & (2 * HS_MAX_FRAMES - 1)];
 		frames[d + 1] = s->rec[(2 * i + 1) & (2 * HS_MAX_FRAMES - 1)];

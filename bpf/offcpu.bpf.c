@@ -145,8 +145,8 @@ static __always_inline void send(struct prof_sample_ev *ev, long nframes)
 	send_bytes(ev, __builtin_offsetof(struct prof_sample_ev, frames) + nframes * sizeof(__u64));
 }
 
-#include "bpf/unwind_walk.h"
 #include "bpf/runtime_walk.h"
+#include "bpf/unwind_walk.h"
 
 /*
  * The user stack of the current task, innermost first, into ev->frames
@@ -158,14 +158,14 @@ static __always_inline void send(struct prof_sample_ev *ev, long nframes)
  * loses the leaf's callers up to the last frame pointer. Returns the
  * number of frames, or -errno; sets ev->uend.
  */
-static __noinline int user_stack(struct prof_sample_ev *ev)
+static __noinline int user_stack(struct prof_sample_ev *ev, const struct rt_proc *rt)
 {
 	long n;
 
 	if (!ev)
 		return -22;
 	if (unwind_tables)
-		return unwind_user(ev, 0);
+		return unwind_user(ev, 0, rt);
 	ev->uend = PROF_UE_FP;
 	n = bpf_get_task_stack(bpf_get_current_task_btf(), ev->frames,
 			       PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
@@ -201,7 +201,7 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 	ev->rtkind = RT_NONE;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 	if (want_user && task->mm) {
-		n = user_stack(ev);
+		n = user_stack(ev, rt_of(task->tgid));
 		if (n < 0) {
 			count(OFFCPU_CNT_USTACK_ERR, 1);
 			ev->flags |= PROF_F_UERR;
@@ -218,7 +218,7 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 	 * sampler set its process up (rt_procs is its map): where Python or
 	 * Ruby code waits, not only the interpreter's loop. */
 	if (want_user && task->mm && nu >= 0 && nu <= PROF_MAX_FRAMES)
-		rt_walk(ev, task->tgid, nu);
+		rt_walk(ev, rt_of(task->tgid), nu);
 	/* A walk to finish in user space carries the stack copy. */
 	if (ev->uend == PROF_UE_PENDING)
 		send_bytes(ev, __builtin_offsetof(struct prof_sample_ev, ustack) +

@@ -54,8 +54,8 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
-#include "bpf/unwind_walk.h"
 #include "bpf/runtime_walk.h"
+#include "bpf/unwind_walk.h"
 
 /*
  * The user stack, innermost first, into ev->frames[nk...] (max
@@ -64,14 +64,14 @@ static __always_inline void count(__u32 idx)
  * of frames, or -errno.
  */
 static __noinline int user_stack(struct bpf_perf_event_data *ctx, struct prof_sample_ev *ev,
-				 int nk)
+				 int nk, const struct rt_proc *rt)
 {
 	long n;
 
 	if (!ev || nk < 0 || nk > PROF_MAX_FRAMES)
 		return -22;
 	if (unwind_tables)
-		return unwind_user(ev, nk);
+		return unwind_user(ev, nk, rt);
 	ev->uend = PROF_UE_FP;
 	n = bpf_get_stack(ctx, &ev->frames[nk], PROF_MAX_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
 	if (n < 0)
@@ -86,6 +86,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
 	struct task_struct *task;
 	struct prof_sample_ev *ev;
+	struct rt_proc *rt = 0;
 	long n, nk = 0, nu = 0;
 	__u64 size;
 
@@ -133,7 +134,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (want_user && BPF_CORE_READ(task, mm)) {
 		if (nk < 0 || nk > PROF_MAX_FRAMES) /* for the verifier */
 			nk = 0;
-		n = user_stack(ctx, ev, nk);
+		rt = want_user ? rt_of(tgid) : 0;
+		n = user_stack(ctx, ev, nk, rt);
 		if (n < 0) {
 			count(PROF_CNT_USTACK_ERR);
 			ev->flags |= PROF_F_UERR;
@@ -149,7 +151,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	ev->nkern = nk;
 	ev->nuser = nu;
 	if (want_user && nk >= 0 && nu >= 0 && nk + nu <= 2 * PROF_MAX_FRAMES)
-		rt_walk(ev, tgid, nk + nu);
+		rt_walk(ev, rt, nk + nu);
 	size = __builtin_offsetof(struct prof_sample_ev, frames) +
 	       (nk + nu + 2 * (ev->nrt & 0xff)) * sizeof(__u64);
 	/* A walk to finish in user space carries the stack copy. */

@@ -20,12 +20,16 @@
 
 #include "bpf/python.h"
 #include "bpf/ruby.h"
+#include "bpf/hotspot.h"
+#include "bpf/v8.h"
 
 /* Which runtime a record's runtime frames (and an rt_procs entry) are. */
 enum rt_kind {
 	RT_NONE = 0,
 	RT_PYTHON,
 	RT_RUBY,
+	RT_HOTSPOT, /* its frames are written by the native walk (hotspot_walk.h) */
+	RT_V8,	    /* likewise (v8_walk.h) */
 	RT_NKINDS,
 };
 
@@ -50,10 +54,12 @@ struct rt_proc {
 	union {
 		struct py_proc py;
 		struct rb_proc rb;
+		struct hs_proc hs;
+		struct v8_proc v8;
 	};
 };
 
-/* Runtime frames a record holds at most (each two frame slots). */
-#define RT_MAX_FRAMES (PY_MAX_FRAMES > RB_MAX_FRAMES + 1 ? PY_MAX_FRAMES : RB_MAX_FRAMES + 1)
+/* Runtime records a record holds at most (each two frame slots). */
+#define RT_MAX_FRAMES 65 /* PY_MAX_FRAMES 48, RB_MAX_FRAMES + 1, HS_MAX_FRAMES, V8_MAX_FRAMES 64 */
 
 #endif

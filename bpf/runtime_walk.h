@@ -1,8 +1,8 @@
 /*
  * runtime_walk.h - the language-runtime part of a sample, after its
  * native frames (bpf/runtime.h). BPF only; included by profile.bpf.c and
- * offcpu.bpf.c after their `scratch` (rt_procs is the cpu sampler's; the
- * offcpu object shares it by fd).
+ * offcpu.bpf.c after their `scratch` and before bpf/unwind_walk.h
+ * (rt_procs is the cpu sampler's; the offcpu object shares it by fd).
  */
 #ifndef PROFFS_BPF_RUNTIME_WALK_H
 #define PROFFS_BPF_RUNTIME_WALK_H
@@ -18,28 +18,34 @@ struct {
 
 #include "bpf/python_walk.h"
 #include "bpf/ruby_walk.h"
+/* The JVM's and V8's steps, which the native walk (bpf/unwind_walk.h,
+ * included after this) takes for their code: they write their records. */
+#include "bpf/hotspot_walk.h"
+#include "bpf/v8_walk.h"
+
+/* The process's runtime entry, NULL when it runs none we walk (one
+ * lookup per sample, its pointer handed to the walks). */
+static __always_inline struct rt_proc *rt_of(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&rt_procs, &tgid);
+}
 
 /*
- * Writes the frames of the runtime process tgid runs (if user space set
- * it up) into ev->frames from slot at on, and sets ev->nrt, ev->rtend and
- * ev->rtkind. Returns the count written.
+ * After the native walk: the frames of the interpreter rt runs (Python,
+ * Ruby: walked now, from the thread's own state) into ev->frames from
+ * slot at on, and ev->nrt, ev->rtend and ev->rtkind. A JVM's and V8's
+ * records were written by the native walk itself. Returns the count.
  */
-static __always_inline int rt_walk(struct prof_sample_ev *ev, __u32 tgid, int at)
+static __always_inline int rt_walk(struct prof_sample_ev *ev, struct rt_proc *rt, int at)
 {
-	struct rt_proc *rt = bpf_map_lookup_elem(&rt_procs, &tgid);
 	int r = 0;
 
-	ev->nrt = 0;
-	ev->rtend = 0;
-	ev->rtkind = RT_NONE;
-	if (!rt)
+	if (!rt || (rt->kind != RT_PYTHON && rt->kind != RT_RUBY))
 		return 0;
 	if (rt->kind == RT_PYTHON)
 		r = py_walk(ev, &rt->py, at);
-	else if (rt->kind == RT_RUBY)
-		r = rb_walk(ev, &rt->rb, at);
 	else
-		return 0;
+		r = rb_walk(ev, &rt->rb, at);
 	ev->nrt = r & 0xffff;
 	ev->rtend = (__u32)r >> 16;
 	ev->rtkind = rt->kind;

@@ -49,17 +49,20 @@ struct {
 	__type(value, struct unw_file);
 } unw_files SEC(".maps");
 
-enum { MAP_NONE, MAP_TABLE, MAP_FP, MAP_PENDING };
+enum { MAP_NONE, MAP_TABLE, MAP_FP, MAP_PENDING, MAP_HOTSPOT };
 
 
 struct walk {
 	__u64 pc, sp, bp;
 	__u64 lreg[6]; /* the leaf's rax, rdx, rcx, rbx, rsi, rdi (DWARF 0-5) */
+	__u64 r13;     /* the leaf's: a HotSpot interpreter's bytecode pointer */
+	struct v8_walk v8; /* a V8 process's JS frames (bpf/v8_walk.h) */
 	/* the mapping that holds the current pc */
 	__u64 vm_start, vm_end, vm_pgoff, vm_flags;
 	__u32 base, nrows, kind;
 	__u32 nk, n;
 	__u8 end, exact, bp_ok;
+	__u8 anon; /* the mapping is anonymous executable memory (JIT code) */
 };
 
 /*
@@ -128,8 +131,11 @@ static __always_inline struct vm_area_struct *mt_lookup(struct mm_struct *mm, __
 	return 0;
 }
 
-/* Points w at the mapping holding addr. Returns 0 or the walk's end. */
-static __always_inline int find_map(struct walk *w, __u64 addr)
+/* Points w at the mapping holding addr. Returns 0 or the walk's end.
+ * This and table_step are global BPF functions: the verifier checks each
+ * once, not at every state the walk's loop reaches them in (with the
+ * HotSpot and V8 steps beside them the program passed its bound). */
+__noinline int find_map(struct walk *w, __u64 addr)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = task->mm;
@@ -138,6 +144,8 @@ static __always_inline int find_map(struct walk *w, __u64 addr)
 	struct unw_file *uf;
 	struct file *f;
 
+	if (!w) /* (a global function's pointer may be NULL to the verifier) */
+		return PROF_UE_BAD_FRAME;
 	if (!mm)
 		return PROF_UE_BAD_PC;
 	vma = mt_lookup(mm, addr);
@@ -152,6 +160,7 @@ static __always_inline int find_map(struct walk *w, __u64 addr)
 	w->vm_pgoff = BPF_CORE_READ(vma, vm_pgoff);
 	w->vm_flags = BPF_CORE_READ(vma, vm_flags);
 	f = BPF_CORE_READ(vma, vm_file);
+	w->anon = !f;
 	if (f) {
 		key.ino = BPF_CORE_READ(f, f_inode, i_ino);
 		key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
@@ -161,8 +170,10 @@ static __always_inline int find_map(struct walk *w, __u64 addr)
 		/* Its table counts from the image's start; the vma's pgoff is
 		 * not a file offset. */
 		w->vm_pgoff = 0;
+		w->anon = 0;
 	} else {
-		w->kind = MAP_FP; /* anonymous code: JIT */
+		/* anonymous code: a JVM's code cache, or another JIT's */
+		w->kind = hs_owns(addr) ? MAP_HOTSPOT : MAP_FP;
 		return 0;
 	}
 	uf = bpf_map_lookup_elem(&unw_files, &key);
@@ -198,13 +209,19 @@ static __always_inline int fp_step(struct walk *w)
 	return 0;
 }
 
-static __always_inline int table_step(struct walk *w, __u64 look)
+__noinline int table_step(struct walk *w, __u64 look)
 {
-	__u64 off = look - w->vm_start + (w->vm_pgoff << 12), cfa = 0, ra = 0, v;
-	__u32 lo = w->base, hi = w->base + w->nrows, c, clast, first, idx, zero = 0;
+	__u64 off, cfa = 0, ra = 0, v;
+	__u32 lo, hi, c, clast, first, idx, zero = 0;
 	struct unw_rule *r;
 	struct unw_row *row;
 	void *chunk;
+
+	if (!w)
+		return PROF_UE_BAD_FRAME;
+	off = look - w->vm_start + (w->vm_pgoff << 12);
+	lo = w->base;
+	hi = w->base + w->nrows;
 
 	if (off > 0xffffffffull || !w->nrows)
 		return PROF_UE_NO_RULE;
@@ -323,6 +340,24 @@ static __always_inline int table_step(struct walk *w, __u64 look)
 	return 0;
 }
 
+/* A frame in a JVM's code cache (bpf/hotspot_walk.h): HotSpot's own
+ * step, which writes the frame's record. */
+static __always_inline int hotspot_step(struct walk *w, __u64 look)
+{
+	struct hs_regs r = { w->pc, w->sp, w->bp_ok ? w->bp : 0, w->r13 };
+
+	if (!hs_owns(look))
+		return fp_step(w);
+	if (hs_step(&r, w->n == 1 && w->exact, w->n - 1))
+		return PROF_UE_BAD_FRAME;
+	w->pc = r.pc;
+	w->sp = r.sp;
+	w->bp = r.bp;
+	w->bp_ok = 1;
+	w->exact = 0;
+	return 0;
+}
+
 static long walk_step(__u64 i, void *data)
 {
 	struct walk *w = data;
@@ -355,8 +390,21 @@ static long walk_step(__u64 i, void *data)
 		return 1;
 	ev->frames[slot] = w->pc;
 	w->n++;
-	if (w->kind == MAP_TABLE)
+	/* V8 code (its JIT's, or builtins linked without CFI): the rbp step,
+	 * reading the frame's JS function on the way. */
+	if (w->v8.on && v8_code(&w->v8, w->anon, look)) {
+		struct v8_regs vr = { w->pc, w->sp, w->bp };
+
+		end = v8_step(&w->v8, &vr, w->n - 1);
+		w->pc = vr.pc;
+		w->sp = vr.sp;
+		w->bp = vr.bp;
+		w->bp_ok = 1;
+		w->exact = 0;
+	} else if (w->kind == MAP_TABLE)
 		end = table_step(w, look);
+	else if (w->kind == MAP_HOTSPOT)
+		end = hotspot_step(w, look);
 	else if (w->kind == MAP_FP)
 		end = fp_step(w);
 	else if (w->kind == MAP_PENDING)
@@ -370,15 +418,20 @@ static long walk_step(__u64 i, void *data)
 	return 0;
 }
 
-/* Walks the current task's user stack into ev->frames[nk...]. Returns the
+/*
+ * Walks the current task's user stack into ev->frames[nk...]. Returns the
  * number of frames; sets ev->uend (and on PROF_UE_PENDING, uregs, ustack
- * and ustack_len). */
-static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk)
+ * and ustack_len). rt: the process's runtime entry (bpf/runtime_walk.h),
+ * or NULL: a JVM's or V8's frames are walked by their own step and their
+ * records written after the native frames (ev->nrt, rtend, rtkind).
+ */
+static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const struct rt_proc *rt)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct walk w = {};
 	__u64 top = 0, len;
+	__u32 at, nr;
 
 	w.pc = BPF_CORE_READ(regs, ip);
 	w.sp = BPF_CORE_READ(regs, sp);
@@ -389,12 +442,29 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk)
 	w.lreg[3] = BPF_CORE_READ(regs, bx);
 	w.lreg[4] = BPF_CORE_READ(regs, si);
 	w.lreg[5] = BPF_CORE_READ(regs, di);
+	w.r13 = BPF_CORE_READ(regs, r13);
 	w.bp_ok = 1;
 	w.exact = 1;
 	w.nk = nk;
+	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
+	v8_begin(&w.v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0);
 	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, &w, 0);
 	ev->uend = w.end;
 	ev->ustack_len = 0;
+	/* The JVM's or V8's records, after the native frames. */
+	at = (__u32)nk + w.n;
+	if (at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_HOTSPOT) {
+		nr = hs_finish(ev->frames, at, 2 * PROF_MAX_FRAMES);
+		ev->nrt = nr;
+		ev->rtend = nr ? RT_END_OK : RT_END_IDLE;
+		ev->rtkind = RT_HOTSPOT;
+	} else if (at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_V8) {
+		nr = v8_emit(&w.v8, ev->frames, at);
+		ev->nrt = nr;
+		ev->rtend = w.v8.end == V8_END_TRUNC ? RT_END_TRUNC : w.v8.end == V8_END_READ ? RT_END_READ :
+			    nr ? RT_END_OK : RT_END_IDLE;
+		ev->rtkind = RT_V8;
+	}
 	if (w.end == PROF_UE_PENDING) {
 		ev->uregs[0] = w.pc;
 		ev->uregs[1] = w.sp;

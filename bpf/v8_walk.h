@@ -3,8 +3,8 @@
  * records, sampler/v8/v8walk.c is its twin in C: keep the two in step).
  *
  * How the native walk (bpf/unwind_walk.h, walk_step) calls it:
- *   - per sample, before the walk: v8_begin(&w->v8, tgid) (one map lookup;
- *     the process's set-up is copied, so frames need no lookup);
+ *   - per sample, before the walk: v8_begin(&w->v8, set-up) (the
+ *     process's rt_procs entry is copied, so frames need no lookup);
  *   - per frame, instead of the rbp step, when v8_code() says the frame's
  *     pc is in V8 code (anonymous executable memory, or the builtins):
  *     end = v8_step(&w->v8, &w->pc, &w->sp, &w->bp, w->n - 1) (the frame's
@@ -28,13 +28,6 @@
 #ifndef V8_READ
 #define V8_READ(dst, len, src) bpf_probe_read_user(dst, len, (const void *)(src))
 #endif
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, V8_MAX_PROCS);
-	__type(key, __u32);
-	__type(value, struct v8_proc);
-} v8_procs SEC(".maps");
 
 struct v8_buf {
 	__u64 fr[V8_FRAME_READ / 8];
@@ -68,10 +61,9 @@ struct v8_walk {
 	__u32 pad;
 };
 
-static __always_inline void v8_begin(struct v8_walk *v, __u32 tgid)
+/* c: the process's set-up (its rt_procs entry's), NULL when it runs no V8. */
+static __always_inline void v8_begin(struct v8_walk *v, const struct v8_proc *c)
 {
-	struct v8_proc *c = bpf_map_lookup_elem(&v8_procs, &tgid);
-
 	v->on = 0;
 	v->njs = 0;
 	v->end = V8_END_NONE;
@@ -120,22 +112,34 @@ static __always_inline __u32 v8_u32(const __u8 *p, __u32 off, __u32 size)
 	return *(const __u32 *)(p + (off & 63));
 }
 
+/* A frame's registers, as the step reads and leaves them. */
+struct v8_regs {
+	__u64 pc, sp, bp;
+};
+
 /*
- * The rbp step of the frame at *bp whose pc is in V8 code, index its
+ * The rbp step of the frame at r->bp whose pc is in V8 code, index its
  * place among the user frames: records a JS frame when the frame runs one
- * (v8walk__frame says how), then *pc, *sp, *bp become the caller's.
- * Returns 0 or the walk's end (enum prof_uend).
+ * (v8walk__frame says how), then r becomes the caller's. Returns 0 or the
+ * walk's end (enum prof_uend). A global BPF function: verified once, not
+ * at every place the native walk's loop may reach it (with the HotSpot
+ * step beside it, the program was past the verifier's bounds).
  */
-static __noinline int v8_step(struct v8_walk *v, __u64 *pc, __u64 *sp, __u64 *bp, __u32 index)
+__noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 {
 	__u32 zero = 0, n;
 	struct v8_buf *b = bpf_map_lookup_elem(&v8_scratch, &zero);
-	__u64 fp = *bp, jsf, sfi, code, start, ba, bo, ra;
+	__u64 fp, jsf, sfi, code, start, ba, bo, ra;
+	__u64 *pc, *sp, *bp;
 	__u32 size, kind, type = 0, off = 0, stamp = 0;
 	__u64 obj = 0;
 
-	if (!b || !v)
+	if (!b || !v || !r)
 		return PROF_UE_BAD_FRAME;
+	pc = &r->pc;
+	sp = &r->sp;
+	bp = &r->bp;
+	fp = *bp;
 	if (fp == 0)
 		return PROF_UE_FP_END;
 	if (fp < *sp || V8_READ(b->fr, V8_FRAME_READ, fp - V8_FRAME_BELOW))
@@ -224,8 +228,14 @@ static __always_inline int v8_emit(struct v8_walk *v, __u64 *frames, __u32 at)
 
 		if (j >= v->njs)
 			break;
-		/* keep the checked value (the compiler would recompute it) */
+		if (s > 2 * PROF_MAX_FRAMES - 2) {
+			v->end = V8_END_TRUNC;
+			break;
+		}
+		/* A bound the verifier sees on the register the stores use:
+		 * the compiler, knowing s <= 252 already, would drop a mask. */
 		asm volatile("" : "+r"(s));
+		s &= 0xff;
 		if (s > 2 * PROF_MAX_FRAMES - 2) {
 			v->end = V8_END_TRUNC;
 			break;

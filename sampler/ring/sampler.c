@@ -285,7 +285,9 @@ int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX])
 int sampler__rt_ends(struct sampler *s, int kind, uint64_t *out, size_t n)
 {
 	struct bpf_map *m = kind == RT_PYTHON ? s->skel->maps.py_ends :
-			    kind == RT_RUBY   ? s->skel->maps.rb_ends : NULL;
+			    kind == RT_RUBY   ? s->skel->maps.rb_ends :
+			    kind == RT_HOTSPOT ? s->skel->maps.hs_ends :
+			    kind == RT_V8     ? s->skel->maps.v8_ends : NULL;
 	size_t have = m ? bpf_map__max_entries(m) : 0;
 
 	memset(out, 0, n * sizeof(*out));

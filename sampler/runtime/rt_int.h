@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "sampler/runtime/runtime.h"
+#include "store/util/hmap.h"
 
 struct vma;
 
@@ -29,6 +30,7 @@ struct rt_cache_stats {
 
 struct rt_ops {
 	const char *name;	  /* "python": metrics proffs_python_*, frames [python: ...] */
+	const char *ends_what;	  /* "walks" (NULL) or "steps": what the ends count */
 	uint8_t kind;		  /* enum rt_kind */
 	/* Walk ends as bpf/<runtime>.h counts them (enum py_end, rb_end):
 	 * labels of proffs_<name>_walks_total{end=...}, NULL to leave one
@@ -61,7 +63,43 @@ struct rt_ops {
 	void (*extra_metrics)(struct buf *out, const uint64_t *extra);
 };
 
-extern const struct rt_ops rt_python_ops, rt_ruby_ops;
+extern const struct rt_ops rt_python_ops, rt_ruby_ops, rt_hotspot_ops, rt_v8_ops;
+
+/*
+ * What a runtime keeps per process beyond struct rtproc (a JVM's layout
+ * read from its tables, a V8's code range): owned here, keyed by pid. A
+ * process's data outlives its forget (exec, exit) by RT_PDATA_GRACE_NS,
+ * longer than a sample can be held, so a late sample never names with
+ * freed memory.
+ */
+struct rt_pdata {
+	struct hmap live;   /* pid + 1 -> data */
+	struct rt_dead { void *data; int64_t free_ns; } *dead;
+	size_t ndead, capdead;
+};
+#define RT_PDATA_GRACE_NS (30 * 1000000000LL)
+void *rt_pdata__get(const struct rt_pdata *d, pid_t pid);
+/* Takes data (malloc'd) as pid's, the one it had going the way of a
+ * forget. Returns 0 or -ENOMEM (data freed). */
+int rt_pdata__put(struct rt_pdata *d, pid_t pid, void *data);
+void rt_pdata__forget(struct rt_pdata *d, pid_t pid);
+void rt_pdata__free(struct rt_pdata *d);
+
+/*
+ * The merge of runtimes whose native walk wrote one record per frame it
+ * stepped (HotSpot, V8): each record names the native frame it belongs to
+ * by its index among the sample's user frames (0: the leaf). A native
+ * frame with records is replaced by what name() makes of them (one record
+ * may stand for several frames: inlined methods, innermost first); every
+ * other native frame stays; records tied to no frame go before a marker
+ * that ends the user stack. name(ctx, i, ret, out, max) writes the frames
+ * of record i (ret: its frame's pc is a return address) and returns how
+ * many. Returns the count written to out.
+ */
+typedef int (*rt_name_fn)(void *ctx, int i, bool ret, struct frame *out, int max);
+int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, int n,
+		      const uint32_t *index, int nrec, rt_name_fn name, void *ctx,
+		      struct frame *out, int max);
 
 /* Reads n bytes at addr of process pid. Returns 0 or -errno (-EFAULT: a
  * short read). */

@@ -36,6 +36,8 @@
 static const struct rt_ops *const ops_of[RT_NKINDS] = {
 	[RT_PYTHON] = &rt_python_ops,
 	[RT_RUBY] = &rt_ruby_ops,
+	[RT_HOTSPOT] = &rt_hotspot_ops,
+	[RT_V8] = &rt_v8_ops,
 };
 
 /* A process not initialised yet is looked at after this, doubling up to
@@ -147,6 +149,122 @@ bool rt__bias(const struct vma *v, const struct symtab *t, uint64_t *bias)
 		return false;
 	*bias = v->start - va;
 	return true;
+}
+
+/* ---- per-process data ---- */
+
+void *rt_pdata__get(const struct rt_pdata *d, pid_t pid)
+{
+	return hmap__get(&d->live, (uint64_t)pid + 1);
+}
+
+/* Frees what has been dead long enough. */
+static void pdata_gc(struct rt_pdata *d, int64_t now)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < d->ndead; i++) {
+		if (d->dead[i].free_ns <= now)
+			free(d->dead[i].data);
+		else
+			d->dead[w++] = d->dead[i];
+	}
+	d->ndead = w;
+}
+
+void rt_pdata__forget(struct rt_pdata *d, pid_t pid)
+{
+	void *old = hmap__get(&d->live, (uint64_t)pid + 1);
+	int64_t now = now_mono_ns();
+
+	pdata_gc(d, now);
+	if (!old)
+		return;
+	hmap__del(&d->live, (uint64_t)pid + 1);
+	if (d->ndead == d->capdead) {
+		size_t nc = d->capdead ? 2 * d->capdead : 16;
+		struct rt_dead *nd = realloc(d->dead, nc * sizeof(*nd));
+
+		if (!nd) {
+			/* no room to wait: a late sample of pid, if any, goes unnamed */
+			free(old);
+			return;
+		}
+		d->dead = nd;
+		d->capdead = nc;
+	}
+	d->dead[d->ndead++] = (struct rt_dead){ old, now + RT_PDATA_GRACE_NS };
+}
+
+int rt_pdata__put(struct rt_pdata *d, pid_t pid, void *data)
+{
+	rt_pdata__forget(d, pid);
+	if (hmap__put(&d->live, (uint64_t)pid + 1, data)) {
+		free(data);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void rt_pdata__free(struct rt_pdata *d)
+{
+	for (size_t i = 0; i < d->live.cap; i++)
+		if (d->live.keys[i])
+			free(d->live.vals[i]);
+	hmap__fini(&d->live);
+	for (size_t i = 0; i < d->ndead; i++)
+		free(d->dead[i].data);
+	free(d->dead);
+	memset(d, 0, sizeof(*d));
+}
+
+/* ---- the merge of records tied to native frames ---- */
+
+int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, int n,
+		      const uint32_t *index, int nrec, rt_name_fn name, void *ctx,
+		      struct frame *out, int max)
+{
+	int u0 = 0, m = 0;
+	bool *used = calloc(nrec ? (size_t)nrec : 1, sizeof(*used));
+
+	(void)ev;
+	if (!used) {
+		if (n > max)
+			n = max;
+		memcpy(out, fr, (size_t)n * sizeof(*fr));
+		return n;
+	}
+	/* The user frames start after the kernel's (and their marker). */
+	while (u0 < n && fr[u0].kernel)
+		u0++;
+	for (int i = 0; i < n && m < max; i++) {
+		bool took = false, end = fr[i].marker && !fr[i].kernel;
+
+		if (end) /* records tied to no frame walked go before the marker */
+			for (int k = 0; k < nrec && m < max; k++)
+				if (!used[k]) {
+					used[k] = true;
+					m += name(ctx, k, true, out + m, max - m);
+				}
+		if (i >= u0 && !fr[i].marker) {
+			uint32_t u = (uint32_t)(i - u0);
+
+			for (int k = 0; k < nrec && m < max; k++) {
+				if (used[k] || index[k] != u)
+					continue;
+				used[k] = true;
+				took = true;
+				m += name(ctx, k, u > 0, out + m, max - m);
+			}
+		}
+		if (!took && m < max)
+			out[m++] = fr[i];
+	}
+	for (int k = 0; k < nrec && m < max; k++)
+		if (!used[k])
+			m += name(ctx, k, true, out + m, max - m);
+	free(used);
+	return m;
 }
 
 /* ---- set-up ---- */
@@ -450,8 +568,9 @@ void runtimes__metrics(struct runtimes *rts, struct buf *out)
 		for (int i = 0; i < RTS_MAX; i++)
 			if (states[i])
 				prom__u64_by(out, name, "state", states[i], x->procs[i]);
-		metric_name(name, sizeof(name), o->name, "walks_total");
-		snprintf(help, sizeof(help), "%s walks of sampled threads, by how they ended.", o->name);
+		metric_name(name, sizeof(name), o->name, o->ends_what ? "steps_total" : "walks_total");
+		snprintf(help, sizeof(help), "%s %s, by how they ended.", o->name,
+			 o->ends_what ? "steps of the native walk through its code" : "walks of sampled threads");
 		prom__family(out, name, PROM_COUNTER, help);
 		for (int i = 0; i < o->nends && i < RT_MAX_ENDS; i++)
 			if (o->ends[i])

@@ -29,7 +29,22 @@ struct {
 } leaves SEC(".maps");
 #define HS_CACHE_STATS(hit) __sync_fetch_and_add((hit) ? &cache_hits : &cache_misses, 1)
 
+/* The JVM's set-up, as rt_procs holds it in bpf/profile.bpf.c. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, struct hs_proc);
+} hs_procs SEC(".maps");
+
 #include "bpf/hotspot_walk.h"
+
+static __always_inline struct hs_proc *target_proc(void)
+{
+	__u32 k = target_tgid;
+
+	return bpf_map_lookup_elem(&hs_procs, &k);
+}
 #include "tests/bpf/hs_test.h"
 
 __u64 frames_total, samples_java, samples_base, frames_timed, samples_timed;
@@ -50,7 +65,7 @@ int hs_sample(struct bpf_perf_event_data *ctx)
 	r.sp = ctx->regs.sp;
 	r.bp = ctx->regs.bp;
 	r.r13 = ctx->regs.r13;
-	if (!hs_begin(target_tgid) || !hs_owns(r.pc))
+	if (!hs_begin(target_tgid, target_proc()) || !hs_owns(r.pc))
 		return 0;
 	__sync_fetch_and_add(&samples_java, 1);
 	for (i = 0; i < 32; i++) {
@@ -76,7 +91,7 @@ int hs_sample_timed(struct bpf_perf_event_data *ctx)
 	r.sp = ctx->regs.sp;
 	r.bp = ctx->regs.bp;
 	r.r13 = ctx->regs.r13;
-	if (!hs_begin(target_tgid) || !hs_owns(r.pc))
+	if (!hs_begin(target_tgid, target_proc()) || !hs_owns(r.pc))
 		return 0;
 	__sync_fetch_and_add(&samples_timed, 1);
 	for (i = 0; i < 32; i++) {
@@ -143,7 +158,7 @@ int hs_sample_base(struct bpf_perf_event_data *ctx)
 
 	if ((__u32)(id >> 32) != target_tgid)
 		return 0;
-	if (!hs_begin(target_tgid) || !hs_owns(ctx->regs.ip))
+	if (!hs_begin(target_tgid, target_proc()) || !hs_owns(ctx->regs.ip))
 		return 0;
 	__sync_fetch_and_add(&samples_base, 1);
 	return 0;

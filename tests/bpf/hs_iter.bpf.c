@@ -37,6 +37,14 @@ static __always_inline long test_read(void *dst, __u32 size, const void *src)
 
 #define HS_READ_USER(dst, size, src) test_read(dst, size, (const void *)(src))
 
+/* The JVM's set-up, as rt_procs holds it in bpf/profile.bpf.c. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, struct hs_proc);
+} hs_procs SEC(".maps");
+
 #include "bpf/hotspot_walk.h"
 #include "tests/bpf/hs_test.h"
 
@@ -51,11 +59,12 @@ int hs_iter(struct bpf_iter__task *ctx)
 	struct hs_regs r = in_regs;
 	struct hs_scratch *s;
 	int end = HS_E_OK;
-	__u32 i;
+	__u32 i, tgid;
 
 	if (!task || task->pid != target_tid)
 		return 0;
-	if (!hs_begin(task->tgid)) {
+	tgid = task->tgid;
+	if (!hs_begin(task->tgid, bpf_map_lookup_elem(&hs_procs, &tgid))) {
 		out.end = HS_E_NOT_JAVA;
 		return 0;
 	}

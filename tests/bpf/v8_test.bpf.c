@@ -25,6 +25,14 @@
 #include <bpf/bpf_core_read.h>
 
 #include "bpf/profile.h"
+/* The process's set-up, as rt_procs holds it in bpf/profile.bpf.c. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, struct v8_proc);
+} v8_procs SEC(".maps");
+
 #include "bpf/v8_walk.h"
 #include "tests/bpf/v8_test.h"
 
@@ -73,7 +81,12 @@ static long step(__u64 i, void *data)
 		r->pcs[s->n] = s->pc;
 	s->n++;
 	if (v8_code(&s->v, anon, look)) {
-		end = v8_step(&s->v, &s->pc, &s->sp, &s->bp, s->n - 1);
+		struct v8_regs vr = { s->pc, s->sp, s->bp };
+
+		end = v8_step(&s->v, &vr, s->n - 1);
+		s->pc = vr.pc;
+		s->sp = vr.sp;
+		s->bp = vr.bp;
 	} else {
 		if (!s->bp)
 			end = PROF_UE_FP_END;
@@ -105,7 +118,7 @@ static __always_inline void walk(struct pt_regs *regs, __u32 tgid, int hardirq)
 
 	if (!r)
 		return;
-	v8_begin(&s.v, tgid);
+	v8_begin(&s.v, bpf_map_lookup_elem(&v8_procs, &tgid));
 	s.pc = PT_REGS_IP(regs);
 	s.sp = PT_REGS_SP(regs);
 	s.bp = PT_REGS_FP(regs);

@@ -1,0 +1,251 @@
+/*
+ * hsrt.c - HotSpot as a runtime of the pipeline (sampler/runtime/): a
+ * libjvm found by the loader (jvmfile__read), a JVM's set-up from its own
+ * tables (hsvm__open), and its samples' Java frames named (hsnames__frames)
+ * in place of the code-cache frames the native walk stepped through.
+ *
+ * Unlike Python's and Ruby's, these frames are not walked after the
+ * native stack: the native walk itself takes HotSpot's step for a pc in
+ * the code cache (bpf/hotspot_walk.h) and writes one record per frame,
+ * tied to its native frame by index. So the merge replaces exactly those
+ * frames; every native frame between them (libjvm, a JNI library, libc)
+ * stays where it ran.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/batch/stack.h"
+#include "sampler/java/hsname.h"
+#include "sampler/java/hsvm.h"
+#include "sampler/java/jvmfile.h"
+#include "sampler/proc/procinfo.h"
+#include "sampler/runtime/rt_int.h"
+#include "sampler/symbols/elfsym.h"
+#include "sampler/symbols/symbolize.h"
+#include "store/util/util.h"
+
+/* Bytes of display names one merge may write. */
+#define NAMES_BYTES (64u << 10)
+
+struct hsrt {
+	struct hsnames *names;
+	struct rt_pdata vms; /* pid -> struct hsvm */
+	/* one merge's */
+	uint32_t index[HS_MAX_FRAMES];
+	struct hsjframe jf[HSNAME_MAX_INLINE];
+	char text[NAMES_BYTES];
+	size_t used;
+	struct proc *p;
+	const struct hsvm *vm;
+	const uint64_t *rec;
+	struct rt_counts *cnt;
+};
+
+static const char *const marker_unreadable = "[java: unreadable]";
+
+static int hs_detect(int fd, const char *path, const struct elf_info *e, struct rtfile *f)
+{
+	struct jvmfile *jf;
+	int err;
+
+	/* Cheap first: only a file that defines the JNI entry. */
+	if (!elfsym__find(e, "JNI_CreateJavaVM"))
+		return -ENOENT;
+	jf = calloc(1, sizeof(*jf));
+	if (!jf)
+		return -ENOMEM;
+	err = jvmfile__read(fd, jf);
+	if (err == -ENOENT || err == -ENOEXEC) {
+		free(jf);
+		return -ENOENT;
+	}
+	if (err) {
+		f->status = -EPROTO;
+		snprintf(f->why, sizeof(f->why), "%s: its VM tables cannot be read: %s", path, strerror(-err));
+	}
+	f->data = jf;
+	return 0;
+}
+
+static void *hs_state_new(void)
+{
+	struct hsrt *r = calloc(1, sizeof(*r));
+
+	if (r && !(r->names = hsnames__new(0))) {
+		free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+static void hs_state_free(void *st)
+{
+	struct hsrt *r = st;
+
+	if (!r)
+		return;
+	hsnames__free(r->names);
+	rt_pdata__free(&r->vms);
+	free(r);
+}
+
+static int hs_setup(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
+		    const struct symtab *t, struct rt_proc *c)
+{
+	struct hsrt *r = st;
+	const struct jvmfile *jf = t->rt->data;
+	struct hsmem mem = { hsmem__pid_read, &p->pid };
+	struct hsvm *vm;
+	uint64_t bias;
+	char why[160] = "";
+	int err;
+
+	(void)rts;
+	if (!rt__bias(v, t, &bias))
+		return RTS_FAILED;
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return RTS_FAILED;
+	err = hsvm__open(&mem, jf, bias, vm, why, sizeof(why));
+	if (err) {
+		free(vm);
+		if (why[0])
+			pr_debug("java: pid %d: %s", (int)p->pid, why);
+		return err == -EAGAIN ? RTS_WAIT : err == -EOPNOTSUPP ? RTS_UNSUPPORTED :
+		       err == -EPROTO ? RTS_LAYOUT : RTS_WAIT;
+	}
+	c->hs = vm->bpf;
+	p->rt.layout = NULL; /* the VM is in r->vms, by pid */
+	if (rt_pdata__put(&r->vms, p->pid, vm))
+		return RTS_FAILED;
+	return RTS_WALKED;
+}
+
+/* A copy of s in this merge's text, or NULL when it is full. */
+static const char *keep(struct hsrt *r, const char *s)
+{
+	size_t len = strlen(s ? s : "") + 1;
+	char *d;
+
+	if (r->used + len > NAMES_BYTES)
+		return NULL;
+	d = r->text + r->used;
+	memcpy(d, s ? s : "", len);
+	r->used += len;
+	return d;
+}
+
+/* Record i's Java frames (rt__merge_indexed's namer). */
+static int name_rec(void *ctx, int i, bool ret, struct frame *out, int max)
+{
+	struct hsrt *r = ctx;
+	struct hsmem mem = { hsmem__pid_read, &r->p->pid };
+	int n = hsnames__frames(r->names, r->p->pid, &mem, r->vm, r->rec[2 * i], r->rec[2 * i + 1], r->jf,
+				HSNAME_MAX_INLINE);
+
+	(void)ret;
+	if (max <= 0)
+		return 0;
+	if (n < 0) {
+		memset(out, 0, sizeof(*out));
+		out->marker = true;
+		out->addr = r->rec[2 * i] & HS_ADDR_MASK;
+		out->name = n == -ESTALE ? HSNAME_FREED : marker_unreadable;
+		if (n == -ESTALE)
+			r->cnt->stale++;
+		else
+			r->cnt->unreadable++;
+		return 1;
+	}
+	if (n > max)
+		n = max;
+	for (int k = 0; k < n; k++) {
+		const struct hsjframe *j = &r->jf[k];
+		struct frame *o = &out[k];
+
+		memset(o, 0, sizeof(*o));
+		/* (a location per method and line: the Method or nmethod, and
+		 * the bci, make the address) */
+		o->addr = (r->rec[2 * i] & HS_ADDR_MASK) + (uint64_t)(j->bci + 1);
+		/* The cache's strings live until its next call: copied. */
+		o->name = keep(r, j->name);
+		o->sysname = keep(r, j->sysname);
+		o->file = keep(r, j->file);
+		if (!o->name || !o->sysname || !o->file) {
+			o->marker = true;
+			o->name = marker_unreadable;
+			r->cnt->unreadable++;
+			continue;
+		}
+		o->rt = true;
+		o->line = j->line;
+		r->cnt->frames++;
+	}
+	return n;
+}
+
+static int hs_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
+		    const struct frame *fr, int n, struct frame *out, int max, struct rt_counts *cnt)
+{
+	struct hsrt *r = st;
+	int nrec = ev->nrt < HS_MAX_FRAMES ? ev->nrt : HS_MAX_FRAMES;
+
+	r->vm = rt_pdata__get(&r->vms, p->pid);
+	if (!r->vm) {
+		if (n > max)
+			n = max;
+		memcpy(out, fr, (size_t)n * sizeof(*fr));
+		return n;
+	}
+	r->p = p;
+	r->rec = (const uint64_t *)&ev->frames[ev->nkern + ev->nuser];
+	r->cnt = cnt;
+	r->used = 0;
+	for (int i = 0; i < nrec; i++)
+		r->index[i] = (uint32_t)(r->rec[2 * i] >> 56);
+	return rt__merge_indexed(ev, fr, n, r->index, nrec, name_rec, r, out, max);
+}
+
+static void hs_forget(void *st, pid_t pid)
+{
+	struct hsrt *r = st;
+
+	hsnames__forget(r->names, pid);
+	rt_pdata__forget(&r->vms, pid);
+}
+
+static void hs_cache_stats(void *st, struct rt_cache_stats *cs)
+{
+	struct hsnames_stats s;
+
+	hsnames__stats(((struct hsrt *)st)->names, &s);
+	cs->hits = s.hits;
+	cs->misses = s.misses;
+	cs->errors = s.err_read + s.err_bad;
+	cs->bytes = s.bytes;
+}
+
+static const char *const hs_ends[HS_E_MAX] = {
+	[HS_E_OK] = "ok", [HS_E_NO_BLOB] = "no_code_blob", [HS_E_BAD_BLOB] = "bad_code_blob",
+	[HS_E_READ] = "read_failed", [HS_E_BAD_FRAME] = "bad_frame", [HS_E_INTERP] = "bad_interpreter_frame",
+	[HS_E_TRUNC] = "no_room",
+};
+
+const struct rt_ops rt_hotspot_ops = {
+	.name = "java",
+	.ends_what = "steps",
+	.kind = RT_HOTSPOT,
+	.ends = hs_ends,
+	.nends = HS_E_MAX,
+	.stale_reason = "code_freed",
+	.detect = hs_detect,
+	.file_free = free,
+	.state_new = hs_state_new,
+	.state_free = hs_state_free,
+	.setup = hs_setup,
+	.merge = hs_merge,
+	.forget = hs_forget,
+	.cache_stats = hs_cache_stats,
+};

@@ -1,0 +1,299 @@
+/*
+ * v8rt.c - V8 (Node.js) as a runtime of the pipeline (sampler/runtime/):
+ * a file carrying V8 found by the loader (v8file__read, v8layout__init),
+ * a process's set-up (where its embedded builtins are mapped), and its
+ * samples' JS frames named (v8names__frame) in place of the native frames
+ * that ran them.
+ *
+ * As with HotSpot, the native walk itself records the JS frames: V8 keeps
+ * rbp as a frame pointer in the code it generates, so the walk steps
+ * through builtins and JIT code by rbp and the hook (bpf/v8_walk.h)
+ * writes one record per JS frame, tied to its native frame by index. The
+ * merge replaces exactly those frames; JSEntry, C++ called from JS
+ * (JSON.parse calling a reviver) and libuv stay where they ran.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/batch/stack.h"
+#include "sampler/proc/procinfo.h"
+#include "sampler/runtime/rt_int.h"
+#include "sampler/symbols/elfsym.h"
+#include "sampler/symbols/symbolize.h"
+#include "sampler/v8/v8file.h"
+#include "sampler/v8/v8layout.h"
+#include "sampler/v8/v8name.h"
+#include "store/util/util.h"
+
+/* Bytes of names one merge may write. */
+#define NAMES_BYTES (64u << 10)
+/* JS frames one record (optimized code with functions inlined into it)
+ * expands to at most. */
+#define V8RT_MAX_INLINE 32
+
+/* What the loader read of a V8 file (rtfile.data). */
+struct v8rtfile {
+	struct v8file f;
+	struct v8layout l;
+};
+
+/* Per process (in struct v8rt's procs): copies, so that a file's data
+ * going with its last mapping never leaves a held sample without them. */
+struct v8rtproc {
+	struct v8rtfile vf;
+};
+
+struct v8rt {
+	struct v8names *names;
+	struct rt_pdata procs; /* pid -> struct v8rtproc */
+	/* one merge's */
+	uint32_t index[V8_MAX_FRAMES];
+	struct v8name_frame nf[V8RT_MAX_INLINE];
+	char text[NAMES_BYTES];
+	size_t used;
+	const struct v8rtproc *vp;
+	pid_t pid;
+	const uint64_t *rec;
+	struct rt_counts *cnt;
+};
+
+static const char *const marker_moved = "[js: moved]";
+static const char *const marker_unreadable = "[js: unreadable]";
+
+static int v8_detect(int fd, const char *path, const struct elf_info *e, struct rtfile *f)
+{
+	struct v8rtfile *vf;
+	char why[160] = "";
+	int err;
+
+	/* Cheap first: only a file that defines v8::Isolate::New. */
+	if (!elfsym__find(e, "_ZN2v87Isolate3NewERKNS0_12CreateParamsE"))
+		return -ENOENT;
+	vf = calloc(1, sizeof(*vf));
+	if (!vf)
+		return -ENOMEM;
+	err = v8file__read(fd, &vf->f);
+	if (err == -ENOENT || err == -ENOEXEC) {
+		free(vf);
+		return -ENOENT;
+	}
+	if (!err && !vf->f.code_lo)
+		err = -EPROTO, snprintf(why, sizeof(why), "its builtins were not found");
+	if (!err)
+		err = v8layout__init(&vf->f, &vf->l, why, sizeof(why));
+	if (err) {
+		f->status = err == -EOPNOTSUPP ? -EOPNOTSUPP : -EPROTO;
+		snprintf(f->why, sizeof(f->why), "%s: V8 %d.%d.%d: %s", path, vf->f.major, vf->f.minor,
+			 vf->f.build, why[0] ? why : strerror(-err));
+	}
+	f->data = vf;
+	return 0;
+}
+
+static void *v8_state_new(void)
+{
+	struct v8rt *r = calloc(1, sizeof(*r));
+
+	if (r && !(r->names = v8names__new(0))) {
+		free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+static void v8_state_free(void *st)
+{
+	struct v8rt *r = st;
+
+	if (!r)
+		return;
+	v8names__free(r->names);
+	rt_pdata__free(&r->procs);
+	free(r);
+}
+
+/* The runtime address range of the builtins: the executable mapping of
+ * the file (v's) that holds their file offset. */
+static bool builtins(const struct proc *p, const struct vma *v, const struct v8file *f,
+		     uint64_t *lo, uint64_t *hi)
+{
+	for (size_t i = 0; p->maps && i < p->maps->n; i++) {
+		const struct vma *m = &p->maps->v[i];
+
+		if (m->dev != v->dev || m->ino != v->ino || strcmp(m->path, v->path))
+			continue;
+		if (f->code_off >= m->pgoff && f->code_off - m->pgoff < m->end - m->start) {
+			*lo = m->start + (f->code_off - m->pgoff);
+			*hi = *lo + (f->code_hi - f->code_lo);
+			return *hi <= m->end;
+		}
+	}
+	return false;
+}
+
+static int v8_setup(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
+		    const struct symtab *t, struct rt_proc *c)
+{
+	struct v8rt *r = st;
+	const struct v8rtfile *vf = t->rt->data;
+	struct v8rtproc *vp;
+	uint64_t lo, hi;
+
+	(void)rts;
+	if (!builtins(p, v, &vf->f, &lo, &hi)) {
+		pr_debug("js: pid %d: the builtins of %s are not mapped", (int)p->pid, v->path);
+		return RTS_FAILED;
+	}
+	if (v8layout__proc(&vf->l, lo, hi, &c->v8))
+		return RTS_LAYOUT;
+	vp = malloc(sizeof(*vp));
+	if (!vp)
+		return RTS_FAILED;
+	vp->vf = *vf;
+	p->rt.layout = NULL; /* in r->procs, by pid */
+	if (rt_pdata__put(&r->procs, p->pid, vp))
+		return RTS_FAILED;
+	return RTS_WALKED;
+}
+
+/* A copy of s in this merge's text, or NULL when it is full. */
+static const char *keep(struct v8rt *r, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	char *d;
+
+	if (r->used + len > NAMES_BYTES)
+		return NULL;
+	d = r->text + r->used;
+	memcpy(d, s, len);
+	r->used += len;
+	return d;
+}
+
+/* A display name "name (file)" in this merge's text, or NULL. */
+static const char *keep_display(struct v8rt *r, const char *name, const char *path)
+{
+	size_t room = NAMES_BYTES - r->used;
+	char *d = r->text + r->used;
+
+	if (room < 64)
+		return NULL;
+	v8name__display(name, path, d, room);
+	r->used += strlen(d) + 1;
+	return d;
+}
+
+/* Record i's JS frames (rt__merge_indexed's namer). */
+static int name_rec(void *ctx, int i, bool ret, struct frame *out, int max)
+{
+	struct v8rt *r = ctx;
+	struct v8_frame fr = { .obj = r->rec[2 * i], .off = (uint32_t)r->rec[2 * i + 1],
+			       .stamp = (uint32_t)(r->rec[2 * i + 1] >> 32) };
+	int n = v8names__frame(r->names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
+			       (void *)(intptr_t)r->pid, &fr, ret, r->nf, V8RT_MAX_INLINE);
+
+	if (max <= 0)
+		return 0;
+	if (n < 0) {
+		memset(out, 0, sizeof(*out));
+		out->marker = true;
+		out->addr = V8_OBJ_ADDR(fr.obj);
+		out->name = n == -ESTALE ? marker_moved : marker_unreadable;
+		if (n == -ESTALE)
+			r->cnt->stale++;
+		else
+			r->cnt->unreadable++;
+		return 1;
+	}
+	if (n > max)
+		n = max;
+	for (int k = 0; k < n; k++) {
+		const struct v8name_frame *j = &r->nf[k];
+		struct frame *o = &out[k];
+
+		memset(o, 0, sizeof(*o));
+		/* a location per function and line: the SharedFunctionInfo
+		 * (or the Code) and the line make the address */
+		o->addr = (j->fn ? j->fn : V8_OBJ_ADDR(fr.obj)) + (uint64_t)(j->line > 0 ? j->line : 0);
+		/* The cache's strings live until its next call: copied. */
+		o->name = keep_display(r, j->name, j->path);
+		o->sysname = keep(r, j->name);
+		o->file = keep(r, j->path);
+		if (!o->name || !o->sysname || !o->file) {
+			memset(o, 0, sizeof(*o));
+			o->marker = true;
+			o->name = marker_unreadable;
+			r->cnt->unreadable++;
+			continue;
+		}
+		o->rt = true;
+		o->line = j->line;
+		o->start_line = j->start_line;
+		r->cnt->frames++;
+	}
+	return n;
+}
+
+static int v8_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
+		    const struct frame *fr, int n, struct frame *out, int max, struct rt_counts *cnt)
+{
+	struct v8rt *r = st;
+	int nrec = ev->nrt < V8_MAX_FRAMES ? ev->nrt : V8_MAX_FRAMES;
+
+	r->vp = rt_pdata__get(&r->procs, p->pid);
+	if (!r->vp) {
+		if (n > max)
+			n = max;
+		memcpy(out, fr, (size_t)n * sizeof(*fr));
+		return n;
+	}
+	r->pid = p->pid;
+	r->rec = (const uint64_t *)&ev->frames[ev->nkern + ev->nuser];
+	r->cnt = cnt;
+	r->used = 0;
+	for (int i = 0; i < nrec; i++)
+		r->index[i] = V8_OBJ_INDEX(r->rec[2 * i]);
+	return rt__merge_indexed(ev, fr, n, r->index, nrec, name_rec, r, out, max);
+}
+
+static void v8_forget(void *st, pid_t pid)
+{
+	struct v8rt *r = st;
+
+	v8names__forget(r->names, pid);
+	rt_pdata__forget(&r->procs, pid);
+}
+
+static void v8_cache_stats(void *st, struct rt_cache_stats *cs)
+{
+	struct v8names_stats s;
+
+	v8names__stats(((struct v8rt *)st)->names, &s);
+	cs->hits = s.hits;
+	cs->misses = s.misses;
+	cs->errors = s.err_read + s.err_type;
+	cs->bytes = s.bytes;
+}
+
+static const char *const v8_ends_names[V8_END_MAX] = {
+	[V8_END_OK] = "complete", [V8_END_TRUNC] = "truncated", [V8_END_READ] = "read_failed",
+};
+
+const struct rt_ops rt_v8_ops = {
+	.name = "js",
+	.kind = RT_V8,
+	.ends = v8_ends_names,
+	.nends = V8_END_MAX,
+	.stale_reason = "object_moved",
+	.detect = v8_detect,
+	.file_free = free,
+	.state_new = v8_state_new,
+	.state_free = v8_state_free,
+	.setup = v8_setup,
+	.merge = v8_merge,
+	.forget = v8_forget,
+	.cache_stats = v8_cache_stats,
+};
