@@ -222,7 +222,7 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 	/* A walk to finish in user space carries the stack copy. */
 	if (ev->uend == PROF_UE_PENDING)
 		send_bytes(ev, __builtin_offsetof(struct prof_sample_ev, ustack) +
-				       (ev->ustack_len & 0x3fff));
+				       (ev->ustack_len & 0x7fff));
 	else
 		send(ev, nu + 2 * (ev->nrt & 0xff));
 	return 0;

@@ -156,7 +156,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	       (nk + nu + 2 * (ev->nrt & 0xff)) * sizeof(__u64);
 	/* A walk to finish in user space carries the stack copy. */
 	if (ev->uend == PROF_UE_PENDING)
-		size = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x3fff);
+		size = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x7fff);
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
 	if (bpf_ringbuf_output(&events, ev, size, BPF_RB_NO_WAKEUP))

@@ -330,6 +330,7 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 			err = -ENOMEM;
 			goto err;
 		}
+		pending__set_runtimes(pr->pend, pr->rts);
 	}
 	if (o->offcpu) {
 		static const char *const types[] = { "events", "offcpu" };

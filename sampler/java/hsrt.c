@@ -19,11 +19,13 @@
 #include "sampler/batch/stack.h"
 #include "sampler/java/hsname.h"
 #include "sampler/java/hsvm.h"
+#include "sampler/java/hswalk.h"
 #include "sampler/java/jvmfile.h"
 #include "sampler/proc/procinfo.h"
 #include "sampler/runtime/rt_int.h"
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/symbolize.h"
+#include "sampler/unwind/twin.h"
 #include "store/util/util.h"
 
 /* Bytes of display names one merge may write. */
@@ -208,6 +210,30 @@ static int hs_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	return rt__merge_indexed(ev, fr, n, r->index, nrec, name_rec, r, out, max);
 }
 
+/* The BPF step (bpf/hotspot_walk.h's hotspot_step) for the pending walk. */
+static int hs_twin_step(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
+			bool anon, int index, uint64_t rec[2])
+{
+	const struct hsvm *vm = rt_pdata__get(&((struct hsrt *)st)->vms, p->pid);
+	struct rt_twin_mem tm = { p->pid, mem };
+	struct hsmem m = { rt__twin_read, &tm };
+	struct hs_regs hr = { r->pc, r->sp, r->bp_ok ? r->bp : 0, 0 };
+	uint64_t look = r->pc - (r->exact ? 0 : 1);
+
+	if (!vm || !anon || !hswalk__owns(&vm->bpf, look))
+		return 0;
+	/* (the leaf's r13 is not handed over: the interpreter's bcp comes
+	 * from its frame slot) */
+	if (hswalk__step(&m, &vm->bpf, &hr, index == 0 && r->exact, (uint32_t)index, rec))
+		return -PROF_UE_BAD_FRAME;
+	r->pc = hr.pc;
+	r->sp = hr.sp;
+	r->bp = hr.bp;
+	r->bp_ok = true;
+	r->exact = false;
+	return 2;
+}
+
 static void hs_forget(void *st, pid_t pid)
 {
 	struct hsrt *r = st;
@@ -248,4 +274,5 @@ const struct rt_ops rt_hotspot_ops = {
 	.merge = hs_merge,
 	.forget = hs_forget,
 	.cache_stats = hs_cache_stats,
+	.twin_step = hs_twin_step,
 };

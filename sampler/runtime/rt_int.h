@@ -15,6 +15,8 @@
 #include "store/util/hmap.h"
 
 struct vma;
+struct twin_regs;
+struct twin_mem;
 
 /* A runtime's counters, summed into its /prof/metrics lines. */
 struct rt_counts {
@@ -61,6 +63,11 @@ struct rt_ops {
 	/* Lines of its own beyond the common ones (NULL: none); extra holds
 	 * the nextra counters after its walk ends. */
 	void (*extra_metrics)(struct buf *out, const uint64_t *extra);
+	/* Runtimes whose frames the native walk steps (HotSpot, V8): the
+	 * step BPF takes, for the pending walk (runtime.h's
+	 * runtimes__twin_step; NULL: none). */
+	int (*twin_step)(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
+			 bool anon, int index, uint64_t rec[2]);
 };
 
 extern const struct rt_ops rt_python_ops, rt_ruby_ops, rt_hotspot_ops, rt_v8_ops;
@@ -104,6 +111,15 @@ int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, i
 /* Reads n bytes at addr of process pid. Returns 0 or -errno (-EFAULT: a
  * short read). */
 int rt__read(pid_t pid, uint64_t addr, void *buf, size_t n);
+
+/* The pending walk's memory: the stack as the sample copied it, the rest
+ * of process pid as it is now. rt__twin_read(ctx, ...) reads it as
+ * rt__read does (ctx: a struct rt_twin_mem). */
+struct rt_twin_mem {
+	pid_t pid;
+	const struct twin_mem *stack;
+};
+int rt__twin_read(void *ctx, uint64_t addr, void *buf, size_t n);
 
 /* Re-reads p's maps if they were read before since_ns (CLOCK_MONOTONIC):
  * the maps read at exec lack what ld.so mapped after it. True when they

@@ -30,6 +30,7 @@
 #include "sampler/runtime/runtime.h"
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/symbolize.h"
+#include "sampler/unwind/twin.h"
 #include "store/util/prom.h"
 #include "store/util/util.h"
 
@@ -126,6 +127,19 @@ int rt__read(pid_t pid, uint64_t addr, void *buf, size_t n)
 	if (got < 0)
 		return -errno;
 	return (size_t)got == n ? 0 : -EFAULT;
+}
+
+int rt__twin_read(void *ctx, uint64_t addr, void *buf, size_t n)
+{
+	const struct rt_twin_mem *t = ctx;
+	const struct twin_mem *m = t->stack;
+
+	/* The stack as it was when sampled: the live one has moved on. */
+	if (m && addr >= m->base && addr - m->base <= m->len && n <= m->len - (addr - m->base)) {
+		memcpy(buf, m->buf + (addr - m->base), n);
+		return 0;
+	}
+	return rt__read(t->pid, addr, buf, n);
 }
 
 bool rt__maps_fresh(struct runtimes *rts, struct proc *p, int64_t since_ns)
@@ -489,6 +503,17 @@ void runtimes__see(struct runtimes *rts, struct proc *p, const struct frame *fr,
 }
 
 /* ---- merge, forget ---- */
+
+int runtimes__twin_step(struct runtimes *rts, struct proc *p, struct twin_regs *r,
+			const struct twin_mem *mem, bool anon, int index, uint64_t rec[2])
+{
+	int k = p ? p->rt.kind : RT_NONE;
+
+	if (!rts || !p || p->rt.state != RTS_WALKED || k <= RT_NONE || k >= RT_NKINDS ||
+	    !ops_of[k]->twin_step)
+		return 0;
+	return ops_of[k]->twin_step(rts->st[k], p, r, mem, anon, index, rec);
+}
 
 int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_sample_ev *ev,
 		    const struct frame *fr, int n, struct frame *out, int max)

@@ -38,6 +38,8 @@ struct procs;
 struct proc;
 struct frame;
 struct buf;
+struct twin_regs;
+struct twin_mem;
 
 /* How far a process's set-up got (metrics: processes by state). */
 enum rt_state {
@@ -119,6 +121,18 @@ int runtimes__due(struct runtimes *rts, int64_t now_ns);
  */
 int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_sample_ev *ev,
 		    const struct frame *fr, int n, struct frame *out, int max);
+
+/*
+ * The pending walk (sampler/unwind/pending.c) of a sample of p meets the
+ * frame at r (index: its place among the user frames; anon: in anonymous
+ * memory; mem: the stack the sample copied): the step BPF would have
+ * taken there for p's runtime. Returns 0: not the runtime's frame, the
+ * native step follows; 1: rec holds the frame's record (bpf/hotspot.h,
+ * bpf/v8.h) and the native step follows; 2: rec holds it and r was
+ * stepped to the caller; -PROF_UE_*: the walk ends so. Sampler thread.
+ */
+int runtimes__twin_step(struct runtimes *rts, struct proc *p, struct twin_regs *r,
+			const struct twin_mem *mem, bool anon, int index, uint64_t rec[2]);
 
 /* p exec'd or exited: its objects are gone. */
 void runtimes__forget(struct runtimes *rts, pid_t pid);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/runtime/runtime.h"
 #include "sampler/unwind/pending.h"
 #include "sampler/unwind/twin.h"
 #include "store/util/util.h"
@@ -21,6 +22,7 @@ struct parked {
 struct pending {
 	struct unwinder *u;
 	struct procs *ps;
+	struct runtimes *rts;
 	struct parked park[PARK_MAX];
 	size_t n;
 	struct prof_sample_ev *out; /* the completed record handed to done */
@@ -53,6 +55,12 @@ void pending__free(struct pending *pq)
 	free(pq);
 }
 
+void pending__set_runtimes(struct pending *pq, struct runtimes *rts)
+{
+	if (pq)
+		pq->rts = rts;
+}
+
 static enum twin_kind request_vma(struct pending *pq, struct proc *p, const struct vma *v,
 				  bool urgent)
 {
@@ -77,7 +85,29 @@ struct walk_ctx {
 	bool unmapped;          /* an address our copy of the maps lacks */
 	bool final;             /* our maps were read after the sample (or the
 				 * process is gone): what they lack is unmapped */
+	/* the runtime's records of the frames this walk stepped */
+	__u64 rec[2 * PROF_MAX_FRAMES];
+	int nrec;
 };
+
+/* The runtime's step (twin.h's hook): a JVM's or V8's frame. */
+static int rt_hook(void *arg, struct twin_regs *r, const struct twin_mem *mem, const struct twin_map *m,
+		   int index)
+{
+	struct walk_ctx *c = arg;
+	uint64_t rec[2];
+	int k;
+
+	if (c->nrec >= PROF_MAX_FRAMES)
+		return 0;
+	k = runtimes__twin_step(c->pq->rts, c->p, r, mem, m->kind == TWIN_FP, index, rec);
+	if (k <= 0)
+		return k;
+	c->rec[2 * c->nrec] = rec[0];
+	c->rec[2 * c->nrec + 1] = rec[1];
+	c->nrec++;
+	return k == 2 ? TWIN_HOOK_STEPPED : 0;
+}
 
 /* Under the unwinder's lock. */
 static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
@@ -117,7 +147,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 	struct prof_sample_ev *o = pq->out;
 	size_t head = offsetof(struct prof_sample_ev, ustack);
 	struct twin_mem mem = { .base = ev->uregs[1], .buf = ev->ustack, .len = ev->ustack_len };
-	struct walk_ctx c = { pq, p, NULL, false, false };
+	static struct walk_ctx c; /* (its records: 1 KiB) sampler thread only */
 	bool refreshed = false;
 	int n = ev->nuser, end = PROF_UE_PENDING;
 
@@ -128,6 +158,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 	/* BPF copies up to UNW_STACK_COPY bytes, fewer only where the stack's
 	 * vma ends: a full copy means the stack may go on past it. */
 	mem.capped = mem.len >= UNW_STACK_COPY;
+	c = (struct walk_ctx){ .pq = pq, .p = p };
 	memcpy(o, ev, head);
 	/* Each file the walk reaches unknown is asked for, then looked at
 	 * again (small files take a millisecond); an address outside the
@@ -145,9 +176,11 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		n = ev->nuser;
 		c.need = NULL;
 		c.unmapped = false;
+		c.nrec = 0;
 		c.final = p->exit_ns || p->maps_ns >= (int64_t)ev->time_ns;
 		unwinder__lock(pq->u);
-		end = twin__walk(&r, &mem, map_fn, &c, o->frames + o->nkern, &n, PROF_MAX_FRAMES);
+		end = twin__walk_hooked(&r, &mem, map_fn, &c, pq->rts ? rt_hook : NULL, &c,
+					o->frames + o->nkern, &n, PROF_MAX_FRAMES);
 		unwinder__unlock(pq->u);
 		if (end == PROF_UE_PENDING && c.need) {
 			request_vma(pq, p, c.need, true);
@@ -159,17 +192,27 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		}
 	}
 	/* The runtime frames BPF wrote after its part of the user stack
-	 * follow the finished one, as many as still fit. */
-	if (ev->nrt) {
+	 * follow the finished one, then those of the frames the twin
+	 * stepped (a JVM's, V8's), as many as still fit. */
+	o->nrt = 0;
+	if (ev->nrt || c.nrec) {
 		size_t from = (size_t)ev->nkern + ev->nuser, to = (size_t)o->nkern + n;
 		size_t fit = to < 2 * PROF_MAX_FRAMES ? (2 * PROF_MAX_FRAMES - to) / 2 : 0;
+		size_t nb = from + 2 * (size_t)ev->nrt > 2 * PROF_MAX_FRAMES ? 0 : ev->nrt;
+		size_t nt = (size_t)c.nrec;
 
-		o->nrt = ev->nrt < fit ? ev->nrt : (uint16_t)fit;
-		if (from + 2 * (size_t)ev->nrt > 2 * PROF_MAX_FRAMES)
-			o->nrt = 0;
-		else
-			memcpy(&o->frames[to], &ev->frames[from], 2 * (size_t)o->nrt * sizeof(o->frames[0]));
-		if (o->nrt < ev->nrt)
+		if (nb > fit)
+			nb = fit;
+		if (nt > fit - nb)
+			nt = fit - nb;
+		memmove(&o->frames[to], &ev->frames[from], 2 * nb * sizeof(o->frames[0]));
+		memcpy(&o->frames[to + 2 * nb], c.rec, 2 * nt * sizeof(o->frames[0]));
+		o->nrt = (uint16_t)(nb + nt);
+		if (!ev->nrt) {
+			o->rtkind = c.p->rt.kind;
+			o->rtend = RT_END_OK;
+		}
+		if (nb < ev->nrt || nt < (size_t)c.nrec)
 			o->rtend = RT_END_TRUNC;
 	}
 	o->nuser = n;

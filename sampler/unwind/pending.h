@@ -21,6 +21,12 @@ struct pending;
 struct pending *pending__new(struct unwinder *u, struct procs *ps);
 void pending__free(struct pending *pq);
 
+struct runtimes;
+
+/* The runtimes (borrowed, may be NULL) whose steps the walks take in the
+ * frames of a JVM's code cache or V8's code, as the BPF walk does. */
+void pending__set_runtimes(struct pending *pq, struct runtimes *rts);
+
 /* Asks for the tables of every file p maps (e.g. right after exec). */
 void pending__request_maps(struct pending *pq, struct proc *p);
 

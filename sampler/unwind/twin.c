@@ -121,6 +121,12 @@ static int table_step(struct twin_regs *r, const struct twin_map *m, uint64_t lo
 int twin__walk(struct twin_regs *r, const struct twin_mem *mem, twin_map_fn map, void *ctx,
 	       __u64 *out, int *n, int max)
 {
+	return twin__walk_hooked(r, mem, map, ctx, NULL, NULL, out, n, max);
+}
+
+int twin__walk_hooked(struct twin_regs *r, const struct twin_mem *mem, twin_map_fn map, void *ctx,
+		      twin_hook_fn hook, void *hctx, __u64 *out, int *n, int max)
+{
 	for (int guard = 0; guard <= PROF_MAX_FRAMES; guard++) {
 		struct twin_map m;
 		uint64_t look = r->pc - (r->exact ? 0 : 1);
@@ -139,6 +145,13 @@ int twin__walk(struct twin_regs *r, const struct twin_mem *mem, twin_map_fn map,
 				return PROF_UE_TRUNC;
 			out[(*n)++] = r->pc;
 			r->stored = true;
+		}
+		end = hook ? hook(hctx, r, mem, &m, *n - 1) : 0;
+		if (end < 0)
+			return -end;
+		if (end == TWIN_HOOK_STEPPED) {
+			r->stored = false;
+			continue;
 		}
 		switch (m.kind) {
 		case TWIN_TABLE:

@@ -58,4 +58,21 @@ struct twin_mem {
 int twin__walk(struct twin_regs *r, const struct twin_mem *mem, twin_map_fn map, void *ctx,
 	       __u64 *out, int *n, int max);
 
+/*
+ * A runtime's own step (a JVM's code cache, V8's frames), run on each
+ * frame after its pc is stored and before the native step, as the BPF
+ * walk runs it: index is the frame's place among the sample's user
+ * frames (out[index] is its pc), m its mapping. Returns 0: the native
+ * step follows (the hook recorded the frame, or it is not the hook's);
+ * TWIN_HOOK_STEPPED: the hook stepped r to the caller itself; or
+ * -PROF_UE_*: the walk ends so.
+ */
+#define TWIN_HOOK_STEPPED 1
+typedef int (*twin_hook_fn)(void *hctx, struct twin_regs *r, const struct twin_mem *mem,
+			    const struct twin_map *m, int index);
+
+/* twin__walk with hook (NULL: none) run on every frame. */
+int twin__walk_hooked(struct twin_regs *r, const struct twin_mem *mem, twin_map_fn map, void *ctx,
+		      twin_hook_fn hook, void *hctx, __u64 *out, int *n, int max);
+
 #endif

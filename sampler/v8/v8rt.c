@@ -23,9 +23,11 @@
 #include "sampler/runtime/rt_int.h"
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/symbolize.h"
+#include "sampler/unwind/twin.h"
 #include "sampler/v8/v8file.h"
 #include "sampler/v8/v8layout.h"
 #include "sampler/v8/v8name.h"
+#include "sampler/v8/v8walk.h"
 #include "store/util/util.h"
 
 /* Bytes of names one merge may write. */
@@ -44,6 +46,7 @@ struct v8rtfile {
  * going with its last mapping never leaves a held sample without them. */
 struct v8rtproc {
 	struct v8rtfile vf;
+	struct v8_proc bpf; /* its BPF set-up, for the pending walk */
 };
 
 struct v8rt {
@@ -153,6 +156,7 @@ static int v8_setup(void *st, struct runtimes *rts, struct proc *p, const struct
 	if (!vp)
 		return RTS_FAILED;
 	vp->vf = *vf;
+	vp->bpf = c->v8;
 	p->rt.layout = NULL; /* in r->procs, by pid */
 	if (rt_pdata__put(&r->procs, p->pid, vp))
 		return RTS_FAILED;
@@ -259,6 +263,26 @@ static int v8_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	return rt__merge_indexed(ev, fr, n, r->index, nrec, name_rec, r, out, max);
 }
 
+/* The BPF hook (bpf/v8_walk.h) for the pending walk: the record only;
+ * the native step (rbp: JIT code, or the builtins' frame-pointer rule)
+ * follows. */
+static int v8_twin_step(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
+			bool anon, int index, uint64_t rec[2])
+{
+	const struct v8rtproc *vp = rt_pdata__get(&((struct v8rt *)st)->procs, p->pid);
+	struct rt_twin_mem tm = { p->pid, mem };
+	uint64_t look = r->pc - (r->exact ? 0 : 1), nfp, ra;
+	struct v8_frame f;
+
+	if (!vp || !r->bp_ok || !(anon || (look >= vp->bpf.code_lo && look < vp->bpf.code_hi)))
+		return 0;
+	if (v8walk__frame(&vp->bpf, r->pc, r->bp, (unsigned)index, rt__twin_read, &tm, &f, &nfp, &ra) <= 0)
+		return 0;
+	rec[0] = f.obj;
+	rec[1] = (uint64_t)f.stamp << 32 | f.off;
+	return 1;
+}
+
 static void v8_forget(void *st, pid_t pid)
 {
 	struct v8rt *r = st;
@@ -296,4 +320,5 @@ const struct rt_ops rt_v8_ops = {
 	.merge = v8_merge,
 	.forget = v8_forget,
 	.cache_stats = v8_cache_stats,
+	.twin_step = v8_twin_step,
 };
