@@ -242,12 +242,19 @@ uint64_t store__names_version(struct store *s);
  * in the host's mount namespace), whose it was (the effective ids of the
  * process that mapped it: only they may have it served) and what it was
  * then (so that a file replaced under that path is not served for it). */
+#define STORE_BIN_LOADS 16
+#define STORE_BIN_HOST 1u /* path is in the host's mount namespace: servable */
 struct store_binary {
 	char build_id[129]; /* lowercase hex */
 	char *path;         /* malloc'd by store__binary_get */
-	uint32_t uid, gid;
+	uint32_t uid, gid, flags;
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
+	/* Its PT_LOAD segments (file offset -> link-time address): a
+	 * separate debug file has none that say where code is in the file,
+	 * so naming a frame's file offset later needs the binary's. */
+	struct { uint64_t vaddr, off, filesz; } loads[STORE_BIN_LOADS];
+	uint32_t nloads;
 };
 
 /* Records b (replacing a record of the same build id). One write

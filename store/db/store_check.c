@@ -563,8 +563,8 @@ static int check_late(struct cctx *c)
 
 		snprintf(id, sizeof(id), "%.*s", (int)(k.mv_size < 129 ? k.mv_size : 129),
 			 (const char *)k.mv_data);
-		if (k.mv_size > 128 || !store__build_id_ok(id) || d.mv_size <= 40 ||
-		    d.mv_size > 40 + 4096)
+		if (k.mv_size > 128 || !store__build_id_ok(id) || d.mv_size <= 48 ||
+		    d.mv_size > 48 + 24 * STORE_BIN_LOADS + 4096)
 			problem(c, "bins: malformed entry %s", id);
 	}
 	mdb_cursor_close(cur);

@@ -288,32 +288,44 @@ bool store__build_id_ok(const char *s)
 	return n >= 2 && n % 2 == 0;
 }
 
-/* Record: uid u32, gid u32, dev u64, ino u64, size u64, mtime_ns i64 (all
- * big-endian), then the path's bytes. */
-#define BIN_HDR 40
+/* Record: uid, gid, flags, nloads (u32 each), dev, ino, size, mtime_ns
+ * (u64 each), nloads x (vaddr, off, filesz) u64, then the path's bytes;
+ * all big-endian. */
+#define BIN_HDR 48
+#define BIN_PATH_MAX 4096
 
 int store__binary_put(struct store *s, const struct store_binary *b)
 {
-	size_t plen = b->path ? strlen(b->path) : 0;
+	size_t plen = b->path ? strlen(b->path) : 0, len;
 	MDB_val k = { strlen(b->build_id), (void *)b->build_id }, d;
-	uint8_t *rec;
+	uint8_t *rec, *p;
 	MDB_txn *txn;
 	int rc;
 
 	if (s->readonly)
 		return -EROFS;
-	if (!store__build_id_ok(b->build_id) || !plen || plen > 4096)
+	if (!store__build_id_ok(b->build_id) || !plen || plen > BIN_PATH_MAX ||
+	    b->nloads > STORE_BIN_LOADS)
 		return -EINVAL;
-	if (!(rec = malloc(BIN_HDR + plen)))
+	len = BIN_HDR + 24 * (size_t)b->nloads + plen;
+	if (!(rec = malloc(len)))
 		return -ENOMEM;
 	be32_put(rec, b->uid);
 	be32_put(rec + 4, b->gid);
-	be64_put(rec + 8, b->dev);
-	be64_put(rec + 16, b->ino);
-	be64_put(rec + 24, b->size);
-	be64_put(rec + 32, (uint64_t)b->mtime_ns);
-	memcpy(rec + BIN_HDR, b->path, plen);
-	d = (MDB_val){ BIN_HDR + plen, rec };
+	be32_put(rec + 8, b->flags);
+	be32_put(rec + 12, b->nloads);
+	be64_put(rec + 16, b->dev);
+	be64_put(rec + 24, b->ino);
+	be64_put(rec + 32, b->size);
+	be64_put(rec + 40, (uint64_t)b->mtime_ns);
+	p = rec + BIN_HDR;
+	for (uint32_t i = 0; i < b->nloads; i++, p += 24) {
+		be64_put(p, b->loads[i].vaddr);
+		be64_put(p + 8, b->loads[i].off);
+		be64_put(p + 16, b->loads[i].filesz);
+	}
+	memcpy(p, b->path, plen);
+	d = (MDB_val){ len, rec };
 	if (!(rc = store__txn_begin(s, false, &txn))) {
 		rc = store__errno(mdb_put(txn, s->dbi[DB_BINS], &k, &d, 0));
 		if (!rc)
@@ -325,10 +337,40 @@ int store__binary_put(struct store *s, const struct store_binary *b)
 	return rc;
 }
 
+/* Decodes a record; b->path is malloc'd. 0, -EBADMSG or -ENOMEM. */
+static int binary_dec(const MDB_val *d, struct store_binary *b)
+{
+	const uint8_t *r = d->mv_data, *p;
+	size_t plen;
+
+	if (d->mv_size < BIN_HDR)
+		return -EBADMSG;
+	b->uid = be32_get(r);
+	b->gid = be32_get(r + 4);
+	b->flags = be32_get(r + 8);
+	b->nloads = be32_get(r + 12);
+	if (b->nloads > STORE_BIN_LOADS || d->mv_size <= BIN_HDR + 24 * (size_t)b->nloads)
+		return -EBADMSG;
+	plen = d->mv_size - BIN_HDR - 24 * (size_t)b->nloads;
+	if (plen > BIN_PATH_MAX)
+		return -EBADMSG;
+	b->dev = be64_get(r + 16);
+	b->ino = be64_get(r + 24);
+	b->size = be64_get(r + 32);
+	b->mtime_ns = (int64_t)be64_get(r + 40);
+	p = r + BIN_HDR;
+	for (uint32_t i = 0; i < b->nloads; i++, p += 24) {
+		b->loads[i].vaddr = be64_get(p);
+		b->loads[i].off = be64_get(p + 8);
+		b->loads[i].filesz = be64_get(p + 16);
+	}
+	b->path = strndup((const char *)p, plen);
+	return b->path ? 0 : -ENOMEM;
+}
+
 int store__binary_get(struct store *s, const char *build_id, struct store_binary *b)
 {
 	MDB_val k = { strlen(build_id), (void *)build_id }, d;
-	const uint8_t *r;
 	MDB_txn *txn;
 	int rc;
 
@@ -338,21 +380,10 @@ int store__binary_get(struct store *s, const char *build_id, struct store_binary
 	if ((rc = store__txn_begin(s, true, &txn)))
 		return rc;
 	rc = store__errno(mdb_get(txn, s->dbi[DB_BINS], &k, &d));
-	if (!rc && (d.mv_size <= BIN_HDR || d.mv_size > BIN_HDR + 4096))
-		rc = -EBADMSG;
-	if (!rc) {
-		r = d.mv_data;
+	if (!rc)
+		rc = binary_dec(&d, b);
+	if (!rc)
 		snprintf(b->build_id, sizeof(b->build_id), "%s", build_id);
-		b->uid = be32_get(r);
-		b->gid = be32_get(r + 4);
-		b->dev = be64_get(r + 8);
-		b->ino = be64_get(r + 16);
-		b->size = be64_get(r + 24);
-		b->mtime_ns = (int64_t)be64_get(r + 32);
-		b->path = strndup((const char *)r + BIN_HDR, d.mv_size - BIN_HDR);
-		if (!b->path)
-			rc = -ENOMEM;
-	}
 	store__txn_abort(s, txn);
 	return rc;
 }

@@ -183,7 +183,9 @@ static void t_binaries(const char *dir)
 {
 	struct store_opts o = { .dir = dir, .nosync = true };
 	struct store_binary b = { .path = "/usr/bin/app", .uid = 1000, .gid = 100, .dev = 8,
-				  .ino = 1234, .size = 99, .mtime_ns = 1700000000123456789LL },
+				  .ino = 1234, .size = 99, .mtime_ns = 1700000000123456789LL,
+				  .flags = STORE_BIN_HOST, .nloads = 2,
+				  .loads = { { 0, 0, 0x670 }, { 0x1000, 0x1000, 0x3a9 } } },
 			    g;
 	struct store *s = NULL;
 	char **ids = NULL;
@@ -198,7 +200,8 @@ static void t_binaries(const char *dir)
 	CHECK(store__binary_put(s, &b) == -EINVAL, "odd length refused");
 	CHECK(!store__binary_get(s, "0123abcd", &g) && !strcmp(g.path, "/usr/bin/app") &&
 		      g.uid == 1000 && g.gid == 100 && g.ino == 1234 && g.size == 99 &&
-		      g.mtime_ns == 1700000000123456789LL,
+		      g.mtime_ns == 1700000000123456789LL && g.flags == STORE_BIN_HOST &&
+		      g.nloads == 2 && g.loads[1].vaddr == 0x1000 && g.loads[1].filesz == 0x3a9,
 	      "get returns what was put");
 	free(g.path);
 	CHECK(store__binary_get(s, "ffff", &g) == -ENOENT, "unknown: ENOENT");
