@@ -137,6 +137,9 @@ int store__set_complete(struct store *s, int64_t time_ns);
  * `proffs import` alone: its minutes are complete once their end passed). */
 int store__complete(struct store *s, int64_t *time_ns);
 
+/* The store's directory (as given to store__open; owned by s). */
+const char *store__dir(struct store *s);
+
 /* A number that changes whenever committed data changes (cache keys). */
 uint64_t store__version(struct store *s);
 

@@ -316,6 +316,11 @@ uint64_t store__used_pages(struct store *s, MDB_txn *txn)
 	return used;
 }
 
+const char *store__dir(struct store *s)
+{
+	return s->dir;
+}
+
 uint64_t store__version(struct store *s)
 {
 	MDB_envinfo info;
