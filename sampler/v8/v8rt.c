@@ -91,7 +91,7 @@ static const char *const marker_unreadable = "[js: unreadable]";
 static int v8_detect(int fd, const char *path, const struct elf_info *e, struct rtfile *f)
 {
 	struct v8rtfile *vf;
-	char why[160] = "";
+	char why[96] = "";
 	int err;
 
 	/* Cheap first: only a file that defines v8::Isolate::New. */
@@ -111,7 +111,7 @@ static int v8_detect(int fd, const char *path, const struct elf_info *e, struct 
 		err = v8layout__init(&vf->f, &vf->l, why, sizeof(why));
 	if (err) {
 		f->status = err == -EOPNOTSUPP ? -EOPNOTSUPP : -EPROTO;
-		snprintf(f->why, sizeof(f->why), "%s: V8 %d.%d.%d: %s", path, vf->f.major, vf->f.minor,
+		snprintf(f->why, sizeof(f->why), "%.40s: V8 %d.%d.%d: %s", path, vf->f.major, vf->f.minor,
 			 vf->f.build, why[0] ? why : strerror(-err));
 	}
 	f->data = vf;
