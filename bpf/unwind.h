@@ -92,6 +92,6 @@ struct unw_file {
 
 /* Bytes of raw user stack a sample carries when its walk reached a file
  * whose table is not loaded yet (user space finishes the walk). */
-#define UNW_STACK_COPY 16384
+#define UNW_STACK_COPY 28672
 
 #endif

@@ -65,6 +65,17 @@ struct walk {
 	__u8 anon; /* the mapping is anonymous executable memory (JIT code) */
 };
 
+/* The walk's state lives here, not on the stack: with the runtimes'
+ * steps below it, offcpu's chain of calls (its task work, the walk's
+ * loop, HotSpot's step) went past BPF's 512 bytes of stack. One per CPU
+ * and per program object: a program does not nest with itself. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} walk_state SEC(".maps");
+
 /*
  * The vma holding addr, looked up in the mm's maple tree the way the
  * kernel's mtree_lookup_walk() does, with probe reads. bpf_find_vma()
@@ -360,11 +371,17 @@ static __always_inline int hotspot_step(struct walk *w, __u64 look)
 
 static long walk_step(__u64 i, void *data)
 {
-	struct walk *w = data;
 	struct prof_sample_ev *ev;
 	__u32 zero = 0, slot;
+	/* (bpf_loop's context must be on the stack: the state is looked up
+	 * again, an inlined array access) */
+	struct walk *w = bpf_map_lookup_elem(&walk_state, &zero);
 	__u64 look;
 	int end;
+
+	(void)data;
+	if (!w)
+		return 1;
 
 	if (w->n >= PROF_MAX_FRAMES) {
 		w->end = PROF_UE_TRUNC;
@@ -429,61 +446,66 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct walk w = {};
+	__u32 zero = 0;
+	struct walk *wp = bpf_map_lookup_elem(&walk_state, &zero);
 	__u64 top = 0, len;
 	__u32 at, nr;
 
-	w.pc = BPF_CORE_READ(regs, ip);
-	w.sp = BPF_CORE_READ(regs, sp);
-	w.bp = BPF_CORE_READ(regs, bp);
-	w.lreg[0] = BPF_CORE_READ(regs, ax);
-	w.lreg[1] = BPF_CORE_READ(regs, dx);
-	w.lreg[2] = BPF_CORE_READ(regs, cx);
-	w.lreg[3] = BPF_CORE_READ(regs, bx);
-	w.lreg[4] = BPF_CORE_READ(regs, si);
-	w.lreg[5] = BPF_CORE_READ(regs, di);
-	w.r13 = BPF_CORE_READ(regs, r13);
-	w.bp_ok = 1;
-	w.exact = 1;
-	w.nk = nk;
+	if (!wp)
+		return 0;
+	__builtin_memset(wp, 0, sizeof(*wp));
+
+	wp->pc = BPF_CORE_READ(regs, ip);
+	wp->sp = BPF_CORE_READ(regs, sp);
+	wp->bp = BPF_CORE_READ(regs, bp);
+	wp->lreg[0] = BPF_CORE_READ(regs, ax);
+	wp->lreg[1] = BPF_CORE_READ(regs, dx);
+	wp->lreg[2] = BPF_CORE_READ(regs, cx);
+	wp->lreg[3] = BPF_CORE_READ(regs, bx);
+	wp->lreg[4] = BPF_CORE_READ(regs, si);
+	wp->lreg[5] = BPF_CORE_READ(regs, di);
+	wp->r13 = BPF_CORE_READ(regs, r13);
+	wp->bp_ok = 1;
+	wp->exact = 1;
+	wp->nk = nk;
 	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
-	v8_begin(&w.v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0);
-	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, &w, 0);
-	ev->uend = w.end;
+	v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0);
+	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);
+	ev->uend = wp->end;
 	ev->ustack_len = 0;
 	/* The JVM's or V8's records, after the native frames. */
-	at = (__u32)nk + w.n;
+	at = (__u32)nk + wp->n;
 	if (at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_HOTSPOT) {
 		nr = hs_finish(ev->frames, at, 2 * PROF_MAX_FRAMES);
 		ev->nrt = nr;
 		ev->rtend = nr ? RT_END_OK : RT_END_IDLE;
 		ev->rtkind = RT_HOTSPOT;
 	} else if (at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_V8) {
-		nr = v8_emit(&w.v8, ev->frames, at);
+		nr = v8_emit(&wp->v8, ev->frames, at);
 		ev->nrt = nr;
-		ev->rtend = w.v8.end == V8_END_TRUNC ? RT_END_TRUNC : w.v8.end == V8_END_READ ? RT_END_READ :
+		ev->rtend = wp->v8.end == V8_END_TRUNC ? RT_END_TRUNC : wp->v8.end == V8_END_READ ? RT_END_READ :
 			    nr ? RT_END_OK : RT_END_IDLE;
 		ev->rtkind = RT_V8;
 	}
-	if (w.end == PROF_UE_PENDING) {
-		ev->uregs[0] = w.pc;
-		ev->uregs[1] = w.sp;
-		ev->uregs[2] = w.bp_ok ? w.bp : 0;
-		if (w.exact)
+	if (wp->end == PROF_UE_PENDING) {
+		ev->uregs[0] = wp->pc;
+		ev->uregs[1] = wp->sp;
+		ev->uregs[2] = wp->bp_ok ? wp->bp : 0;
+		if (wp->exact)
 			ev->flags |= PROF_F_UEXACT;
-		struct vm_area_struct *vma = task->mm ? mt_lookup(task->mm, w.sp) : 0;
+		struct vm_area_struct *vma = task->mm ? mt_lookup(task->mm, wp->sp) : 0;
 
 		if (vma)
 			top = BPF_CORE_READ(vma, vm_end);
-		if (top > w.sp && BPF_CORE_READ(vma, vm_start) <= w.sp) {
-			len = top - w.sp;
+		if (top > wp->sp && BPF_CORE_READ(vma, vm_start) <= wp->sp) {
+			len = top - wp->sp;
 			if (len > UNW_STACK_COPY)
 				len = UNW_STACK_COPY;
-			if (!bpf_probe_read_user(ev->ustack, len, (const void *)w.sp))
+			if (!bpf_probe_read_user(ev->ustack, len, (const void *)wp->sp))
 				ev->ustack_len = len;
 		}
 	}
-	return w.n;
+	return wp->n;
 }
 
 #endif

@@ -140,7 +140,7 @@ static const char *keep(struct hsrt *r, const char *s)
 }
 
 /* Record i's Java frames (rt__merge_indexed's namer). */
-static int name_rec(void *ctx, int i, bool ret, struct frame *out, int max)
+static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct frame *out, int max)
 {
 	struct hsrt *r = ctx;
 	struct hsmem mem = { hsmem__pid_read, &r->p->pid };
@@ -148,6 +148,7 @@ static int name_rec(void *ctx, int i, bool ret, struct frame *out, int max)
 				HSNAME_MAX_INLINE);
 
 	(void)ret;
+	(void)nf;
 	if (max <= 0)
 		return 0;
 	if (n < 0) {

@@ -200,6 +200,20 @@ static bool is_eval(const struct proc *p, const struct frame *f, int i)
 	       (a >= p->rt.anchor_lo[1] && a < p->rt.anchor_hi[1]);
 }
 
+/* A copy of str in r->names at *used, or NULL when it does not fit. */
+static const char *keep(struct pyrt *r, size_t *used, const char *str)
+{
+	size_t len = strlen(str ? str : "") + 1;
+	char *d;
+
+	if (*used + len > NAMES_BYTES)
+		return NULL;
+	d = r->names + *used;
+	memcpy(d, str ? str : "", len);
+	*used += len;
+	return d;
+}
+
 /* One Python frame named into *o; names go to r->names at *used. */
 static void name_frame(struct pyrt *r, struct proc *p, const struct py_frame *pf, struct frame *o,
 		       size_t *used, struct rt_counts *cnt)
@@ -224,9 +238,18 @@ static void name_frame(struct pyrt *r, struct proc *p, const struct py_frame *pf
 	pyproc__display_name(pc->qualname, pc->filename, r->names + *used, room);
 	o->name = r->names + *used;
 	*used += strlen(o->name) + 1;
+	/* The cache's strings live until its next get (which may evict
+	 * this entry for the next frame's): copied, as far as they fit. */
+	o->sysname = keep(r, used, pc->qualname);
+	o->file = keep(r, used, pc->filename);
+	if (!o->sysname || !o->file) {
+		o->name = marker_unreadable;
+		o->marker = true;
+		o->sysname = o->file = NULL;
+		cnt->unreadable++;
+		return;
+	}
 	o->rt = true;
-	o->sysname = pc->qualname;
-	o->file = pc->filename;
 	o->start_line = pc->firstlineno;
 	pycode__line(pc, pf->instr, &line);
 	o->line = line;

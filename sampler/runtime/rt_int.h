@@ -101,9 +101,11 @@ void rt_pdata__free(struct rt_pdata *d);
  * other native frame stays; records tied to no frame go before a marker
  * that ends the user stack. name(ctx, i, ret, out, max) writes the frames
  * of record i (ret: its frame's pc is a return address) and returns how
- * many. Returns the count written to out.
+ * many; nf: the native frame it replaces, NULL for one tied to none).
+ * Returns the count written to out.
  */
-typedef int (*rt_name_fn)(void *ctx, int i, bool ret, struct frame *out, int max);
+typedef int (*rt_name_fn)(void *ctx, int i, bool ret, const struct frame *nf, struct frame *out,
+			  int max);
 int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, int n,
 		      const uint32_t *index, int nrec, rt_name_fn name, void *ctx,
 		      struct frame *out, int max);

@@ -258,7 +258,7 @@ int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, i
 			for (int k = 0; k < nrec && m < max; k++)
 				if (!used[k]) {
 					used[k] = true;
-					m += name(ctx, k, true, out + m, max - m);
+					m += name(ctx, k, true, NULL, out + m, max - m);
 				}
 		if (i >= u0 && !fr[i].marker) {
 			uint32_t u = (uint32_t)(i - u0);
@@ -268,7 +268,7 @@ int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, i
 					continue;
 				used[k] = true;
 				took = true;
-				m += name(ctx, k, u > 0, out + m, max - m);
+				m += name(ctx, k, u > 0, &fr[i], out + m, max - m);
 			}
 		}
 		if (!took && m < max)
@@ -276,7 +276,7 @@ int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, i
 	}
 	for (int k = 0; k < nrec && m < max; k++)
 		if (!used[k])
-			m += name(ctx, k, true, out + m, max - m);
+			m += name(ctx, k, true, NULL, out + m, max - m);
 	free(used);
 	return m;
 }

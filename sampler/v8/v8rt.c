@@ -42,11 +42,30 @@ struct v8rtfile {
 	struct v8layout l;
 };
 
+#define CS_MAPS 8
+
 /* Per process (in struct v8rt's procs): copies, so that a file's data
  * going with its last mapping never leaves a held sample without them. */
 struct v8rtproc {
 	struct v8rtfile vf;
 	struct v8_proc bpf; /* its BPF set-up, for the pending walk */
+	/* What a code-space object holding instructions (10.2: a Code;
+	 * 11.3: an InstructionStream) starts with (each isolate, a worker
+	 * thread's too, has its own map), and how far after its start the
+	 * instructions begin: learnt from optimized frames named (0: none
+	 * yet). See code_at(). */
+	uint64_t cs_map[CS_MAPS];
+	uint32_t cs_hdr;
+	uint32_t learns; /* samples learnt from (bounded: a miss is not always new) */
+};
+
+/* Return addresses in code the function no longer points to (OSR code)
+ * found in a Code object, direct-mapped. */
+#define OSR_SLOTS 256
+struct osr_slot {
+	pid_t pid;
+	uint32_t maps; /* maps known when it was looked up (a miss may not be one later) */
+	uint64_t look, code;
 };
 
 struct v8rt {
@@ -57,10 +76,13 @@ struct v8rt {
 	struct v8name_frame nf[V8RT_MAX_INLINE];
 	char text[NAMES_BYTES];
 	size_t used;
-	const struct v8rtproc *vp;
+	struct v8rtproc *vp;
 	pid_t pid;
 	const uint64_t *rec;
 	struct rt_counts *cnt;
+	struct osr_slot osr[OSR_SLOTS];
+	uint64_t osr_named; /* frames named through code_at() */
+	int nrec;
 };
 
 static const char *const marker_moved = "[js: moved]";
@@ -69,7 +91,7 @@ static const char *const marker_unreadable = "[js: unreadable]";
 static int v8_detect(int fd, const char *path, const struct elf_info *e, struct rtfile *f)
 {
 	struct v8rtfile *vf;
-	char why[160] = "";
+	char why[96] = "";
 	int err;
 
 	/* Cheap first: only a file that defines v8::Isolate::New. */
@@ -89,7 +111,7 @@ static int v8_detect(int fd, const char *path, const struct elf_info *e, struct 
 		err = v8layout__init(&vf->f, &vf->l, why, sizeof(why));
 	if (err) {
 		f->status = err == -EOPNOTSUPP ? -EOPNOTSUPP : -EPROTO;
-		snprintf(f->why, sizeof(f->why), "%s: V8 %d.%d.%d: %s", path, vf->f.major, vf->f.minor,
+		snprintf(f->why, sizeof(f->why), "%.40s: V8 %d.%d.%d: %s", path, vf->f.major, vf->f.minor,
 			 vf->f.build, why[0] ? why : strerror(-err));
 	}
 	f->data = vf;
@@ -152,7 +174,7 @@ static int v8_setup(void *st, struct runtimes *rts, struct proc *p, const struct
 	}
 	if (v8layout__proc(&vf->l, lo, hi, &c->v8))
 		return RTS_LAYOUT;
-	vp = malloc(sizeof(*vp));
+	vp = calloc(1, sizeof(*vp));
 	if (!vp)
 		return RTS_FAILED;
 	vp->vf = *vf;
@@ -190,14 +212,214 @@ static const char *keep_display(struct v8rt *r, const char *name, const char *pa
 	return d;
 }
 
+/*
+ * Code the function no longer points to.
+ *
+ * A JS frame whose pc lies in JIT code that is not its function's current
+ * code (on-stack replacement: a long loop compiled while it ran, or code
+ * deoptimized but still on the stack) reaches us as V8_FT_FUNC: the
+ * function, with no position. V8 finds the Code for such a pc through its
+ * heap's page structures; we find it as V8 lays code out: every object of
+ * the code space that holds instructions starts on a code-aligned address
+ * with the same map word, and its instructions follow a fixed header. So
+ * the nearest such start at or below the pc is the object's, and it
+ * counts only if the Code it names (11.3: the InstructionStream's back
+ * pointer, checked against the Code's own instruction start) has the pc
+ * within its instructions; the namer then checks the stamp (its function
+ * is the frame's) as for any optimized frame. Nothing found: the frame
+ * stays a function without a line, never another's.
+ */
+#define CODE_ALIGN 32		   /* instructions start 32- or 64-byte aligned on x64 */
+#define CODE_SCAN (256u << 10)	   /* a code-space page: an object never spans two */
+#define CODE_READ 4096
+
+static int rd64(pid_t pid, uint64_t a, uint64_t *v)
+{
+	return rt__read(pid, a, v, sizeof(*v));
+}
+
+static int rd32(pid_t pid, uint64_t a, uint32_t *v)
+{
+	return rt__read(pid, a, v, sizeof(*v));
+}
+
+static void add_map(struct v8rtproc *vp, uint64_t map, uint32_t hdr)
+{
+	int i;
+
+	if (vp->cs_hdr && vp->cs_hdr != hdr)
+		return; /* one build, one header */
+	for (i = 0; i < CS_MAPS && vp->cs_map[i] && vp->cs_map[i] != map; i++)
+		;
+	if (i < CS_MAPS && !vp->cs_map[i]) {
+		vp->cs_map[i] = map;
+		vp->cs_hdr = hdr;
+	}
+}
+
+/* Learns the map and header of the object holding Code object code's
+ * (untagged) instructions. */
+static void learn(struct v8rtproc *vp, pid_t pid, uint64_t code)
+{
+	const struct v8layout *l = &vp->vf.l;
+	static const uint32_t hdrs[] = { 16, 32, 64, 96, 128 };
+	uint64_t start, w[2];
+
+	if (l->code_start_ptr < 0) {
+		if (!rd64(pid, code, &w[0]) && w[0])
+			add_map(vp, w[0], (uint32_t)l->code_start_inline);
+		return;
+	}
+	if (rd64(pid, code + (uint64_t)l->code_start_ptr, &start))
+		return;
+	for (size_t i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++) {
+		if (start < hdrs[i] || rt__read(pid, start - hdrs[i], w, sizeof(w)))
+			continue;
+		if (w[1] == (code | 1) && w[0]) { /* its back pointer: the Code, tagged */
+			add_map(vp, w[0], hdrs[i]);
+			return;
+		}
+	}
+}
+
+static bool is_map(const struct v8rtproc *vp, uint64_t w)
+{
+	for (int i = 0; i < CS_MAPS && vp->cs_map[i]; i++)
+		if (vp->cs_map[i] == w)
+			return true;
+	return false;
+}
+
+/* The Code object (untagged) whose instructions hold look, or 0. */
+static uint64_t code_at(const struct v8rtproc *vp, pid_t pid, uint64_t look)
+{
+	const struct v8layout *l = &vp->vf.l;
+	uint64_t buf[CODE_READ / 8], x = 0, code, start, from = 0;
+	uint32_t size;
+	bool have = false;
+
+	if (!vp->cs_map[0] || look < CODE_SCAN)
+		return 0;
+	/* Candidate instruction starts s, code-aligned, from look down; the
+	 * object would start cs_hdr bytes before. */
+	for (uint64_t s = look & ~(uint64_t)(CODE_ALIGN - 1); !x && look - s < CODE_SCAN; s -= CODE_ALIGN) {
+		uint64_t at = s - vp->cs_hdr;
+
+		if (!have || at < from) {
+			from = (at & ~(uint64_t)(CODE_READ - 1));
+			if (rt__read(pid, from, buf, sizeof(buf)))
+				return 0;
+			have = true;
+		}
+		if (is_map(vp, buf[(at - from) / 8]))
+			x = at;
+	}
+	if (!x)
+		return 0;
+	if (l->code_start_ptr < 0) {
+		code = x;
+		start = x + vp->cs_hdr;
+	} else {
+		uint64_t back;
+
+		if (rd64(pid, x + 8, &back) || (back & 3) != 1 ||
+		    rd64(pid, back - 1 + (uint64_t)l->code_start_ptr, &start) || start != x + vp->cs_hdr)
+			return 0;
+		code = back - 1;
+	}
+	if (rd32(pid, code + (uint64_t)l->code_size, &size) || look < start || look - start >= size)
+		return 0;
+	return code;
+}
+
+/* Learns from the optimized frames of this sample (the same thread, so
+ * the same isolate as a frame refine() missed). True if a map was new. */
+#define LEARN_MAX 256
+static uint32_t nmaps(const struct v8rtproc *vp)
+{
+	uint32_t n = 0;
+
+	while (n < CS_MAPS && vp->cs_map[n])
+		n++;
+	return n;
+}
+
+static bool learn_sample(struct v8rt *r)
+{
+	uint32_t had = nmaps(r->vp);
+	int tried = 0;
+
+	if (r->vp->learns >= LEARN_MAX)
+		return false;
+	r->vp->learns++;
+	for (int j = 0; j < r->nrec && tried < 4; j++)
+		if (V8_OBJ_TYPE(r->rec[2 * j]) == V8_FT_OPT) {
+			learn(r->vp, r->pid, V8_OBJ_ADDR(r->rec[2 * j]));
+			tried++;
+		}
+	return nmaps(r->vp) > had;
+}
+
+/* Record fr (V8_FT_FUNC) again as the optimized or baseline frame whose
+ * code holds native frame nf's pc, if it is found. */
+static bool refine(struct v8rt *r, struct v8_frame *fr, const struct frame *nf, bool ret)
+{
+	const struct v8layout *l = &r->vp->vf.l;
+	uint64_t look, code, start, sfi = V8_OBJ_ADDR(fr->obj) | 1;
+	struct osr_slot *s;
+	uint32_t size, flags, kind;
+	bool base;
+
+	if (!nf || !nf->vma || nf->vma->file || nf->addr < 4096)
+		return false;
+	look = ret ? nf->addr - 1 : nf->addr;
+	s = &r->osr[(look ^ (uint64_t)r->pid * 0x9e3779b97f4a7c15ull) >> 4 & (OSR_SLOTS - 1)];
+	if (s->pid == r->pid && s->look == look && (s->code || s->maps == nmaps(r->vp))) {
+		code = s->code;
+	} else {
+		code = code_at(r->vp, r->pid, look);
+		if (!code && learn_sample(r))
+			code = code_at(r->vp, r->pid, look);
+		*s = (struct osr_slot){ r->pid, nmaps(r->vp), look, code };
+	}
+	if (!code)
+		return false;
+	if (l->code_start_ptr >= 0 ? rd64(r->pid, code + (uint64_t)l->code_start_ptr, &start)
+				   : (start = code + (uint64_t)l->code_start_inline, 0))
+		return false;
+	if (rd32(r->pid, code + (uint64_t)l->code_size, &size) || rd32(r->pid, code + (uint64_t)l->code_flags, &flags))
+		return false;
+	kind = (flags >> l->kind_shift) & l->kind_mask;
+	base = kind == l->kind_baseline;
+	fr->obj = V8_OBJ(base ? sfi : code | 1, base ? V8_FT_BASELINE : V8_FT_OPT, V8_OBJ_INDEX(fr->obj));
+	fr->off = (uint32_t)(nf->addr - start);
+	fr->stamp = v8_stamp(base ? code | 1 : sfi, (uint64_t)size << 8 | kind);
+	return true;
+}
+
 /* Record i's JS frames (rt__merge_indexed's namer). */
-static int name_rec(void *ctx, int i, bool ret, struct frame *out, int max)
+static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct frame *out, int max)
 {
 	struct v8rt *r = ctx;
 	struct v8_frame fr = { .obj = r->rec[2 * i], .off = (uint32_t)r->rec[2 * i + 1],
 			       .stamp = (uint32_t)(r->rec[2 * i + 1] >> 32) };
-	int n = v8names__frame(r->names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
-			       (void *)(intptr_t)r->pid, &fr, ret, r->nf, V8RT_MAX_INLINE);
+	int n;
+
+	if (V8_OBJ_TYPE(fr.obj) == V8_FT_FUNC) {
+		struct v8_frame f2 = fr;
+
+		/* named as found, or as the function it is */
+		if (refine(r, &f2, nf, ret) &&
+		    (n = v8names__frame(r->names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
+					(void *)(intptr_t)r->pid, &f2, ret, r->nf, V8RT_MAX_INLINE)) > 0) {
+			r->osr_named++;
+			fr = f2;
+			goto named;
+		}
+	}
+	n = v8names__frame(r->names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
+			   (void *)(intptr_t)r->pid, &fr, ret, r->nf, V8RT_MAX_INLINE);
+named:
 
 	if (max <= 0)
 		return 0;
@@ -258,6 +480,7 @@ static int v8_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	r->rec = (const uint64_t *)&ev->frames[ev->nkern + ev->nuser];
 	r->cnt = cnt;
 	r->used = 0;
+	r->nrec = nrec;
 	for (int i = 0; i < nrec; i++)
 		r->index[i] = V8_OBJ_INDEX(r->rec[2 * i]);
 	return rt__merge_indexed(ev, fr, n, r->index, nrec, name_rec, r, out, max);

@@ -367,7 +367,7 @@ static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8fi
 			uv = p.m[i].path;
 	*why = "v8_procs or the uprobe";
 	if (bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), vp, sizeof(*vp), 0) ||
-	    !bpf_program__attach_uprobe_opts(skel->progs.v8_test_read, pid, uv, 0, &uo))
+	    !(skel->links.v8_test_read = bpf_program__attach_uprobe_opts(skel->progs.v8_test_read, pid, uv, 0, &uo)))
 		goto fail;
 	return skel;
 fail:
@@ -766,7 +766,8 @@ static void bpf_time(const struct node_rt *rt)
 		goto out;
 	pfd = (int)syscall(SYS_perf_event_open, &pa, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	sfd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (pfd < 0 || sfd < 0 || !bpf_program__attach_perf_event(skel->progs.v8_test_sample, pfd))
+	if (pfd < 0 || sfd < 0 ||
+	    !(skel->links.v8_test_sample = bpf_program__attach_perf_event(skel->progs.v8_test_sample, pfd)))
 		goto out;
 	fd = bpf_program__fd(skel->progs.v8_test_sample);
 	for (int phase = 0; phase < 3; phase++) {

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# sampler_node: JavaScript shows as written (SPEC §3). One `proffs run` at
+# 99 Hz, no flag in the processes, NodeSource's node 20 (V8 11.3, the
+# engine in the executable) and Debian's node 18 (V8 10.2, the engine in
+# libnode.so.108, unpacked by deps.sh) side by side, each running
+# tests/helpers/js/known.js:
+#  - a known answer: heavy() and light() run the same loop 10:1, on the
+#    main thread and on a worker thread, each call timed with the thread's
+#    own CPU clock (/proc/thread-self/schedstat); per thread, heavy's
+#    share of heavy + light in the samples is within 3 pp of the
+#    program's own figure; names are `function (file.js)`;
+#  - C++ and builtins between JS frames stay: reviver (JSON.parse's, a
+#    JS function called from C++) runs under viaParse with V8's C++ JSON
+#    parser between them; comparator under viaSort and the sort builtin
+#    (`sort (<anonymous>)` as V8 names it, or its Builtins_ frames); where
+#    TurboFan inlined viaParse/viaSort into runLoop and kept no position
+#    at the call, runLoop (the function whose code ran) stands for both;
+#  - whole stacks: every sample with a known.js frame reaches its
+#    thread's root (_start, or clone3 for the worker) with no marker;
+#  - lines: outer's frame above heavy carries the line of `heavy(n);`,
+#    runLoop's above outer the line of `outer(n);`, in profile.pb (go
+#    tool pprof -traces -lines): V8's own position tables; a frame of
+#    optimized code at a call TurboFan kept no position for has no line
+#    (counted), never another line;
+#  - /prof/metrics: two V8 processes walked, JS frames counted;
+#  - a second daemon that withholds V8 11.3 (PROFFS_V8_WITHHOLD): node 20
+#    keeps its native frames only, counted as unsupported_version.
+source "$(dirname "$0")/sampler_lib.bash"
+
+HZ=99
+SECS=15
+JS=$ROOT/tests/helpers/js/known.js
+N18=/opt/proffs-test/node18
+NAMES=(node20 node18)
+EXES=(/usr/bin/node "$N18/usr/bin/node")
+LIBS=("" "$N18/usr/lib/x86_64-linux-gnu")
+STORE=$WORK/store
+MP=$WORK/mp
+mkdir -p "$MP"
+[[ -x ${EXES[0]} ]] || die "no node 20 at ${EXES[0]} (deps.sh installs it)"
+[[ -x ${EXES[1]} ]] || die "no node 18 at ${EXES[1]} (deps.sh unpacks it)"
+command -v go >/dev/null || die "go is needed for go tool pprof"
+
+# node_run I SECS OUT: known.js under node I; its pid in NODE_PID.
+node_run() {
+	local i=$1 secs=$2 out=$3
+	if [[ -n ${LIBS[i]} ]]; then
+		LD_LIBRARY_PATH=${LIBS[i]} "${EXES[i]}" "$JS" run "$secs" >"$out" 2>&1 &
+	else
+		"${EXES[i]}" "$JS" run "$secs" >"$out" 2>&1 &
+	fi
+	NODE_PID=$!
+	PIDS+=("$NODE_PID")
+}
+
+PROFFS_DEBUG=1 run_start "$STORE" "$MP" --hz $HZ
+log "daemon up (pid $RUN_PID)"
+NP=()
+for i in 0 1; do node_run "$i" $SECS "$WORK/node$i.out"; NP[i]=$NODE_PID; done
+for i in 0 1; do wait "${NP[i]}" || fail "known.js under ${NAMES[i]} failed: $(tail -3 "$WORK/node$i.out")"; done
+sleep 12 # the last batch
+kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
+R=last-15m
+
+heavy_line=$(grep -n '^  heavy(n);' "$JS" | cut -d: -f1)
+outer_line=$(grep -n '^    outer(n);' "$JS" | cut -d: -f1)
+[[ -n $heavy_line && -n $outer_line ]] || die "known.js lacks the calls whose lines are checked"
+K='\(known\.js\)'
+for i in 0 1; do
+	nm=${NAMES[i]}
+	F=$WORK/node$i.folded
+	cp "$MP/merged/cpu/pid=${NP[i]}/$R/folded.txt" "$F" || { fail "$nm: read its folded.txt"; continue; }
+
+	# --- the known answer, per thread ---
+	for th in main worker; do
+		if [[ $th == main ]]; then
+			root='^node;_start;'; tag=''
+		else
+			root='^node;__GI___clone3;start_thread;'; tag='worker-'
+		fi
+		hn=$(awk -v k="${tag}heavy" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node$i.out")
+		ln=$(awk -v k="${tag}light" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node$i.out")
+		[[ -n $hn && -n $ln ]] || { fail "$nm: the program printed no figures for its $th thread"; continue; }
+		want=$(awk -v h="$hn" -v l="$ln" 'BEGIN { printf "%.1f", 100 * h / (h + l) }')
+		h=$(fsum "$F" "$root(.*;)?outer $K;heavy $K(;|\$)")
+		l=$(fsum "$F" "$root(.*;)?outer $K;light $K(;|\$)")
+		got=$(pct "$h" $((h + l)))
+		((h + l >= 250)) && within "$got" "$(awk -v w="$want" 'BEGIN{print w-3}')" "$(awk -v w="$want" 'BEGIN{print w+3}')" &&
+			ok "$nm $th thread: heavy (known.js) is $got% of heavy + light's $((h + l)) samples (the program: $want%)" ||
+			{ fail "$nm $th thread: heavy is $got% of heavy + light's $((h + l)) samples, the program says $want% (+- 3 pp, >= 250 samples)"
+			  awk '{ print $NF "\t" $0 }' "$F" | sort -nr | head -3 | cut -c1-400; }
+	done
+
+	# --- C++ and builtins between JS frames ---
+	# (viaParse and viaSort may be inlined into runLoop's optimized code;
+	# where TurboFan kept no position for the call, the frame is runLoop
+	# alone: the function whose code ran, never a guess)
+	r=$(fsum "$F" ";reviver $K(;|\$)")
+	rw=$(fsum "$F" ";(viaParse|runLoop) $K;([^;]*;)*[^;]*JsonParse[^;]*;(.*;)?reviver $K(;|\$)")
+	rv=$(fsum "$F" ";viaParse $K;([^;]*;)*[^;]*JsonParse[^;]*;(.*;)?reviver $K(;|\$)")
+	((r >= 3 && rw == r)) && ok "$nm: all $r samples of reviver run under viaParse ($rv) or runLoop with V8's C++ JSON parser between them" ||
+		{ fail "$nm: $rw of $r samples of reviver under viaParse|runLoop;...JsonParse...;reviver (want all, >= 3)"
+		  grep "reviver (known" "$F" | grep -Ev '(viaParse|runLoop) \(known\.js\);.*JsonParse' | head -2 | cut -c1-600; }
+	c=$(fsum "$F" ";comparator $K(;|\$)")
+	cw=$(fsum "$F" ";(viaSort|runLoop) $K;([^;]*;)*[^;]*[Ss]ort[^;]*;(.*;)?comparator $K(;|\$)")
+	cv=$(fsum "$F" ";viaSort $K;([^;]*;)*[^;]*[Ss]ort[^;]*;(.*;)?comparator $K(;|\$)")
+	((c >= 3 && cw == c)) && ok "$nm: all $c samples of comparator run under viaSort ($cv) or runLoop and the sort builtin" ||
+		{ fail "$nm: $cw of $c samples of comparator under viaSort|runLoop;...sort...;comparator (want all, >= 3)"
+		  grep "comparator (known" "$F" | grep -Ev '(viaSort|runLoop) \(known\.js\);.*[Ss]ort' | head -2 | cut -c1-600; }
+
+	# --- whole stacks ---
+	j=$(fsum "$F" " $K(;|\$)")
+	jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \(known\.js\)(;|$)/ && /^node;(_start;|__GI___clone3;start_thread;)/ && !/;\[/ { s += n } END { print s + 0 }' "$F")
+	((j > 0 && jr == j)) && ok "$nm: all $j samples with a known.js frame reach their thread's root, no marker" ||
+		{ fail "$nm: $jr of $j samples with a known.js frame reach _start or clone3 without a marker"
+		  grep -E ' \(known\.js\)(;| )' "$F" | grep -Ev '^node;(_start;|__GI___clone3;start_thread;)' | head -2 | cut -c1-600
+		  grep -E ' \(known\.js\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-600; }
+
+	# --- lines ---
+	cp "$MP/merged/cpu/pid=${NP[i]}/$R/profile.pb" "$WORK/node$i.pb" || { fail "$nm: read its profile.pb"; continue; }
+	HOME=$WORK go tool pprof -traces -lines "$WORK/node$i.pb" >"$WORK/node$i.traces" 2>/dev/null || fail "$nm: go tool pprof -traces -lines"
+	# Each trace as "name:line;..." leaf first, known.js's frames only.
+	awk '/^-+\+/ { if (t != "") print t; t = ""; next }
+		/ \(known\.js\) .*known\.js(:[0-9]+)?$/ { n = $0; sub(/^ *[0-9.]+[a-z]* +/, "", n); sub(/^ +/, "", n)
+		  l = n ~ /:[0-9]+$/ ? n : "0"; sub(/.*:/, "", l); sub(/ \(known\.js\) .*/, "", n)
+		  t = t (t == "" ? "" : ";") n ":" l }
+		END { if (t != "") print t }' "$WORK/node$i.traces" >"$WORK/node$i.lines"
+	for want in "heavy:[0-9]*;outer:$heavy_line" "outer:[0-9]*;runLoop:$outer_line"; do
+		callee=${want%%:*} caller=${want#*;}; caller=${caller%%:*}
+		n=$(grep -c "\(^\|;\)$callee:[0-9]*;$caller:[1-9]" "$WORK/node$i.lines")
+		none=$(grep -c "\(^\|;\)$callee:[0-9]*;$caller:0\(;\|$\)" "$WORK/node$i.lines")
+		good=$(grep -c "\(^\|;\)$want\(;\|$\)" "$WORK/node$i.lines")
+		((n > 0 && good == n)) && ok "$nm: lines: all $n traces through $caller -> $callee with a line carry $caller:${want##*:} ($none without: optimized code with no position at that call)" ||
+			{ fail "$nm: lines: $good of $n traces through $caller -> $callee carry $caller:${want##*:}"
+			  grep "\(^\|;\)$callee:[0-9]*;$caller:" "$WORK/node$i.lines" | grep -v "$want" | head -2; }
+	done
+done
+
+# --- metrics ---
+M=$WORK/metrics
+cp "$MP/metrics" "$M" || die "read metrics"
+w=$(metric 'proffs_js_processes_total{state="walked"}' "$M")
+((${w:-0} >= 2)) && ok "metrics: $w V8 processes walked" || fail "metrics: ${w:-no} V8 processes walked, 2 started"
+for k in 'proffs_js_walks_total{end="complete"}' 'proffs_js_frames_total'; do
+	v=$(metric "$k" "$M")
+	((${v:-0} > 0)) && ok "metrics: $k $v" || fail "metrics: $k is ${v:-missing}"
+done
+run_stop "$RUN_PID" "$MP"
+
+# --- an unknown V8: native frames, counted ---
+PROFFS_V8_WITHHOLD=11.3 run_start "$STORE" "$MP" --hz $HZ
+node_run 0 3 "$WORK/withheld.out"; P=$NODE_PID
+wait "$P"
+sleep 12
+F=$WORK/withheld.folded
+cp "$MP/merged/cpu/pid=$P/$R/folded.txt" "$F" || fail "read the withheld run's folded.txt"
+n=$(fsum "$F"); j=$(fsum "$F" '\.js\)(;|$)')
+((n > 100 && j == 0)) && grep -q 'Builtins_JSEntry' "$F" &&
+	ok "V8 11.3 withheld: $n samples, native frames only (Builtins_JSEntry kept), no JS frame" ||
+	fail "V8 11.3 withheld: $n samples, $j with JS frames (want none), Builtins_JSEntry in $(grep -c 'Builtins_JSEntry' "$F") stacks"
+u=$(metric 'proffs_js_processes_total{state="unsupported_version"}')
+((${u:-0} >= 1)) && ok "metrics: node 20 counted as unsupported_version ($u)" || fail "metrics: unsupported_version is ${u:-missing}"
+run_stop "$RUN_PID" "$MP"
+finish
