@@ -811,6 +811,7 @@ int cmd_run(int argc, char **argv)
 		struct dbgd_opts dopt = { .cache_dir = dcache, .cache_bytes = dbg_cache,
 					  .timeout_s = env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30),
 					  .retry_s = env_i64("PROFFS_DEBUGINFOD_RETRY_S", 60),
+					  .retry_max_s = env_i64("PROFFS_DEBUGINFOD_RETRY_MAX_S", 0),
 					  .ready = on_debug_ready, .ctx = &r };
 
 		err = dbgd__start(&r.dbgd, &dopt);

@@ -31,7 +31,7 @@ enum dbg_outcome dbg_outcome__of(int err, int aborted, int past_deadline)
 	}
 }
 
-int64_t dbgsched__delay_s(enum dbg_outcome o, unsigned tries, int64_t base_s)
+int64_t dbgsched__delay_s(enum dbg_outcome o, unsigned tries, int64_t base_s, int64_t max_s)
 {
 	int64_t d, cap;
 
@@ -44,6 +44,8 @@ int64_t dbgsched__delay_s(enum dbg_outcome o, unsigned tries, int64_t base_s)
 		d = base_s;
 		cap = 3600;
 	}
+	if (max_s > 0 && max_s < cap)
+		cap = max_s;
 	for (unsigned i = 1; i < tries && d < cap; i++)
 		d *= 2;
 	return d < cap ? d : cap;

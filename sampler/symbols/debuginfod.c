@@ -377,7 +377,8 @@ static void *fetcher_main(void *arg)
 			r->state = R_WAIT;
 			r->tries++;
 			r->due_ns = now_mono_ns() +
-				    dbgsched__delay_s(o, r->tries, d->o.retry_s) * 1000000000LL;
+				    dbgsched__delay_s(o, r->tries, d->o.retry_s,
+						      d->o.retry_max_s) * 1000000000LL;
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -483,7 +484,9 @@ int dbgd__request(struct dbgd *d, const char *bid)
 	}
 	snprintf(r->bid, sizeof(r->bid), "%s", bid);
 	r->state = R_WAIT;
-	r->due_ns = 0;
+	/* Due now, after those asked for before it: first come, first
+	 * asked (a hash table's order would let a late one jump the queue). */
+	r->due_ns = now_mono_ns();
 	if (hmap__put(&d->reqs, k, r)) {
 		free(r);
 		err = -ENOSPC;
