@@ -133,7 +133,9 @@ static struct res *res_try(int fd, const char *bid, const struct store_binary *b
 	r->bin = *bin;
 	r->bin.path = NULL;
 	r->fd = fd;
-	r->dw = dwline__open(fd); /* NULL: names without lines */
+	/* NULL: names without lines (none, or more DWARF than the
+	 * sampler's tables may hold: lines the same either way) */
+	r->dw = dwline__open(fd, DWLINE_MAX_BYTES, NULL);
 	return r;
 }
 

@@ -17,6 +17,7 @@
 #include "store/util/hmap.h"
 #include "sampler/proc/safefile.h"
 #include "sampler/symbols/debugfile.h"
+#include "sampler/symbols/dwline.h"
 #include "sampler/python/pyproc.h"
 #include "sampler/runtime/runtime.h"
 #include "sampler/symbols/symbolize.h"
@@ -264,6 +265,10 @@ static void symtab__free(struct symtab *t)
 		return;
 	elfsym__fini(&t->elf);
 	rtfile__free(t->rt);
+	if (t->dw) {
+		dwline__close(t->dw);
+		close(t->dw_fd);
+	}
 	free(t);
 }
 
@@ -399,9 +404,11 @@ static int open_mapped(pid_t pid, const struct sf_cred *c, const char *path, uin
  * debug root's (root's: symlinks there are followed), else debuginfod's
  * cache (ours). Either must say it is of this build id (debugfile.h): a
  * stale or corrupt file names nothing. The binary's PT_LOADs stay (a
- * debug file's do not locate code in the file). Returns where the file
+ * debug file's do not locate code in the file). Its DWARF, when small
+ * enough, gives frames their lines (profile.pb's file and line, for
+ * pprof -list); *dw_bytes gets what that holds. Returns where the file
  * was: 0 none, 1 the debug root, 2 the cache. */
-static int load_debug(struct symbolizer *s, struct symtab *t)
+static int load_debug(struct symbolizer *s, struct symtab *t, uint64_t *dw_bytes)
 {
 	const char *b = t->elf.build_id;
 	struct elf_info d;
@@ -431,8 +438,12 @@ static int load_debug(struct symbolizer *s, struct symtab *t)
 			d.syms = NULL;
 			d.strs = NULL;
 			elfsym__fini(&d);
-			close(fd);
-			pr_debug("symbolize: symbols from %s", p);
+			t->dw = dwline__open(fd, DWLINE_MAX_BYTES, dw_bytes);
+			if (t->dw)
+				t->dw_fd = fd;
+			else
+				close(fd);
+			pr_debug("symbolize: symbols from %s%s", p, t->dw ? ", with lines" : "");
 			return where;
 		}
 		close(fd);
@@ -490,7 +501,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	struct symtab *t = NULL;
 	struct sf_cred c;
 	struct stat st;
-	uint64_t bk = 0;
+	uint64_t bk = 0, dw_bytes = 0;
 	bool cached = false;
 	int fd, err;
 
@@ -543,7 +554,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 		safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
 	{
 		bool own = t->elf.has_symtab;
-		int debug = load_debug(s, t);
+		int debug = load_debug(s, t, &dw_bytes);
 
 		report_read(s, j, &c, &st, t, own, debug);
 	}
@@ -566,7 +577,7 @@ out:
 	if (t)
 		t->bytes = t->elf.nsyms * sizeof(*t->elf.syms) + t->elf.strs_len +
 			   t->elf.nloads * sizeof(*t->elf.loads) + sizeof(*t) +
-			   (t->rt ? sizeof(*t->rt) : 0);
+			   (t->rt ? sizeof(*t->rt) : 0) + (t->dw ? dw_bytes : 0);
 	if (t && bk && hmap__get(&s->symtabs, bk) != t) {
 		struct symtab *old = hmap__get(&s->symtabs, bk);
 
@@ -1013,6 +1024,16 @@ const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off
 	else
 		s->misses++;
 	return name;
+}
+
+bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const char **file,
+		      int *line)
+{
+	struct symtab *t = dso__tab(d);
+	uint64_t vaddr;
+
+	return t && t->dw && elfsym__off_to_vaddr(&t->elf, off, &vaddr) &&
+	       dwline__lookup(t->dw, vaddr, file, line);
 }
 
 void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st)

@@ -26,6 +26,7 @@
 #include "store/db/store.h"
 
 struct rtfile;
+struct dwline;
 
 /* A load waiting on I/O longer than this is abandoned. */
 #define SYM_LOAD_TIMEOUT_MS 2000
@@ -38,6 +39,11 @@ struct symtab {
 	uint64_t used;    /* symbolizer's clock at its last lookup (sampler thread) */
 	struct rtfile *rt; /* an interpreter (sampler/runtime/runtime.h), else NULL */
 	int glibc_minor;  /* a libc.so: N of its GLIBC_2.N, else 0 */
+	/* Named from a separate debug file with DWARF (at most
+	 * DWLINE_MAX_BYTES): its lines, read on the sampler thread only;
+	 * dw_fd is the file they read. NULL: frames carry no line. */
+	struct dwline *dw;
+	int dw_fd;
 };
 
 /* Symbol tables held at most (bytes), least recently used dropped first
@@ -106,6 +112,13 @@ int symbolizer__set_hooks(struct symbolizer *s, const struct symbolizer_hooks *h
  * symbolizer__trim, so that its next sample reads it again. Any thread;
  * a request beyond the queue's room is dropped (the next is kept). */
 void symbolizer__symbols_changed(struct symbolizer *s, const char *bid);
+
+/* The source file and line of file offset off of d's file (the offset
+ * symbolizer__lookup was given), when its symbols came from a debug file
+ * with DWARF: *file is the table's (valid until the next
+ * symbolizer__trim). Sampler thread. False when unknown. */
+bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const char **file,
+		      int *line);
 
 /* Function name for a kernel address, or NULL. The string is the
  * symbolizer's and lives until symbolizer__free(). */
