@@ -147,6 +147,18 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(or $(HELPER_CFLAGS_$*),-O2 -g -fno-omit-frame-pointer) -Wall -Werror -o $@ $< $(HELPER_LDLIBS_$*)
 
+# truth as a distribution ships a program (issue 30's tests): stripped,
+# its debug file beside it (objcopy --only-keep-debug). Built with
+# -frecord-gcc-switches and a define of its own so that its build id is
+# its own: an unstripped truth sampled at the same time (another test's)
+# must not lend it its symbol table.
+all: $(BUILD)/tests/truth_stripped
+$(BUILD)/tests/truth_stripped: tests/helpers/truth.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fno-omit-frame-pointer -frecord-gcc-switches \
+		-DTRUTH_STRIPPED -Wall -Werror -o $@.full $< && \
+	  objcopy --only-keep-debug $@.full $@.debug && strip -o $@ $@.full && rm $@.full
+
 # Java workloads of sampler/java/'s tests: Known.class (for JDK 17 and
 # newer) and its JNI library, built like Debian's libraries (no frame
 # pointers).
