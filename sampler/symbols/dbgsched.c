@@ -44,7 +44,7 @@ int64_t dbgsched__delay_s(enum dbg_outcome o, unsigned tries, int64_t base_s, in
 		d = base_s;
 		cap = 3600;
 	}
-	if (max_s > 0 && max_s < cap)
+	if (o != DBG_MISS && max_s > 0 && max_s < cap)
 		cap = max_s;
 	for (unsigned i = 1; i < tries && d < cap; i++)
 		d *= 2;

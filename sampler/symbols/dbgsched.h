@@ -33,7 +33,9 @@ enum dbg_outcome dbg_outcome__of(int err, int aborted, int past_deadline);
  * brief: base_s, doubling, at most an hour. A miss is the server's answer
  * and changes only when it indexes new packages: 60 * base_s, doubling,
  * at most a day. base_s <= 0 is 60 (so a miss waits an hour first);
- * max_s > 0 lowers both caps to max_s (tests).
+ * max_s > 0 lowers the cap of errors and timeouts to max_s (tests: a
+ * server that comes up is asked again soon; a miss is no reason to ask
+ * every few seconds, even there).
  */
 int64_t dbgsched__delay_s(enum dbg_outcome o, unsigned tries, int64_t base_s, int64_t max_s);
 

@@ -390,6 +390,7 @@ static void *fetcher_main(void *arg)
 int dbgd__start(struct dbgd **out, const struct dbgd_opts *o)
 {
 	struct dbgd *d;
+	pthread_condattr_t ca;
 	char p[4096];
 	FILE *f;
 	int err;
@@ -416,7 +417,13 @@ int dbgd__start(struct dbgd **out, const struct dbgd_opts *o)
 	d->max_file = o->cache_bytes / 2 ? o->cache_bytes / 2 : 1;
 	d->cache_dir = strdup(o->cache_dir);
 	pthread_mutex_init(&d->lock, NULL);
-	pthread_cond_init(&d->wake, NULL);
+	/* The fetcher's waits are deadlines on CLOCK_MONOTONIC (a cond's
+	 * default clock is CLOCK_REALTIME: every wait would be over at once,
+	 * and the thread would spin). */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	if (!d->cache_dir) {
 		err = -ENOMEM;
 		goto fail;

@@ -31,7 +31,7 @@ struct dbgd_opts {
 	uint64_t cache_bytes;  /* bound of what the cache holds */
 	int64_t timeout_s;     /* one lookup, whole (0: 30) */
 	int64_t retry_s;       /* first wait after an error (0: 60; dbgsched.h) */
-	int64_t retry_max_s;   /* longest wait (0: dbgsched.h's; tests lower it) */
+	int64_t retry_max_s;   /* longest wait after an error (0: dbgsched.h's) */
 	/* A checked debug file of bid is at path: called on the fetcher
 	 * thread (it must not block long). */
 	void (*ready)(void *ctx, const char *bid, const char *path);
