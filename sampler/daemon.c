@@ -731,7 +731,7 @@ int cmd_run(int argc, char **argv)
 	/* debuginfod reads its settings from the environment: set them while
 	 * no thread exists (setenv is not thread-safe). No server: off. */
 	snprintf(dcache, sizeof(dcache), "%s/debuginfod", so.dir);
-	dbg_on = !dbgd__setenv(dbg_urls, dcache, env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30), dbg_cache);
+	dbg_on = !dbgd__setenv(dbg_urls, dcache, env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30));
 
 	/* Before any thread exists (libbpf, FUSE, ours): they inherit it. */
 	sigemptyset(&sigs);

@@ -1,7 +1,7 @@
 /*
  * dbgsched.h - the pure rules of looking for debug files: what a lookup
  * came to, when a build id is asked for again, and which cached files go
- * when the cache is over its bound. No I/O here (tests/unit/test_dbgsched.c).
+ * when the cache is over its bound. No I/O here (tests/unit/test_debuginfod.c).
  */
 #ifndef PROFFS_DBGSCHED_H
 #define PROFFS_DBGSCHED_H

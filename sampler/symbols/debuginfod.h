@@ -45,12 +45,12 @@ struct dbgd_opts {
 /*
  * Sets what libdebuginfod reads from the environment: the server list
  * (urls; NULL keeps DEBUGINFOD_URLS as it is), the cache directory, and
- * the library's own time and size limits (ours are tighter). Call before
+ * the library's own time limits (ours are tighter), and no size limit of
+ * its own (debuginfod.c says why). Call before
  * any thread exists (setenv is not thread-safe). Returns 0, or -ENOENT
  * when no server is set at all (debuginfod is then off).
  */
-int dbgd__setenv(const char *urls, const char *cache_dir, int64_t timeout_s,
-		 uint64_t cache_bytes);
+int dbgd__setenv(const char *urls, const char *cache_dir, int64_t timeout_s);
 
 /* Starts the fetcher. *out is the caller's (dbgd__stop). Returns 0 or
  * -errno (-ELIBACC: libdebuginfod cannot be loaded). */
