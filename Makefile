@@ -180,6 +180,7 @@ $(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
+	sampler/symbols/debugfile.c sampler/symbols/dwline.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \
