@@ -280,6 +280,12 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 		return HS_E_INTERP;
 	if (HS_READ_USER(s->w, 8 * HS_WORDS, r->bp - 64))
 		return HS_E_READ;
+	/* A leaf still building its frame (the entry's pushes): slots
+	 * below sp are not written yet (the twin, reading a stack copied
+	 * from sp, sees them as 0 too). */
+	for (int i = 0; i < 8; i++)
+		if (r->bp - 64 + 8 * (__u64)i < r->sp)
+			s->w[i] = 0;
 	method = s->w[im & 7];
 	sender = s->w[is & 7];
 	link = s->w[8];

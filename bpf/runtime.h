@@ -31,6 +31,12 @@ enum rt_kind {
 	RT_HOTSPOT, /* its frames are written by the native walk (hotspot_walk.h) */
 	RT_V8,	    /* likewise (v8_walk.h) */
 	RT_NKINDS,
+	/* Not a runtime: the rt_procs entry of a JVM or V8 process whose
+	 * set-up is not ready yet (the VM still initialising). The walk
+	 * stops at its first anonymous code (PROF_UE_PENDING), so user space
+	 * walks that code once the set-up is in, rather than frame pointers
+	 * walking it unnamed for good. */
+	RT_SETTING_UP = 15,
 };
 
 /* How a runtime walk ended: every runtime's enum (py_end, rb_end) starts

@@ -67,7 +67,10 @@ struct unw_row {
 
 #define UNW_CHUNK_SHIFT 15
 #define UNW_CHUNK_ROWS (1u << UNW_CHUNK_SHIFT) /* 256 KiB of rows */
-#define UNW_MAX_CHUNKS 64 /* 2M rows; the walk's chunk search takes 6 steps */
+#define UNW_MAX_CHUNKS 128 /* 4M rows, 32 MiB at most */
+/* One file's rows span at most this many chunks (1M rows): the walk's
+ * chunk search takes 6 steps. */
+#define UNW_FILE_CHUNKS 32
 
 struct unw_file_key {
 	__u64 dev; /* the kernel's encoding: major << 20 | minor */

@@ -63,6 +63,7 @@ struct walk {
 	__u32 nk, n;
 	__u8 end, exact, bp_ok;
 	__u8 anon; /* the mapping is anonymous executable memory (JIT code) */
+	__u8 setting_up; /* the process's runtime is RT_SETTING_UP */
 };
 
 /* The walk's state lives here, not on the stack: with the runtimes'
@@ -183,8 +184,9 @@ __noinline int find_map(struct walk *w, __u64 addr)
 		w->vm_pgoff = 0;
 		w->anon = 0;
 	} else {
-		/* anonymous code: a JVM's code cache, or another JIT's */
-		w->kind = hs_owns(addr) ? MAP_HOTSPOT : MAP_FP;
+		/* anonymous code: a JVM's code cache, or another JIT's; a
+		 * runtime still setting up: its code for user space to walk */
+		w->kind = hs_owns(addr) ? MAP_HOTSPOT : w->setting_up ? MAP_PENDING : MAP_FP;
 		return 0;
 	}
 	uf = bpf_map_lookup_elem(&unw_files, &key);
@@ -468,6 +470,7 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 	wp->bp_ok = 1;
 	wp->exact = 1;
 	wp->nk = nk;
+	wp->setting_up = rt && rt->kind == RT_SETTING_UP;
 	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
 	v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0);
 	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);

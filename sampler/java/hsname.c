@@ -451,7 +451,7 @@ static int load_method(struct hsnames *c, const struct hsmem *m, const struct hs
 	}
 	e->file = s;
 	s += strlen(s) + 1;
-	memcpy(s, e->sysname, ncls + nmeth + 1);
+	memcpy(s, e->sysname, ncls + nmeth + 2); /* with its NUL: a hidden class has no " (src)" */
 	if (nsrc) {
 		char *t = s + ncls + nmeth + 1;
 

@@ -84,12 +84,18 @@ static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs
 {
 	/* rbp-64 .. rbp+16: the slots from the bcp's up to the return address */
 	uint64_t w[10], method, bcp, cm, sender, code, bci = HS_BCI_NONE;
-	int lo = c->if_bcp;
+	int lo = c->if_bcp, skip;
 
 	if (r->bp < r->sp || r->bp - r->sp > HS_INTERP_MAX_FRAME || lo > -3 || lo < -10 ||
 	    c->if_method < lo || c->if_method > -1 || c->if_sender_sp < lo || c->if_sender_sp > -1)
 		return HS_E_INTERP;
-	if (rd(m, r->bp + 8 * (int64_t)lo, w, 8 * (size_t)(2 - lo)))
+	/* A leaf still building its frame (the entry's pushes) has slots
+	 * below sp: not written yet, and outside a stack copied from sp. */
+	skip = r->bp + 8 * (int64_t)lo < r->sp ? (int)((r->sp - (r->bp + 8 * (int64_t)lo) + 7) / 8) : 0;
+	if (skip > -lo)
+		return HS_E_INTERP;
+	memset(w, 0, sizeof(w));
+	if (rd(m, r->bp + 8 * (int64_t)(lo + skip), w + skip, 8 * (size_t)(2 - lo - skip)))
 		return HS_E_READ;
 	method = w[c->if_method - lo];
 	bcp = leaf ? r->r13 : w[c->if_bcp - lo];

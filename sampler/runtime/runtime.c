@@ -377,18 +377,25 @@ static void setup(struct runtimes *rts, struct proc *p, const struct vma *v,
 	rts->busy = true;
 	state = ops_of[f->kind]->setup(rts->st[f->kind], rts, p, v, t, &c); /* v invalid now */
 	rts->busy = was;
-	if (state == RTS_WAIT) {
-		if (p->rt.tries >= WAIT_TRIES || p->exit_ns)
-			enter(rts, p, RTS_FAILED);
-		else
-			wait_more(rts, p, now_ns);
+	if (state == RTS_WAIT && !(p->rt.tries >= WAIT_TRIES || p->exit_ns)) {
+		/* A runtime whose frames the native walk steps (a JVM's, V8's):
+		 * its code met before the set-up waits for it (pending.c). */
+		if (ops_of[f->kind]->twin_step && !p->rt.setting_up &&
+		    !sampler__rt_set(rts->s, p->pid, &(struct rt_proc){ .kind = RT_SETTING_UP }))
+			p->rt.setting_up = true;
+		wait_more(rts, p, now_ns);
 		return;
 	}
+	if (state == RTS_WAIT)
+		state = RTS_FAILED;
 	if (state == RTS_WALKED && (err = sampler__rt_set(rts->s, p->pid, &c))) {
 		pr_debug("%s: pid %d: cannot set its walk up: %s", ops_of[f->kind]->name, (int)p->pid,
 			 strerror(-err));
 		state = RTS_FAILED;
 	}
+	if (state != RTS_WALKED && p->rt.setting_up)
+		sampler__rt_set(rts->s, p->pid, NULL);
+	p->rt.setting_up = false;
 	enter(rts, p, state);
 }
 

@@ -77,6 +77,7 @@ struct rtproc {
 	uint8_t kind;	 /* enum rt_kind, once an interpreter was seen */
 	uint8_t state;	 /* enum rt_state */
 	uint8_t tries;
+	bool setting_up; /* rt_procs holds RT_SETTING_UP for it */
 	int64_t next_ns; /* RTS_UNKNOWN, RTS_WAIT: look again then */
 	int64_t seen_ns; /* its first sample (or maps read) showing the interpreter */
 	const void *layout;		 /* the runtime's layout row */

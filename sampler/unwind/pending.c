@@ -10,8 +10,15 @@
 #include "sampler/unwind/twin.h"
 #include "store/util/util.h"
 
-#define PARK_MAX 256                  /* ~2.5 MB at worst */
+#define PARK_MAX 256                  /* ~7.5 MB at worst (28 KiB of stack each) */
 #define PARK_NS (5 * 1000000000LL)    /* a table takes ms; a busy worker, longer */
+/* A JVM's or V8's code met while its runtime sets up waits this long for
+ * the set-up (a JVM's takes ~100 ms after its first sample), then is
+ * walked by frame pointers, unnamed. Such waits take at most half the
+ * room: at 499 Hz two JVMs starting at once park ~400 samples, and the
+ * walks that wait for a table (that of libjvm itself) must find room. */
+#define SETUP_WAIT_NS (2 * 1000000000LL)
+#define SETUP_WAIT_MAX (PARK_MAX / 2)
 
 struct parked {
 	int64_t deadline;
@@ -85,6 +92,7 @@ struct walk_ctx {
 	bool unmapped;          /* an address our copy of the maps lacks */
 	bool final;             /* our maps were read after the sample (or the
 				 * process is gone): what they lack is unmapped */
+	bool setup_wait;        /* anonymous code waits for the runtime's set-up */
 	/* the runtime's records of the frames this walk stepped */
 	__u64 rec[2 * PROF_MAX_FRAMES];
 	int nrec;
@@ -135,6 +143,8 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 		}
 	} else if (!strcmp(v->path, "[vdso]")) {
 		unwinder__lookup_locked(c->pq->u, UNW_VDSO_DEV, UNW_VDSO_INO, m);
+	} else if (c->setup_wait && c->p->rt.setting_up) {
+		m->kind = TWIN_WAIT;
 	} else {
 		m->kind = TWIN_FP;
 	}
@@ -178,6 +188,8 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		c.unmapped = false;
 		c.nrec = 0;
 		c.final = p->exit_ns || p->maps_ns >= (int64_t)ev->time_ns;
+		c.setup_wait = !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
+			       now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
 		unwinder__lock(pq->u);
 		end = twin__walk_hooked(&r, &mem, map_fn, &c, pq->rts ? rt_hook : NULL, &c,
 					o->frames + o->nkern, &n, PROF_MAX_FRAMES);

@@ -106,8 +106,12 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o)
 	if (!u)
 		return NULL;
 	u->o = *o;
+	/* A JVM, two nodes and a compiler running take 1.9M rows (cc1 479k,
+	 * node 372k, libjvm 231k); 1M once left node without a table on
+	 * such a host. Chunks exist only while rows are in them, so the
+	 * default is the most the walk allows. */
 	if (!u->o.max_rows)
-		u->o.max_rows = 1u << 20;
+		u->o.max_rows = UNW_MAX_CHUNKS * UNW_CHUNK_ROWS;
 	/* whole chunks, no more than the walk's chunk search covers */
 	if (u->o.max_rows > UNW_MAX_CHUNKS * UNW_CHUNK_ROWS)
 		u->o.max_rows = UNW_MAX_CHUNKS * UNW_CHUNK_ROWS;
@@ -398,9 +402,9 @@ static int install(struct unwinder *u, struct entry *e, const struct unw_table *
 	uint32_t *map, base;
 	int err;
 
-	/* One file may not take more than half the room (gcc's cc1 has
-	 * 479k rows; libLLVM's 949k do not fit the default). */
-	if (t->nrows > u->o.max_rows / 2)
+	/* One file may not take more than half the room, nor more chunks
+	 * than the walk searches (gcc's cc1 has 479k rows, libLLVM 949k). */
+	if (t->nrows > u->o.max_rows / 2 || t->nrows > UNW_FILE_CHUNKS * UNW_CHUNK_ROWS)
 		return -E2BIG;
 	map = malloc(t->nrules * sizeof(*map));
 	if (!map)

@@ -26,7 +26,7 @@ struct unwind_fds {
 
 struct unwinder_opts {
 	const char *debug_root; /* separate debug files; NULL = /usr/lib/debug */
-	uint32_t max_rows;      /* rows of all tables; 0 = 1 << 20 (8 MiB) */
+	uint32_t max_rows;      /* rows of all tables; 0 = UNW_MAX_CHUNKS chunks (4M rows, 32 MiB) */
 	uint32_t max_rules;     /* distinct rules; 0 = 1 << 14 */
 	uint32_t max_files;     /* files with a table; 0 = 4096 */
 	int64_t idle_ns;        /* free a table no sample touched this long; 0 = 10 min */

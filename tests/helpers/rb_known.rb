@@ -50,10 +50,12 @@ def via_c
 end
 
 def spin(stop)
+  $spinning = true
   work until stop.call
 end
 
 def sleeper(stop)
+  $sleeping = true
   sleep 0.05 until stop.call
 end
 
@@ -70,6 +72,9 @@ def main(secs)
   th = [Thread.new { tids << [1, tid]; spin(stop) },
         Thread.new { tids << [2, tid]; sleeper(stop) }]
   got = [[0, tid], tids.pop, tids.pop].sort.map(&:last)
+  # Both threads in their own methods before anyone looks: a thread
+  # that pushed its tid may wait for the GVL inside Queue#push a while.
+  sleep 0.01 until $spinning && $sleeping
   puts "threads #{got.join(' ')}"
   $stdout.flush
   # Ruby's own view of each call site, once (not timed).

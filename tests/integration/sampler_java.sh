@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sampler_java: Java shows as Java (SPEC §3). One `proffs run` at 99 Hz,
+# sampler_java: Java shows as Java (SPEC §3). One `proffs run` at 499 Hz,
 # no flag or agent in the JVMs, Debian's JDK 17 and Temurin 25 side by
 # side, each running tests/helpers/java/Known (Known.class, built by the
 # Makefile with its JNI library):
@@ -23,8 +23,12 @@
 #    frames only, the JVM counted as unsupported_version.
 source "$(dirname "$0")/sampler_lib.bash"
 
-HZ=99
-SPIN_MS=15000
+# 499 Hz: a share within 3 pp of the truth (~0.9) is a 3-sigma band from
+# 830 samples of heavy + light; at 99 Hz, with other tests on the two
+# CPUs, a hot thread got ~250 and the band was 1.5 sigma.
+HZ=499
+MIN_N=830
+SPIN_MS=24000
 JDKS=(/usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64)
 JDIR=$TESTS_BIN/java
 SRC=$ROOT/tests/helpers/java/Known.java
@@ -67,13 +71,19 @@ for i in 0 1; do
 	[[ -n $hn && -n $ln ]] || { fail "$jdk: the JVM printed no CPU figures"; continue; }
 	want=$(awk -v h="$hn" -v l="$ln" 'BEGIN { printf "%.1f", 100 * h / (h + l) }')
 
+	# --- names are text (a lambda's hidden class has no source file;
+	# its name once ran on into the heap's bytes) ---
+	bad=$(LC_ALL=C.UTF-8 grep -caxv '.*' "$F")
+	((bad == 0)) && ok "$jdk: every line of folded.txt is UTF-8 text" ||
+		{ fail "$jdk: $bad lines of folded.txt are not UTF-8 text"; LC_ALL=C.UTF-8 grep -axv '.*' "$F" | head -2 | cut -c1-300 | od -c | tail -4; }
+
 	# --- the known answer ---
 	h=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.heavy \(Known\.java\)(;|$)')
 	l=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.light \(Known\.java\)(;|$)')
 	got=$(pct "$h" $((h + l)))
-	((h + l >= 300)) && within "$got" "$(awk -v w="$want" 'BEGIN{print w-3}')" "$(awk -v w="$want" 'BEGIN{print w+3}')" &&
+	((h + l >= MIN_N)) && within "$got" "$(awk -v w="$want" 'BEGIN{print w-3}')" "$(awk -v w="$want" 'BEGIN{print w+3}')" &&
 		ok "$jdk: Known.heavy (Known.java) is $got% of heavy + light's $((h + l)) samples (the JVM: $want%)" ||
-		{ fail "$jdk: Known.heavy is $got% of heavy + light's $((h + l)) samples, the JVM says $want% (+- 3 pp, >= 300 samples)"
+		{ fail "$jdk: Known.heavy is $got% of heavy + light's $((h + l)) samples, the JVM says $want% (+- 3 pp, >= $MIN_N samples)"
 		  awk '{ print $NF "\t" $0 }' "$F" | sort -nr | head -3 | cut -c1-400; }
 
 	# --- JNI: Java -> C -> Java ---
@@ -91,7 +101,8 @@ for i in 0 1; do
 	((j > 0 && jr == j)) && ok "$jdk: all $j samples with a Java frame reach the thread's root, no marker" ||
 		{ fail "$jdk: $jr of $j samples with a Java frame reach clone3;start_thread without a marker"
 		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -Ev '^java;__GI___clone3;start_thread;' | head -2 | cut -c1-500
-		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-500; }
+		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-500
+		  grep -E '^proffs_unwind_(pending_total|builds_queued)' "$MP/metrics"; }
 
 	# --- lines ---
 	cp "$MP/merged/cpu/pid=${JP[i]}/$R/profile.pb" "$WORK/jvm$i.pb" || { fail "$jdk: read its profile.pb"; continue; }
