@@ -171,7 +171,8 @@ static int node_stat(struct fsmount *m, const struct node *n, uint64_t ino,
 	st->st_uid = m->uid;
 	st->st_gid = m->gid;
 	st->st_blksize = 4096;
-	st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = n->mtime;
+	st->st_atim.tv_sec = st->st_mtim.tv_sec = n->mtime;
+	st->st_ctim.tv_sec = n->ctime;
 	switch (n->kind) {
 	case NODE_DIR:
 		st->st_mode = S_IFDIR | 0555;

@@ -98,6 +98,20 @@ uint64_t tree__version(struct tree *t)
 	return stores__version(&t->st);
 }
 
+/* When frames last gained names in any store (store__names_version is
+ * that second), 0 if never. */
+static int64_t names_time(struct tree *t)
+{
+	int64_t m = 0;
+
+	for (size_t i = 0; i < t->st.n; i++) {
+		int64_t x = (int64_t)store__names_version(t->st.v[i].s);
+
+		m = x > m ? x : m;
+	}
+	return m;
+}
+
 uint64_t tree__names_version(struct tree *t)
 {
 	uint64_t v = 0;
@@ -429,6 +443,12 @@ int tree__resolve(struct tree *t, const char *path, struct node *out)
 	}
 	out->immutable = path_query__immutable(q, now);
 	out->mtime = out->blob ? blob_mtime : node_mtime(t, q, out->immutable, now);
+	out->ctime = out->mtime;
+	if (out->immutable && !out->blob && q->has_ra) {
+		int64_t named = names_time(t);
+
+		out->ctime = named > out->mtime ? named : out->mtime;
+	}
 	out->q = q;
 	return 0;
 err_out:

@@ -26,6 +26,10 @@ struct node {
 	char *canon;
 	bool immutable;
 	int64_t mtime; /* Unix seconds shown as mtime: window end, or now */
+	/* ... and as ctime: mtime, or for a complete window the time its
+	 * frames last gained names (SPEC §2's one change of a complete
+	 * minute; NFS clients revalidate cached pages by ctime). */
+	int64_t ctime;
 	/* A file under /binaries (issue 30): its bytes are a file's on disk,
 	 * read through tree__open_blob, never rendered into the render
 	 * cache (a debug file may be hundreds of MB). */

@@ -237,7 +237,9 @@ int store__name_late(struct store *s, const struct profile *p, const struct stor
 		     size_t n, size_t *named);
 
 /* A number that moves whenever late names are committed (0: none ever):
- * what a complete minute's bytes depend on besides its data. Cheap: read
+ * what a complete minute's bytes depend on besides its data. It is the
+ * Unix second of the last such commit (one more than the version before
+ * when that is not earlier), so it also dates the change. Cheap: read
  * again only when the store's version moved. */
 uint64_t store__names_version(struct store *s);
 

@@ -236,8 +236,11 @@ int store__name_late(struct store *s, const struct profile *p, const struct stor
 	}
 	if (!count)
 		goto out; /* nothing new: no commit, the version stays */
+	/* The commit's wall-clock second (or one past the last version):
+	 * it only grows, and it dates the change (the mount's ctime). */
 	if ((rc = meta__get_u64(s, w.txn, "names_version", &ver)) ||
-	    (rc = meta__put_u64(s, w.txn, "names_version", ver + 1)) ||
+	    (rc = meta__put_u64(s, w.txn, "names_version",
+				ver + 1 > (uint64_t)now_s() ? ver + 1 : (uint64_t)now_s())) ||
 	    (rc = intern__flush(s, w.txn)))
 		goto out;
 	__atomic_store_n(&s->pend_txn, NULL, __ATOMIC_RELAXED);
