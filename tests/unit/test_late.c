@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/tree/tree.h"
 #include "store/db/store.h"
 #include "store/profile/profile.h"
+#include "store/util/util.h"
 #include "tests/test.h"
 
 static const char *vt[] = { "samples", "cpu" }, *vu[] = { "count", "nanoseconds" };
@@ -93,6 +95,8 @@ static struct profile *names(const char *name, const char *file, int line, uint6
 	return p;
 }
 
+#define MINUTE "/cpu/1970-01-01T00:01/folded.txt"
+
 static void t_late(const char *dir)
 {
 	struct store_opts o = { .dir = dir, .nosync = true };
@@ -104,12 +108,17 @@ static void t_late(const char *dir)
 	uint64_t ver0, ver1;
 	size_t named = 0;
 	char name[128];
+	struct tree *t;
+	struct node n0 = { 0 }, n1 = { 0 };
 
 	CHECK(!store__open(&s, &o), "open");
 	CHECK(!store__append(s, "cpu", 60e9, 10e9, p, NULL, 0), "append");
 	profile__free(p);
 	leaf_name(s, name, sizeof(name));
 	CHECK(!strcmp(name, "app+0x1234"), "unnamed frame reads module+offset: %s", name);
+	t = tree__new(s, NULL);
+	CHECK(t && !tree__resolve(t, MINUTE, &n0) && n0.immutable && n0.ctime == n0.mtime && n0.mtime == 120,
+	      "the minute's file: immutable, mtime = ctime = its end (%lld)", (long long)n0.mtime);
 
 	CHECK(!store__unnamed(s, 0, 1000, &next, on_unnamed, &f), "scan");
 	CHECK(f.n == 1 && f.off[0] == 0x1234 && !strcmp(f.bid, "ab12"),
@@ -122,8 +131,14 @@ static void t_late(const char *dir)
 	v.loc = f.loc[0];
 	CHECK(!store__name_late(s, q, &v, 1, &named) && named == 1, "named once (%zu)", named);
 	ver1 = store__names_version(s);
-	CHECK(ver1 != ver0, "names version moved (%llu -> %llu)", (unsigned long long)ver0,
+	CHECK(ver1 != ver0 && (int64_t)ver1 >= now_s() - 5 && (int64_t)ver1 <= now_s(),
+	      "names version moved to the commit's second (%llu -> %llu)", (unsigned long long)ver0,
 	      (unsigned long long)ver1);
+	CHECK(t && !tree__resolve(t, MINUTE, &n1) && n1.mtime == 120 && n1.ctime == (int64_t)ver1,
+	      "mtime stays its end, ctime is when names came (%lld, %lld)", (long long)n1.mtime,
+	      (long long)n1.ctime);
+	node__fini(&n0);
+	node__fini(&n1);
 	leaf_name(s, name, sizeof(name));
 	CHECK(!strcmp(name, "iterateLong"), "the stored minute now reads the name: %s", name);
 	profile__free(q);
@@ -152,6 +167,8 @@ static void t_late(const char *dir)
 		      f.off[0] == 0x123c,
 	      "incremental scan finds the new frame only (n %d)", f.n);
 	CHECK(store__check(s, stdout) == 0, "check passes with late names");
+	if (t)
+		tree__free(t);
 	store__close(s);
 
 	/* Read-only, as `proffs mount` and `proffs cat` open it. */
