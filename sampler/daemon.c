@@ -104,9 +104,13 @@ static void usage(FILE *f)
 		"  --scrape-interval DUR  how often (default 15s)\n"
 		"  --debuginfod URL   fetch debug files of stripped code from this debuginfod\n"
 		"                     server (several: space-separated; default: the\n"
-		"                     DEBUGINFOD_URLS variable; none: off), on a thread of its own\n"
+		"                     DEBUGINFOD_URLS variable; none: off), on a thread of its own;\n"
+		"                     frames stored before a file arrived are named then\n"
 		"  --debuginfod-cache SIZE  bound of the fetched files kept in the store's\n"
-		"                     directory (default 1G)\n");
+		"                     directory (default 1G)\n"
+		"\n"
+		"Binaries and their debug files: /binaries/<build id>/ in the tree, for\n"
+		"PPROF_BINARY_PATH (see /prof/README).\n");
 }
 
 /* "500us", "1ms", "0.5s", "20000ns" -> nanoseconds, within [1us, 10s]
