@@ -112,6 +112,10 @@ fsum() {
 # pct A B: 100*A/B with one decimal ("nan" if B is 0).
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.1f\n", 100 * a / b }'; }
 
+# band PCT N: the half-width in pp of a 3-sigma band for a share of PCT%
+# measured from N samples, at least 3 pp.
+band() { awk -v p="$1" -v n="$2" 'BEGIN { s = n > 0 ? 3 * sqrt(p * (100 - p) / n) : 100; if (s < 3) s = 3; printf "%.1f\n", s }'; }
+
 # within X LO HI: LO <= X <= HI (decimals).
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "nan" && x >= lo && x <= hi) }'; }
 
