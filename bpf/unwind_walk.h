@@ -438,6 +438,31 @@ static long walk_step(__u64 i, void *data)
 }
 
 /*
+ * The stack from sp, page by page, up to the first page that cannot be
+ * read: a stack may hold pages never touched (a big local buffer a frame
+ * skipped over), and one of them failed the whole copy, so a walk to
+ * finish in user space had nothing to read (node's startup: 1% of its
+ * samples). At most len bytes; the tail of the last page past whole
+ * pages is left out (the bounds the verifier needs).
+ */
+static __always_inline void copy_pages(struct prof_sample_ev *ev, __u64 sp, __u64 len)
+{
+	__u64 off = 4096 - (sp & 4095);
+
+	if (off > len || bpf_probe_read_user(ev->ustack, off & 4095 ? off & 4095 : 4096, (const void *)sp))
+		return;
+	for (int i = 0; i < UNW_STACK_COPY / 4096; i++) {
+		if (off > UNW_STACK_COPY - 4096 || off + 4096 > len)
+			break;
+		if (bpf_probe_read_user(ev->ustack + off, 4096, (const void *)(sp + off)))
+			break;
+		off += 4096;
+	}
+	ev->ustack_len = off;
+	ev->flags |= PROF_F_UCUT;
+}
+
+/*
  * Walks the current task's user stack into ev->frames[nk...]. Returns the
  * number of frames; sets ev->uend (and on PROF_UE_PENDING, uregs, ustack
  * and ustack_len). rt: the process's runtime entry (bpf/runtime_walk.h),
@@ -506,6 +531,8 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 				len = UNW_STACK_COPY;
 			if (!bpf_probe_read_user(ev->ustack, len, (const void *)wp->sp))
 				ev->ustack_len = len;
+			else
+				copy_pages(ev, wp->sp, len);
 		}
 	}
 	return wp->n;

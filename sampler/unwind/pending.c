@@ -167,7 +167,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		mem.len = size - head;
 	/* BPF copies up to UNW_STACK_COPY bytes, fewer only where the stack's
 	 * vma ends: a full copy means the stack may go on past it. */
-	mem.capped = mem.len >= UNW_STACK_COPY;
+	mem.capped = mem.len >= UNW_STACK_COPY || (ev->flags & PROF_F_UCUT);
 	c = (struct walk_ctx){ .pq = pq, .p = p };
 	memcpy(o, ev, head);
 	/* Each file the walk reaches unknown is asked for, then looked at
@@ -227,6 +227,12 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		if (nb < ev->nrt || nt < (size_t)c.nrec)
 			o->rtend = RT_END_TRUNC;
 	}
+	if (end == PROF_UE_BAD_FRAME)
+		pr_debug("pending: pid %d: the walk from pc %#llx sp %#llx bp %#llx ended in a bad frame "
+			 "after %d frames (last pc %#llx; stack copy %zu bytes)",
+			 (int)ev->tgid, (unsigned long long)ev->uregs[0], (unsigned long long)ev->uregs[1],
+			 (unsigned long long)ev->uregs[2], n,
+			 (unsigned long long)(n > 0 ? o->frames[o->nkern + n - 1] : 0), mem.len);
 	o->nuser = n;
 	o->uend = end;
 	o->ustack_len = 0;
