@@ -101,8 +101,9 @@ for rt in $RUNTIMES; do
 		sleep 3
 		phase "off_$rt" PROFFS_RUNTIMES=off
 		phase "on_$rt"
-		kill "$B1" "$B2" 2>/dev/null || true; wait "$B1" "$B2" 2>/dev/null || true
+		# (a JVM's stdin feeder first: waiting for a pipeline waits for all of it)
 		pkill -f "^sleep 3599.5" 2>/dev/null || true
+		kill "$B1" "$B2" 2>/dev/null || true; wait "$B1" "$B2" 2>/dev/null || true
 		set -- ${NS[native_$rt]}; n=${!#}; set -- ${NS[off_$rt]}; o=${!#}; set -- ${NS[on_$rt]}; p=${!#}
 		RATIOS[$rt]+="$(ratio "$n" "$p") "
 		RATIOS_OFF[$rt]+="$(ratio "$o" "$p") "
@@ -121,8 +122,8 @@ for rt in $RUNTIMES; do
 	WALKED[$rt]=$(awk -v k="${pfx}_processes_total{state=\"walked\"}" '$1 == k { print $2 }' "$W/mp/metrics")
 	WALKED[$rt]="${WALKED[$rt]:-0} of $many"
 	kill -TERM "$D"; wait "$D" || true
-	kill "${mem_pids[@]}" 2>/dev/null || true; wait "${mem_pids[@]}" 2>/dev/null || true
 	pkill -f "^sleep 3599.5" 2>/dev/null || true
+	kill "${mem_pids[@]}" 2>/dev/null || true; wait "${mem_pids[@]}" 2>/dev/null || true
 done
 
 cat <<MD
@@ -158,6 +159,7 @@ done)
 Metrics of the last walk-on phases:
 
 \`\`\`
-$(for rt in $RUNTIMES; do cat "$W/metrics.on_$rt" 2>/dev/null | grep -E '_(processes|walks|steps|frames)_total' || true; done)
+$(for rt in $RUNTIMES; do case $rt in ruby) p=proffs_ruby ;; java) p=proffs_java ;; node) p=proffs_js ;; esac
+	grep -E "^${p}_(processes_total\{state=\"walked|walks_total|steps_total\{end=\"ok|frames_total)" "$W/metrics.on_$rt" 2>/dev/null || true; done)
 \`\`\`
 MD
