@@ -162,7 +162,8 @@ PROFFS_V8_WITHHOLD=11.3 run_start "$STORE" "$MP" --hz $HZ
 node_run 0 3 "$WORK/withheld.out"; P=$NODE_PID
 # and node's own perf map (--perf-basic-prof): what names its JS then,
 # as JIT frames, ending in _[j]
-/usr/bin/node --perf-basic-prof "$JS" run 5 >"$WORK/perfmap.out" 2>&1 & PM=$!; PIDS+=("$PM")
+# (in the work dir: node leaves its isolate-*-v8.log where it runs)
+(cd "$WORK" && exec /usr/bin/node --perf-basic-prof "$JS" run 5 >"$WORK/perfmap.out" 2>&1) & PM=$!; PIDS+=("$PM")
 wait "$P"
 wait "$PM" || fail "node --perf-basic-prof failed: $(tail -3 "$WORK/perfmap.out")"
 sleep 12
