@@ -142,6 +142,11 @@ if ((pass + fail + skip == 0)); then
 	fail=1; failed+=("TESTS=${TESTS:-}")
 	echo "FAIL no test matched TESTS='${TESTS:-}'"
 fi
-((${#failed[@]})) && printf 'failed: %s\n' "${failed[*]}"
+# Again at the end, with what failed: a reader of the last lines only
+# (CI's excerpt) learns it too.
+for name in "${failed[@]}"; do
+	printf 'failed: %s\n' "$name"
+	[[ -f $(logfile "$name") ]] && grep -m 3 -E '^(FAIL|not ok|ERROR|==[0-9]+==ERROR)' "$(logfile "$name")" | cut -c1-300 | sed 's/^/    ! /'
+done
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))
