@@ -313,6 +313,21 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 		bci = bcp - code;
 	if (!ra)
 		return HS_E_BAD_FRAME;
+	if (leaf && (ra < s->c.code_lo || ra >= s->c.code_hi)) {
+		/* An interpreter frame returns into the code cache; this one
+		 * is not built yet (its entry runs before `enter`) and rbp is
+		 * still its caller's: the call stub's, which keeps the
+		 * callee's Method* where an interpreter frame keeps its own.
+		 * So the leaf is that method, and the next frame the stub at
+		 * its return address; r13 is the caller's sp. */
+		sender = r->r13 > r->sp && r->r13 <= r->bp ? r->r13 : r->sp + 8;
+		if (sender > r->bp)
+			return HS_E_INTERP;
+		r->pc = s->c.call_stub_ra;
+		r->sp = sender;
+		return hs_record(s, hs_rec0(method, HS_K_INTERP, HS_R_EXACT, index),
+				 hs_rec1(HS_BCI_NONE, (__u32)(cm >> 3)));
+	}
 	if (sender < r->bp + 16 || sender - (r->bp + 16) > HS_INTERP_MAX_FRAME)
 		sender = r->bp + 16;
 	if (sender <= r->sp)

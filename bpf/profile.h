@@ -32,6 +32,8 @@ enum prof_event_type {
 #define PROF_F_KERR 4u    /* bpf_get_stack failed for the kernel stack */
 #define PROF_F_UERR 8u    /* ... for the user stack */
 #define PROF_F_UEXACT 16u /* PROF_UE_PENDING: uregs' pc is exact (leaf or signal) */
+#define PROF_F_UCUT 32u   /* PROF_UE_PENDING: the stack copy, taken page by page,
+			   * stops short of the stack's end: it goes on past it */
 
 /* How a user stack walk ended (bpf/profile.bpf.c, or the user-space twin
  * that finishes PROF_UE_PENDING walks). */

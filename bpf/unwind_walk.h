@@ -438,6 +438,35 @@ static long walk_step(__u64 i, void *data)
 }
 
 /*
+ * The stack from sp, page by page, when a copy of it whole failed: a
+ * stack holds pages never touched (a big local buffer a frame skipped
+ * over: HotSpot's Threads::create_vm has 8 KiB of them), which a BPF
+ * program cannot fault in. Such a page holds zeros, and a failed
+ * bpf_probe_read_user leaves zeros in its place, so the copy goes on past
+ * it: the frames above it (create_vm's caller, node's start-up under V8's
+ * Invoke) are still walked. At most len bytes; the tail of the last page
+ * past whole pages is left out (the bounds the verifier needs), and then
+ * PROF_F_UCUT says the stack goes on past the copy.
+ */
+static __always_inline void copy_pages(struct prof_sample_ev *ev, __u64 sp, __u64 len)
+{
+	__u64 off = 4096 - (sp & 4095);
+
+	if (off > len)
+		return;
+	bpf_probe_read_user(ev->ustack, off & 4095 ? off & 4095 : 4096, (const void *)sp);
+	for (int i = 0; i < UNW_STACK_COPY / 4096; i++) {
+		if (off > UNW_STACK_COPY - 4096 || off + 4096 > len)
+			break;
+		bpf_probe_read_user(ev->ustack + off, 4096, (const void *)(sp + off));
+		off += 4096;
+	}
+	ev->ustack_len = off;
+	if (off < len)
+		ev->flags |= PROF_F_UCUT;
+}
+
+/*
  * Walks the current task's user stack into ev->frames[nk...]. Returns the
  * number of frames; sets ev->uend (and on PROF_UE_PENDING, uregs, ustack
  * and ustack_len). rt: the process's runtime entry (bpf/runtime_walk.h),
@@ -506,6 +535,8 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 				len = UNW_STACK_COPY;
 			if (!bpf_probe_read_user(ev->ustack, len, (const void *)wp->sp))
 				ev->ustack_len = len;
+			else
+				copy_pages(ev, wp->sp, len);
 		}
 	}
 	return wp->n;

@@ -421,6 +421,9 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
  * cut on another CPU may still be being written into the ring. */
 #define CUT_GRACE_NS (100 * 1000000LL)
 
+/* How long the stop waits for walks parked for a table. */
+#define SETTLE_NS (500 * 1000000LL)
+
 /* The sampler thread's longest sleep. */
 #define POLL_MAX_MS 250
 
@@ -468,8 +471,11 @@ static void *sampler_thread(void *arg)
 			last_expire = now;
 		}
 	}
-	/* Whatever the ring still holds belongs in the last batch. */
+	/* Whatever the ring still holds belongs in the last batch, and so
+	 * do the walks parked for a table (half a second of the 2 s that
+	 * a stop may take). */
 	profiler__poll(r->prof, 0);
+	profiler__settle(r->prof, SETTLE_NS);
 	flush(r, now_ns(), true, true);
 	return NULL;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sampler/batch/batch.h"
 #include "sampler/batch/minutes.h"
@@ -482,6 +483,21 @@ int profiler__poll(struct profiler *pr, int timeout_ms)
 		pr->stats_ns = now;
 	}
 	return n;
+}
+
+void profiler__settle(struct profiler *pr, int64_t budget_ns)
+{
+	int64_t end = now_mono_ns() + budget_ns;
+
+	if (!pr->pend)
+		return;
+	/* Sampling goes on meanwhile: a poll takes what the ring holds
+	 * (whose walks may park too) and finishes what the builder made. */
+	while (pending__oldest(pr->pend) != INT64_MAX && now_mono_ns() < end) {
+		usleep(10000);
+		profiler__poll(pr, 0);
+	}
+	pending__drain(pr->pend, INT64_MAX, unwound, pr);
 }
 
 int profiler__take(struct profiler *pr, int64_t cut_ns, bool all,

@@ -61,6 +61,12 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o);
 /* Handles what the ring holds, waiting up to timeout_ms. Returns the
  * number of records or -errno. Sampler thread only. */
 int profiler__poll(struct profiler *pr, int timeout_ms);
+/* The daemon's stop, before its last take: walks parked for a table get
+ * up to budget_ns to finish (the builder keeps going), then the rest are
+ * finished with what they have (PROF_UE_NO_TABLE), so the last batch
+ * holds every sample taken (a process started seconds before the stop
+ * has most of its samples parked). Sampler thread only. */
+void profiler__settle(struct profiler *pr, int64_t budget_ns);
 /* Closes the open windows that end by wall-clock time cut_ns, or all of
  * them (see minutes__take): out[0..*n) gets one profile per window that
  * holds samples, each the caller's. Sampler thread only. */

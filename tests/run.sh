@@ -11,7 +11,7 @@
 #   a line "# san: yes" in a script runs it again with the sanitizer build;
 #   a line "# alone: yes" runs it with nothing else running (its checks
 #   need a CPU of their own: wall-clock sample counts, stop latencies).
-# The others run JOBS at a time (default 3): most of their time is spent
+# The others run JOBS at a time (default 4): most of their time is spent
 # waiting for a sampler, a mount or the clock, and each owns its temp dir,
 # ports and mountpoints. A line "# long: yes" (a test of minutes, mostly
 # waiting) starts it before everything else, so the short ones fill the
@@ -25,7 +25,7 @@ mkdir -p "$logs"
 pass=0 fail=0 skip=0
 failed=()
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
-JOBS=${JOBS:-3}
+JOBS=${JOBS:-4}
 
 selected() { [[ -z "${TESTS:-}" || "$1" == *"$TESTS"* ]]; }
 logfile() { printf '%s/%s.log' "$logs" "${1//\//_}"; }
@@ -142,6 +142,11 @@ if ((pass + fail + skip == 0)); then
 	fail=1; failed+=("TESTS=${TESTS:-}")
 	echo "FAIL no test matched TESTS='${TESTS:-}'"
 fi
-((${#failed[@]})) && printf 'failed: %s\n' "${failed[*]}"
+# Again at the end, with what failed: a reader of the last lines only
+# (CI's excerpt) learns it too.
+for name in "${failed[@]}"; do
+	printf 'failed: %s\n' "$name"
+	[[ -f $(logfile "$name") ]] && grep -m 3 -E '^(FAIL|not ok|ERROR|==[0-9]+==ERROR)' "$(logfile "$name")" | cut -c1-300 | sed 's/^/    ! /'
+done
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))

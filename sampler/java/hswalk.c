@@ -111,6 +111,17 @@ static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs
 		bci = bcp - code;
 	if (!w[-lo + 1])
 		return HS_E_BAD_FRAME;
+	if (leaf && !owns(c, w[-lo + 1])) {
+		/* Not built yet: rbp is the call stub's (bpf/hotspot_walk.h). */
+		sender = r->r13 > r->sp && r->r13 <= r->bp ? r->r13 : r->sp + 8;
+		if (sender > r->bp)
+			return HS_E_INTERP;
+		rec[0] = hs_rec0(method, HS_K_INTERP, HS_R_EXACT, index);
+		rec[1] = hs_rec1(HS_BCI_NONE, (uint32_t)(cm >> 3));
+		r->pc = c->call_stub_ra;
+		r->sp = sender;
+		return HS_E_OK;
+	}
 	rec[0] = hs_rec0(method, HS_K_INTERP, leaf ? HS_R_EXACT : 0, index);
 	rec[1] = hs_rec1((uint32_t)bci, (uint32_t)(cm >> 3));
 	/* The caller's unextended sp: what a compiled caller's frame size

@@ -143,7 +143,7 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 		}
 	} else if (!strcmp(v->path, "[vdso]")) {
 		unwinder__lookup_locked(c->pq->u, UNW_VDSO_DEV, UNW_VDSO_INO, m);
-	} else if (c->setup_wait && c->p->rt.setting_up) {
+	} else if (c->setup_wait) {
 		m->kind = TWIN_WAIT;
 	} else {
 		m->kind = TWIN_FP;
@@ -158,7 +158,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 	size_t head = offsetof(struct prof_sample_ev, ustack);
 	struct twin_mem mem = { .base = ev->uregs[1], .buf = ev->ustack, .len = ev->ustack_len };
 	static struct walk_ctx c; /* (its records: 1 KiB) sampler thread only */
-	bool refreshed = false;
+	bool refreshed = false, setup_wait;
 	int n = ev->nuser, end = PROF_UE_PENDING;
 
 	if (size < head)
@@ -167,9 +167,13 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		mem.len = size - head;
 	/* BPF copies up to UNW_STACK_COPY bytes, fewer only where the stack's
 	 * vma ends: a full copy means the stack may go on past it. */
-	mem.capped = mem.len >= UNW_STACK_COPY;
+	mem.capped = mem.len >= UNW_STACK_COPY || (ev->flags & PROF_F_UCUT);
 	c = (struct walk_ctx){ .pq = pq, .p = p };
 	memcpy(o, ev, head);
+	/* Decided once per walk, and the clock read only for a process
+	 * whose runtime is setting up. */
+	setup_wait = p->rt.setting_up && !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
+		     now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
 	/* Each file the walk reaches unknown is asked for, then looked at
 	 * again (small files take a millisecond); an address outside the
 	 * maps we know may be a library mapped since we read them. */
@@ -188,8 +192,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		c.unmapped = false;
 		c.nrec = 0;
 		c.final = p->exit_ns || p->maps_ns >= (int64_t)ev->time_ns;
-		c.setup_wait = !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
-			       now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
+		c.setup_wait = setup_wait;
 		unwinder__lock(pq->u);
 		end = twin__walk_hooked(&r, &mem, map_fn, &c, pq->rts ? rt_hook : NULL, &c,
 					o->frames + o->nkern, &n, PROF_MAX_FRAMES);
@@ -227,6 +230,12 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		if (nb < ev->nrt || nt < (size_t)c.nrec)
 			o->rtend = RT_END_TRUNC;
 	}
+	if (end == PROF_UE_BAD_FRAME)
+		pr_debug("pending: pid %d: the walk from pc %#llx sp %#llx bp %#llx ended in a bad frame "
+			 "after %d frames (last pc %#llx; stack copy %zu bytes)",
+			 (int)ev->tgid, (unsigned long long)ev->uregs[0], (unsigned long long)ev->uregs[1],
+			 (unsigned long long)ev->uregs[2], n,
+			 (unsigned long long)(n > 0 ? o->frames[o->nkern + n - 1] : 0), mem.len);
 	o->nuser = n;
 	o->uend = end;
 	o->ustack_len = 0;

@@ -11,6 +11,7 @@ TESTS_BIN=${TESTS_BIN:-$ROOT/build/tests}
 WORK=$(mktemp -d /tmp/proffs-sampler.XXXXXX)
 MOUNTS=()  # mountpoints to unmount at exit
 PIDS=()    # processes to kill at exit
+declare -A RUN_LOGS=() # daemon pid -> its log
 CGROUPS=() # cgroup dirs to remove at exit, innermost last
 FAILS=0
 
@@ -64,6 +65,7 @@ run_start() {
 	RUN_LOG=$WORK/run-$RUN_N.log
 	"$PROFFS" run --store "$store" --mount "$mp" "$@" >"$RUN_LOG" 2>&1 &
 	RUN_PID=$!
+	RUN_LOGS[$RUN_PID]=$RUN_LOG
 	PIDS+=("$RUN_PID")
 	[[ " ${MOUNTS[*]} " == *" $mp "* ]] || MOUNTS+=("$mp")
 	for i in $(seq 200); do
@@ -90,16 +92,21 @@ run_stop() {
 	RUN_STOP_S=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 	if kill -0 "$pid" 2>/dev/null; then
 		fail "proffs run did not exit within $RUN_STOP_S s of SIGTERM"
-		run_stop_log; return 1
+		run_stop_log "$pid"; return 1
 	fi
 	wait "$pid"; rc=$?
-	[[ $rc == 0 ]] || { fail "proffs run exited $rc on SIGTERM (after $RUN_STOP_S s)"; run_stop_log; return 1; }
-	if grep -q " $mp " /proc/mounts; then fail "mount left behind at $mp"; run_stop_log; return 1; fi
+	[[ $rc == 0 ]] || { fail "proffs run exited $rc on SIGTERM (after $RUN_STOP_S s)"; run_stop_log "$pid"; return 1; }
+	if grep -q " $mp " /proc/mounts; then fail "mount left behind at $mp"; run_stop_log "$pid"; return 1; fi
 	return 0
 }
 
-# run_stop_log: the daemon's last words, for a failed stop.
-run_stop_log() { echo "--- daemon log (tail)"; tail -n 12 "$RUN_LOG"; }
+# run_stop_log [PID]: that daemon's last words (the latest one's without
+# PID), for a failed stop; a sanitizer's report is longer than a tail.
+run_stop_log() {
+	local log=${RUN_LOGS[${1:-0}]:-$RUN_LOG}
+	echo "--- daemon log ($log)"
+	if grep -q '^==[0-9]*==ERROR' "$log"; then grep -A 30 '^==[0-9]*==ERROR' "$log" | head -40; else tail -n 12 "$log"; fi
+}
 
 # fsum FILE [ERE]: sum of the counts of folded lines (matching ERE).
 # A cpu folded.txt counts samples; a test that compares with CPU time
@@ -111,6 +118,10 @@ fsum() {
 
 # pct A B: 100*A/B with one decimal ("nan" if B is 0).
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.1f\n", 100 * a / b }'; }
+
+# band PCT N: the half-width in pp of a 3-sigma band for a share of PCT%
+# measured from N samples, at least 3 pp.
+band() { awk -v p="$1" -v n="$2" 'BEGIN { s = n > 0 ? 3 * sqrt(p * (100 - p) / n) : 100; if (s < 3) s = 3; printf "%.1f\n", s }'; }
 
 # within X LO HI: LO <= X <= HI (decimals).
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "nan" && x >= lo && x <= hi) }'; }

@@ -19,8 +19,9 @@
 #    reason, up=0; the good target still scraped every interval, CPU
 #    batches still stored every interval with the Go service's comm in them
 #  - SIGTERM ends the daemon within 2 s although a transfer hangs
-# alone: yes (scrapes per interval, CPU batches per wall-clock second and
-# the stop latency are timings)
+# long: yes (a complete minute of scrapes: started first). Its timings
+# (scrapes per interval, CPU batches per wall-clock second, the stop
+# latency) are the daemon's, which runs at nice -10 beside the other tests.
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 source "$(dirname "$0")/sampler_lib.bash"
 source "$(dirname "$0")/flamegraph.bash"
