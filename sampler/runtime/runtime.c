@@ -437,6 +437,18 @@ static bool look_at_maps(struct runtimes *rts, struct proc *p, int64_t now_ns)
 		setup(rts, p, v, t, now_ns);
 		return p->rt.state != RTS_WAIT;
 	}
+	/* Until a file's symbols are read we cannot tell a runtime's from
+	 * any other (libjvm's take ~0.3 s, longer while the loader is busy):
+	 * meanwhile code outside files (a JIT's) waits for the answer as it
+	 * does for a set-up, not walked by frame pointers, unnamed. A
+	 * process without such code is not affected. */
+	if (loading && !p->rt.setting_up &&
+	    !sampler__rt_set(rts->s, p->pid, &(struct rt_proc){ .kind = RT_SETTING_UP }))
+		p->rt.setting_up = true;
+	else if (!loading && p->rt.setting_up) {
+		sampler__rt_set(rts->s, p->pid, NULL);
+		p->rt.setting_up = false;
+	}
 	return !loading;
 }
 
@@ -474,8 +486,13 @@ int runtimes__due(struct runtimes *rts, int64_t now_ns)
 		if (!p || look_at_maps(rts, p, now_ns) || p->rt.state == RTS_WAIT)
 			continue;
 		/* No interpreter yet, some of its files still loading. */
-		if (now_ns + WAIT_FIRST_NS < due[i].until_ns)
+		if (now_ns + WAIT_FIRST_NS < due[i].until_ns) {
 			watch(rts, p, now_ns + WAIT_FIRST_NS, due[i].until_ns);
+		} else if (p->rt.setting_up && p->rt.state == RTS_UNKNOWN) {
+			/* Past the watch: its code is walked as before. */
+			sampler__rt_set(rts->s, p->pid, NULL);
+			p->rt.setting_up = false;
+		}
 	}
 	for (size_t i = 0; i < rts->nwatch; i++)
 		if (rts->watch[i].due_ns < next)

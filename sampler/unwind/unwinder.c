@@ -482,6 +482,32 @@ static int open_mapped(const struct entry *e, const struct src *src)
 	return fd;
 }
 
+/* Whether pid can no longer lend us its view of a file: it has exited,
+ * or it is a zombie (its mappings and root are gone, yet kill(pid, 0)
+ * still succeeds until it is reaped: a short awk that asked first for
+ * libc left libc without a table for 10-20 s, every node stack ending
+ * `[unwind: no table]` at its libc frames). */
+static bool requester_gone(pid_t pid)
+{
+	char p[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	rp = strrchr(buf, ')'); /* comm may hold anything */
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 /* Takes e out of the queue; false when it is not in it (the worker has
  * it in hand). */
 static bool unqueue(struct unwinder *u, struct entry *e)
@@ -558,7 +584,7 @@ static void build(struct unwinder *u, struct entry *e, struct src *src)
 		if (!err)
 			u->st.built++;
 	}
-	if (fd < 0 && kill(src->pid, 0) && errno == ESRCH) {
+	if (fd < 0 && requester_gone(src->pid)) {
 		/* The process we were to read it through has exited (its
 		 * map_files and root are gone): not the file's fault. Read it
 		 * through a process that asked since, or forget the entry so

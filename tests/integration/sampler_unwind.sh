@@ -16,7 +16,8 @@
 #    first samples are finished in user space): >= 90% complete
 #  - /prof/metrics has the unwind tables and stacks by how walks ended
 #  - a file whose first run exited before its table was read (a slow
-#    build, PROFFS_UNWIND_DELAY): its next run gets whole stacks
+#    build, PROFFS_UNWIND_DELAY; the run a zombie not yet reaped): its
+#    next run gets whole stacks
 #  - the row space grows by chunks as tables load (made by the helper
 #    once the daemon dropped CAP_BPF) and shrinks when they idle out
 #
@@ -201,8 +202,18 @@ run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, unmounted"
 # process), not keep "no table" while the file stays in use.
 PROFFS_UNWIND_IDLE=3 PROFFS_UNWIND_DELAY=1000:$WORK/once_nofp run_start "$STORE" "$MP" --hz $HZ --batch-interval 1s
 cp "$TESTS_BIN/truth_nofp" "$WORK/once_nofp"
-"$WORK/once_nofp" 0.3 >/dev/null || fail "the short run failed"
+# The first run stays a zombie (its parent reaps it after 3 s) while its
+# table is read: it answers kill(pid, 0) but has no maps or root left.
+/usr/bin/python3 -c '
+import os, sys, time
+p = os.fork()
+if p == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "0.3"])
+time.sleep(3)
+sys.exit(os.waitpid(p, 0)[1] != 0)' "$WORK/once_nofp" >/dev/null & ZP=$!; PIDS+=("$ZP")
+sleep 0.8
 "$WORK/once_nofp" 5 >/dev/null & P2=$!; PIDS+=("$P2")
+wait "$ZP" || fail "the short run failed"
 wait "$P2" || fail "the second run failed"
 sleep 3
 F=$WORK/once.folded
