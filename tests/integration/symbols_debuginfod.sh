@@ -9,7 +9,7 @@
 #    `debuginfod -F DIR` starts with the debug file (indexed first, then
 #    served --passive): that same minute then reads with the names (stat
 #    size and read agree, sample counts unchanged, no +0x frame of truth
-#    left), truth's iterateLong has 90.9 +- 2 pp
+#    left), truth's iterateLong has 90.9% +- 3 standard errors (>= 2 pp)
 #    of its samples, `go tool pprof -list iterateLong` with
 #    PPROF_BINARY_PATH=/binaries shows truth.c's line 39 with that share
 #    (from profile.pb's lines: Go's pprof reads no build ids, so it takes
@@ -142,8 +142,11 @@ long=$(fsum "$WORK/b.folded" ';iterateLong(;|$)')
 share=$(pct "$long" "$nb")
 log "truth: ${cpu}s CPU; B $nb samples, A $na; iterateLong $share% in B"
 ((nb >= 1500)) || fail "truth has only $nb samples in B (want >= 1500: the host is too busy to judge)"
-within "$share" 88.9 92.9 && ok "iterateLong has $share% of truth's samples (90.9 +- 2), named through debuginfod" ||
-	fail "iterateLong share $share%, want 90.9 +- 2"
+# 90.9% +- three standard errors of a share of nb samples (2 pp or more).
+tol=$(awk -v n="$nb" 'BEGIN { t = 300 * sqrt(0.909 * 0.091 / (n ? n : 1)); printf "%.1f", t < 2 ? 2 : t }')
+within "$share" "$(awk -v t="$tol" 'BEGIN { print 90.9 - t }')" "$(awk -v t="$tol" 'BEGIN { print 90.9 + t }')" &&
+	ok "iterateLong has $share% of truth's samples (90.9 +- $tol), named through debuginfod" ||
+	fail "iterateLong share $share%, want 90.9 +- $tol"
 unb=$(fsum "$WORK/b.folded" 'truth_stripped[+]0x')
 ((unb == 0)) && ok "every frame of truth_stripped named in B's last-15m" || fail "$unb samples still have truth_stripped+0x frames"
 within "$(pct "$na" "$nb")" 95 105 && ok "A, its server hanging, sampled truth as B did: $na vs $nb samples" ||
