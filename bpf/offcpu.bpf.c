@@ -77,8 +77,11 @@ struct uwork {
 	struct bpf_task_work tw;
 };
 
+/* Allocated as threads come (a preallocated 64k took 5 MiB of memory
+ * locked whether or not a host had that many threads). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 16); /* threads with a long block so far */
 	__type(key, __u32);
 	__type(value, struct uwork);

@@ -9,8 +9,11 @@
 
 #include "bpf/runtime.h"
 
+/* Filled by user space per process it walks (or waits for): allocated as
+ * entries come, not 1 MiB up front. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, RT_MAX_PROCS);
 	__type(key, __u32);
 	__type(value, struct rt_proc);

@@ -25,7 +25,7 @@ struct offcpu_opts {
 	uint64_t min_ns;    /* 0 = OFFCPU_DEFAULT_MIN_NS */
 	unsigned states;    /* bit per enum offcpu_state; 0 = OFFCPU_DEFAULT_STATES */
 	bool kthreads;      /* record kernel threads too */
-	size_t ring_bytes;  /* 0 = 8 MiB */
+	size_t ring_bytes;  /* 0 = 4 MiB */
 	/* The cpu sampler's unwind tables (sampler__unwind_fds), borrowed for
 	 * the lifetime of the offcpu: user stacks are walked with them, and
 	 * a record whose walk ends PROF_UE_PENDING carries registers and a

@@ -98,21 +98,16 @@ sleep 30
 k1=$(cpu_ticks "$DAEMON"); t1=$EPOCHREALTIME
 set_kv cpu_pct "$(awk -v k=$((k1 - k0)) -v hz="$tck" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * k / hz / (b - a) }')"
 mem() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$DAEMON/status"; }
-memlock() {
-	local fd m s=0
-	for fd in /proc/"$DAEMON"/fdinfo/*; do
-		m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null || true)
-		[[ -n $m ]] && s=$((s + m))
-	done
-	echo $((s / 1024))
-}
 set_kv rss_anon_kib "$(mem RssAnon)"
 set_kv rss_file_kib "$(mem RssFile)"
 set_kv hwm_kib "$(mem VmHWM)"
-set_kv bpf_kib "$(memlock)"
+set_kv bpf_kib "$(($(bpf_memlock "$DAEMON") / 1024))"
 cp "$MP/metrics" "$W/metrics" 2>/dev/null || true
 set_kv procs "$(awk '$1 == "proffs_processes_tracked" { print $2 }' "$W/metrics")"
 set_kv samples "$(awk '$1 == "proffs_samples_total" { print $2 }' "$W/metrics")"
+set_kv offcpu_rate "$(awk -v s=$(($(date +%s) - T0)) '$1 == "proffs_offcpu_samples_total" { printf "%.0f", $2 / s }' "$W/metrics")"
+set_kv offcpu_lost "$(awk '/^proffs_offcpu_lost_total/ { s += $2 } END { print s + 0 }' "$W/metrics")"
+set_kv lost "$(awk '/^proffs_lost_samples_total/ { s += $2 } END { print s + 0 }' "$W/metrics")"
 
 # --- reads of the last 15 minutes, load still running ---
 D=$MP/merged/cpu/last-15m
@@ -170,7 +165,8 @@ Everything below is measured with the load still running.
 | RssAnon + BPF maps (memlock) | $(v rss_anon_kib) + $(v bpf_kib) KiB = $(( ($(v rss_anon_kib) + $(v bpf_kib)) / 1024 )) MiB | <= 32 MB: $(goal $(( ($(v rss_anon_kib) + $(v bpf_kib)) * 1024 )) "<=" 32000000) |
 | VmHWM (peak resident) | $(v hwm_kib) KiB | <= 48 MB: $(goal $(( $(v hwm_kib) * 1024 )) "<=" 48000000) |
 | RssFile (LMDB, the render cache file: page cache) | $(v rss_file_kib) KiB | reported |
-| processes tracked / samples so far | $(v procs) / $(v samples) | |
+| processes tracked / samples so far / lost | $(v procs) / $(v samples) / $(v lost) | |
+| off-CPU blocks stored per second / lost | $(v offcpu_rate) / $(v offcpu_lost) | |
 
 Commands: \`$(shortcmd "${CMD[read_profile]}")\` (cold), \`$(shortcmd "${CMD[again_profile]}")\` x3;
 baseline \`${CMD[pprof]}\`. Memory from /proc/PID/status and the BPF maps' fdinfo memlock.

@@ -153,16 +153,22 @@ if p.get("name") == sys.argv[1]:
 	done | head -1 | grep . || echo 0 0
 }
 
+# bpf_memlock PID: bytes of the BPF maps process PID holds, each map once
+# (a map shared by two programs' objects has an fd in each).
+bpf_memlock() {
+	local fd
+	for fd in /proc/"$1"/fdinfo/*; do
+		awk '/^map_id:/ { id = $2 } /^memlock:/ { m = $2 } END { if (id != "") print id, m }' "$fd" 2>/dev/null
+	done | sort -u -k1,1 | awk '{ s += $2 } END { print s + 0 }'
+}
+
 # daemon_mem_bytes PID: VmRSS plus the BPF maps' memlock, counting once
 # the map pages the process mmaps (unwind rows, ring buffer), which are in
 # both.
 daemon_mem_bytes() {
-	local rss ml=0 m fd bm
+	local rss ml bm
 	rss=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status")
-	for fd in /proc/"$1"/fdinfo/*; do
-		m=$(awk '/^memlock:/ { print $2 }' "$fd" 2>/dev/null || true)
-		[[ -n $m ]] && ml=$((ml + m))
-	done
+	ml=$(bpf_memlock "$1")
 	bm=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { b = ($NF == "anon_inode:bpf-map") } b && /^Rss:/ { s += $2 } END { print (s + 0) * 1024 }' "/proc/$1/smaps")
 	echo $((rss - bm + ml))
 }

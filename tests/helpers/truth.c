@@ -5,11 +5,20 @@
  * profiler attributes 10/11 = 90.9% of this process's samples to
  * main;iterateLong;iterate and 9.1% to main;iterateShort;iterate.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
-#define UNIT 2000000UL
+/* Iterations of a unit: ~0.3 ms. Each cycle draws its unit at random
+ * (0.5 to 1.5 of it, the same for both calls, so the work stays 10:1
+ * cycle by cycle). A fixed cycle aliases with the sampling period: a
+ * cycle of 40.4 ms under 99 Hz samples the same four phases for seconds,
+ * and the shares then spread far wider than the binomial bands the tests
+ * judge them by. A short cycle of random length makes samples taken a
+ * tick apart independent. */
+#define UNIT 200000UL
 
 volatile unsigned long sink;
 
@@ -34,16 +43,27 @@ __attribute__((noinline)) void iterate(unsigned long n)
 	sink = x;
 }
 
-__attribute__((noinline)) void iterateLong(void)
+__attribute__((noinline)) void iterateLong(unsigned long unit)
 {
-	iterate(10 * UNIT);
+	iterate(10 * unit);
 	sink++;
 }
 
-__attribute__((noinline)) void iterateShort(void)
+__attribute__((noinline)) void iterateShort(unsigned long unit)
 {
-	iterate(UNIT);
+	iterate(unit);
 	sink++;
+}
+
+/* A unit of UNIT / 2 to 3 * UNIT / 2 iterations (an LCG's high bits). */
+static unsigned long draw_unit(void)
+{
+	static uint64_t s;
+
+	if (!s)
+		s = ((uint64_t)getpid() << 32 ^ (uint64_t)time(NULL)) | 1;
+	s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+	return UNIT / 2 + (unsigned long)((s >> 33) % UNIT);
 }
 
 static double secs_since(clockid_t c, const struct timespec *t0)
@@ -66,8 +86,10 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	for (;;) {
-		iterateLong();
-		iterateShort();
+		unsigned long unit = draw_unit();
+
+		iterateLong(unit);
+		iterateShort(unit);
 		if (secs > 0) {
 			double wall = secs_since(CLOCK_MONOTONIC, &t0);
 
