@@ -292,7 +292,7 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 	/* Records are drained every poll (~250 ms) without a wakeup each:
 	 * 4 MiB holds ~10k typical records (~400 B), i.e. ~40k blocks/s of
 	 * at least the minimum, far beyond a host's usual rate (the busy
-	 * host of scripts/bench/busy.sh: a few hundred a second). It is
+	 * host of scripts/bench/busy.sh: ~600 a second). It is
 	 * memory locked for the daemon's life: 8 MiB was a quarter of the
 	 * daemon's budget. */
 	ring = o->ring_bytes ? o->ring_bytes : 4u << 20;
