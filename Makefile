@@ -147,6 +147,18 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(or $(HELPER_CFLAGS_$*),-O2 -g -fno-omit-frame-pointer) -Wall -Werror -o $@ $< $(HELPER_LDLIBS_$*)
 
+# truth as a distribution ships a program (issue 30's tests): stripped,
+# its debug file beside it (objcopy --only-keep-debug). Built with
+# -frecord-gcc-switches and a define of its own so that its build id is
+# its own: an unstripped truth sampled at the same time (another test's)
+# must not lend it its symbol table.
+all: $(BUILD)/tests/truth_stripped
+$(BUILD)/tests/truth_stripped: tests/helpers/truth.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fno-omit-frame-pointer -frecord-gcc-switches \
+		-DTRUTH_STRIPPED -Wall -Werror -o $@.full $< && \
+	  objcopy --only-keep-debug $@.full $@.debug && strip -o $@ $@.full && rm $@.full
+
 # Java workloads of sampler/java/'s tests: Known.class (for JDK 17 and
 # newer) and its JNI library, built like Debian's libraries (no frame
 # pointers).
@@ -168,6 +180,7 @@ $(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
+	sampler/symbols/debugfile.c sampler/symbols/dwline.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \

@@ -30,6 +30,9 @@
 #include "sampler/profiler.h"
 #include "sampler/push/push.h"
 #include "sampler/scrape/scrape.h"
+#include "sampler/symbols/debuginfod.h"
+#include "sampler/symbols/namer.h"
+#include "sampler/symbols/symbolize.h"
 #include "fs/render/render.h"
 #include "store/db/store.h"
 #include "fs/tree/tree.h"
@@ -58,6 +61,12 @@ struct run {
 	 * its flush to the next poll), so the drain never waits for it. */
 	pthread_mutex_t store_mu;
 	struct scraper *scraper;
+	/* Issue 30: names found later (always) and debuginfod (when a server
+	 * is set). Set before the sampler thread starts, read by callbacks
+	 * of the loader and the fetcher. */
+	struct namer *namer;
+	struct dbgd *dbgd;
+	struct symbolizer *sym;
 	/* figures for /metrics, written by the sampler thread */
 	uint64_t batches, append_errors, last_batch_samples;
 };
@@ -69,6 +78,7 @@ static void usage(FILE *f)
 		"                  [--max-size SIZE] [--label k=v]... [--cache-size SIZE]\n"
 		"                  [--allow-other] [--push URL] [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
 		"                  [--scrape [job=NAME@]URL]... [--scrape-interval DUR]\n"
+		"                  [--debuginfod URL] [--debuginfod-cache SIZE]\n"
 		"\n"
 		"Samples the stacks of every process with eBPF, stores them and serves\n"
 		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
@@ -91,7 +101,16 @@ static void usage(FILE *f)
 		"  --scrape [job=NAME@]URL  poll a Go net/http/pprof endpoint (URL: its\n"
 		"                     /debug/pprof base) for heap, allocs, goroutine, mutex\n"
 		"                     and block profiles (repeatable)\n"
-		"  --scrape-interval DUR  how often (default 15s)\n");
+		"  --scrape-interval DUR  how often (default 15s)\n"
+		"  --debuginfod URL   fetch debug files of stripped code from this debuginfod\n"
+		"                     server (several: space-separated; default: the\n"
+		"                     DEBUGINFOD_URLS variable; none: off), on a thread of its own;\n"
+		"                     frames stored before a file arrived are named then\n"
+		"  --debuginfod-cache SIZE  bound of the fetched files kept in the store's\n"
+		"                     directory (default 1G)\n"
+		"\n"
+		"Binaries and their debug files: /binaries/<build id>/ in the tree, for\n"
+		"PPROF_BINARY_PATH (see /prof/README).\n");
 }
 
 /* "500us", "1ms", "0.5s", "20000ns" -> nanoseconds, within [1us, 10s]
@@ -117,6 +136,42 @@ static int parse_short_duration(const char *s, uint64_t *ns)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* Issue 30's figures: debug information looked for, names found later,
+ * the files recorded for /binaries. */
+static void symbol_metrics(struct run *r, struct buf *out)
+{
+	struct dbgd_stats ds;
+	struct namer_stats ns;
+
+	dbgd__stats(r->dbgd, &ds);
+	namer__stats(r->namer, &ns);
+	ds.outcomes[DBG_LOCAL] = ns.local;
+	prom__family(out, "proffs_debuginfo_lookups_total", PROM_COUNTER,
+		     "Debug information looked for, for files without a symbol table, by outcome "
+		     "(local: a debug file on this host; the others are debuginfod's answers).");
+	for (int i = 0; i < DBG__N; i++)
+		prom__u64_by(out, "proffs_debuginfo_lookups_total", "outcome",
+			     dbg_outcome__name(i), ds.outcomes[i]);
+	prom__gauge(out, "proffs_debuginfod_cache_bytes",
+		    "Bytes of fetched debug files kept (bounded by --debuginfod-cache).", ds.cache_bytes);
+	prom__counter(out, "proffs_debuginfod_cache_evictions_total",
+		      "Fetched debug files deleted to stay within the bound.", ds.evicted);
+	prom__counter(out, "proffs_debuginfod_fetched_bytes_total",
+		      "Bytes of debug files fetched that checked out.", ds.fetched_bytes);
+	prom__gauge(out, "proffs_debuginfod_waiting",
+		    "Build ids waiting for their next lookup (after a miss, an error or a timeout).",
+		    ds.waiting);
+	prom__counter(out, "proffs_frames_named_later_total",
+		      "Stored frames without a name that were named once their symbols turned up.",
+		      ns.named);
+	prom__counter(out, "proffs_symbols_found_later_total",
+		      "Build ids whose symbols turned up after frames of them were stored.", ns.resolved);
+	prom__gauge(out, "proffs_symbols_waiting",
+		    "Build ids with stored frames without a name and no symbols yet.", ns.waiting);
+	prom__counter(out, "proffs_binaries_recorded_total",
+		      "Files recorded for /binaries by this daemon.", ns.binaries);
 }
 
 static void metrics_cb(struct buf *out, void *ctx)
@@ -213,6 +268,7 @@ static void metrics_cb(struct buf *out, void *ctx)
 			if (ends[i] && i != PROF_UE_PENDING)
 				prom__u64_by(out, "proffs_user_stacks_total", "end", ends[i], st.uends[i]);
 	}
+	symbol_metrics(r, out);
 	/* Each language runtime writes its own lines. */
 	profiler__runtime_metrics(r->prof, out);
 	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
@@ -345,6 +401,9 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 	if (err)
 		pr_warn("run: recording the complete mark failed: %s", strerror(-err));
 	pthread_mutex_unlock(&r->store_mu);
+	/* New locations: the namer looks at them now, not at its next tick. */
+	if (n)
+		namer__kick(r->namer);
 	/* A batch and the maps re-read since are freed in bulk: give the
 	 * pages back, so the resident figure is what the daemon holds (the
 	 * budget), not what its threads' malloc arenas once touched. Once a
@@ -433,10 +492,43 @@ static int scrape_append(void *ctx, const char *type, int64_t time_ns, int64_t d
 	return err;
 }
 
+/* The symbolizer's loader read a file (its lock held: only queue). */
+static void on_file_read(void *ctx, const struct store_binary *b, bool has_symtab, int debug)
+{
+	struct run *r = ctx;
+
+	namer__file_read(r->namer, b, has_symtab, debug);
+}
+
+/* debuginfod's thread: a checked debug file of bid is in the cache. */
+static void on_debug_ready(void *ctx, const char *bid, const char *path)
+{
+	struct run *r = ctx;
+
+	symbolizer__symbols_changed(r->sym, bid);
+	namer__ready(r->namer, bid);
+}
+
+/* The namer found symbols for bid: new samples should use them. */
+static void on_symbols_changed(void *ctx, const char *bid)
+{
+	struct run *r = ctx;
+
+	symbolizer__symbols_changed(r->sym, bid);
+}
+
+/* A test knob: the integer value of environment variable name, or def. */
+static int64_t env_i64(const char *name, int64_t def)
+{
+	const char *e = getenv(name);
+
+	return e && *e ? atoll(e) : def;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_CACHE, O_OFFCPU, O_OFFMIN, O_OFFSTATES,
-	       O_SCRAPE, O_SCRAPE_IVL, O_PUSH };
+	       O_SCRAPE, O_SCRAPE_IVL, O_PUSH, O_DEBUGINFOD, O_DBGCACHE };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "mount", required_argument, NULL, 'm' },
@@ -452,6 +544,8 @@ int cmd_run(int argc, char **argv)
 		{ "offcpu", no_argument, NULL, O_OFFCPU },
 		{ "offcpu-min", required_argument, NULL, O_OFFMIN },
 		{ "offcpu-states", required_argument, NULL, O_OFFSTATES },
+		{ "debuginfod", required_argument, NULL, O_DEBUGINFOD },
+		{ "debuginfod-cache", required_argument, NULL, O_DBGCACHE },
 		{ "help", no_argument, NULL, 'h' },
 		/* hidden, for tests */
 		{ "batch-interval", required_argument, NULL, O_BATCH },
@@ -475,6 +569,10 @@ int cmd_run(int argc, char **argv)
 	struct scrape_target *targets = NULL;
 	size_t ntargets = 0;
 	struct run r = { .store_mu = PTHREAD_MUTEX_INITIALIZER };
+	const char *dbg_urls = NULL;
+	uint64_t dbg_cache = 1ULL << 30;
+	char dcache[PATH_MAX];
+	bool dbg_on = false;
 	sigset_t sigs;
 	int c, sig, err, ret = 1, ndups = 0;
 	bool thread_started = false;
@@ -566,6 +664,20 @@ int cmd_run(int argc, char **argv)
 				goto usage_err;
 			}
 			break;
+		case O_DEBUGINFOD:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8) &&
+			    strncmp(optarg, "file://", 7)) {
+				fprintf(stderr, "proffs run: bad --debuginfod '%s' (want an http://, https:// or file:// URL)\n", optarg);
+				goto usage_err;
+			}
+			dbg_urls = optarg;
+			break;
+		case O_DBGCACHE:
+			if (parse_size(optarg, &dbg_cache) || dbg_cache < (1 << 20)) {
+				fprintf(stderr, "proffs run: bad --debuginfod-cache '%s' (e.g. 256M, 2G; at least 1M)\n", optarg);
+				goto usage_err;
+			}
+			break;
 		case O_OFFCPU: po.offcpu = true; break;
 		case O_OFFMIN:
 			if (parse_short_duration(optarg, &po.offcpu_min_ns)) {
@@ -625,6 +737,11 @@ int cmd_run(int argc, char **argv)
 	r.interval_ns = interval_s * 1000000000LL;
 	po.interval_ns = r.interval_ns;
 	r.retention_s = so.retention_s;
+
+	/* debuginfod reads its settings from the environment: set them while
+	 * no thread exists (setenv is not thread-safe). No server: off. */
+	snprintf(dcache, sizeof(dcache), "%s/debuginfod", so.dir);
+	dbg_on = !dbgd__setenv(dbg_urls, dcache, env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30));
 
 	/* Before any thread exists (libbpf, FUSE, ours): they inherit it. */
 	sigemptyset(&sigs);
@@ -696,6 +813,36 @@ int cmd_run(int argc, char **argv)
 		else
 			pr_info("run: capabilities dropped but %s; no_new_privs set", privs__kept());
 		dropped = !err;
+	}
+	/* Issue 30, after the capabilities went (threads inherit them) and
+	 * before the first sample (the loader calls the hooks). */
+	r.sym = profiler__symbolizer(r.prof);
+	if (dbg_on) {
+		struct dbgd_opts dopt = { .cache_dir = dcache, .cache_bytes = dbg_cache,
+					  .timeout_s = env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30),
+					  .retry_s = env_i64("PROFFS_DEBUGINFOD_RETRY_S", 60),
+					  .retry_max_s = env_i64("PROFFS_DEBUGINFOD_RETRY_MAX_S", 0),
+					  .ready = on_debug_ready, .ctx = &r };
+
+		err = dbgd__start(&r.dbgd, &dopt);
+		if (err)
+			pr_warn("run: debuginfod is off: %s", strerror(-err));
+		else
+			pr_info("run: fetching debug files from %s", getenv("DEBUGINFOD_URLS"));
+	}
+	{
+		struct namer_opts nopt = { .store = r.store, .store_mu = &r.store_mu,
+					   .cache_dir = dcache, .dbgd = r.dbgd,
+					   .symbols_changed = on_symbols_changed, .ctx = &r,
+					   .tick_ms = env_i64("PROFFS_NAMER_TICK_MS", 0) };
+		struct symbolizer_hooks h = { .debug_cache = dcache, .file_read = on_file_read,
+					      .ctx = &r };
+
+		err = namer__start(&r.namer, &nopt);
+		if (err)
+			pr_warn("run: frames stored without a name will stay so: %s", strerror(-err));
+		else if ((err = symbolizer__set_hooks(r.sym, &h)))
+			pr_warn("run: no /binaries records: %s", strerror(-err));
 	}
 	err = pthread_create(&r.thread, NULL, sampler_thread, &r);
 	if (err) {
@@ -771,6 +918,18 @@ out:
 	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	/* After the mount: /metrics reads the pusher's figures. */
 	pusher__stop(r.pusher);
+	/* Issue 30's threads, after the mount (/metrics reads them), in the
+	 * order that leaves no callback pointing at freed memory: the loader
+	 * stops calling the namer, the fetcher stops (no more ready calls),
+	 * the namer stops (it may still ask the halted fetcher), then the
+	 * fetcher goes. */
+	if (r.sym)
+		symbolizer__set_hooks(r.sym, NULL);
+	dbgd__halt(r.dbgd);
+	namer__stop(r.namer);
+	r.namer = NULL;
+	dbgd__stop(r.dbgd);
+	r.dbgd = NULL;
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);

@@ -574,3 +574,8 @@ void profiler__close(struct profiler *pr)
 	pthread_mutex_destroy(&pr->lock);
 	free(pr);
 }
+
+struct symbolizer *profiler__symbolizer(struct profiler *pr)
+{
+	return pr->sym;
+}

@@ -16,6 +16,7 @@
 #include "store/profile/profile.h"
 
 struct buf;
+struct symbolizer;
 
 struct profiler_opts {
 	int hz;                  /* 0 = 19 */
@@ -95,5 +96,9 @@ void profiler__stats(struct profiler *pr, struct profiler_stats *st);
  * own: sampler/runtime/runtime.h). Any thread. */
 void profiler__runtime_metrics(struct profiler *pr, struct buf *out);
 void profiler__close(struct profiler *pr);
+
+/* The pipeline's symbolizer (issue 30: the daemon sets its hooks and
+ * tells it of debug files that arrive). Owned by pr. */
+struct symbolizer *profiler__symbolizer(struct profiler *pr);
 
 #endif

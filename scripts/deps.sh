@@ -18,6 +18,7 @@ PKGS=(
   nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
   linux-perf procps psmisc util-linux
   libdevel-nytprof-perl libc6-dbg
+  libdebuginfod-dev debuginfod
   nodejs systemd
   node-cjs-module-lexer node-undici node-acorn
   ruby

@@ -34,7 +34,8 @@ struct fsmount {
 	void *on_serve_ctx;
 	/* request counters of /metrics, bumped by the handlers */
 	atomic_uint_fast64_t n_lookup, n_negative, n_getattr, n_open, n_read,
-		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot, n_prunes;
+		n_read_bytes, n_readdir, n_erofs, n_render_errors, n_dot, n_prunes,
+		n_renamed; /* names found later: the kernel's files invalidated */
 };
 
 /* When the inode table is pruned (prune.c): inodes held once reads have

@@ -309,6 +309,23 @@ void inotab__stats(struct inotab *t, uint64_t *held, uint64_t *forgotten,
 	pthread_rwlock_unlock(&t->lock);
 }
 
+uint64_t *inotab__held_files(struct inotab *t, size_t *n)
+{
+	uint64_t *v;
+
+	*n = 0;
+	pthread_rwlock_rdlock(&t->lock);
+	v = malloc((t->map.len + 1) * sizeof(*v));
+	for (size_t i = 0; v && i < t->map.cap; i++) {
+		const struct ino_ent *e = t->map.vals[i];
+
+		if (t->map.keys[i] && !e->forgot && e->has_fp)
+			v[(*n)++] = t->map.keys[i];
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return v;
+}
+
 char *inotab__top_names(struct inotab *t)
 {
 	struct buf b = { 0 };

@@ -64,6 +64,10 @@ void inotab__stats(struct inotab *t, uint64_t *held, uint64_t *forgotten,
  * malloc'd buffer the caller frees. NULL with errno ENOMEM.
  */
 char *inotab__top_names(struct inotab *t);
+/* The inode numbers of the files the kernel holds whose size it was told
+ * (malloc'd; *n of them), for invalidating them all (names found later,
+ * mount.c). NULL with *n = 0 when none or out of memory. */
+uint64_t *inotab__held_files(struct inotab *t, size_t *n);
 /* The inode number key gets, without registering it (readdir's d_ino). */
 uint64_t inotab__peek(const char *key);
 

@@ -319,6 +319,7 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 	const int64_t idle_ns = FSMOUNT_IDLE_S * 1000000000LL;
 	int64_t busy_ns = now_mono_ns(), pruned_ns = 0, now;
 	bool dropped = true, trim = false;
+	uint64_t names = m ? tree__names_version(m->t) : 0;
 
 	for (;;) {
 		int sig = sigtimedwait(sigs, NULL, &second);
@@ -328,6 +329,21 @@ int fsmount__wait_signal(struct fsmount *m, const sigset_t *sigs)
 		if (!m)
 			continue;
 		now = now_mono_ns();
+		/* Frames stored without a name were named (SPEC §2's one
+		 * exception): complete minutes the kernel cached for a day
+		 * read differently now. Their sizes and pages go, so the next
+		 * stat or read asks again (from this thread, not a worker:
+		 * the kernel may wait on pages a worker is filling). */
+		if (tree__names_version(m->t) != names) {
+			size_t n = 0;
+			uint64_t *inos = inotab__held_files(&m->inos, &n);
+
+			names = tree__names_version(m->t);
+			for (size_t i = 0; i < n; i++)
+				fuse_lowlevel_notify_inval_inode(m->se, inos[i], 0, 0);
+			free(inos);
+			atomic_fetch_add(&m->n_renamed, 1);
+		}
 		/* Renders kept their freed blocks in the heap (ops.c): once
 		 * reads stop, back to handing them back, and the free pages
 		 * go now (after a prune, the second after, once its FORGETs
@@ -423,4 +439,7 @@ void fsmount__metrics(struct fsmount *m, struct buf *out)
 	prom__counter(out, "proffs_fuse_prunes_total",
 		      "Times the kernel was asked to drop the dentries nobody uses (a bound on the inode table).",
 		      m->n_prunes);
+	prom__counter(out, "proffs_fuse_names_invalidations_total",
+		      "Times frames stored without a name were named later and the kernel was told to drop what it cached of files.",
+		      m->n_renamed);
 }

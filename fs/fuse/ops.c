@@ -98,12 +98,45 @@ static int render_cb(void *ctx, struct buf *out)
 	return tree__render(rc->t, rc->n, out);
 }
 
-/* A referenced cache entry holding the bytes of file node n. */
+/*
+ * An open file under /binaries (issue 30): its bytes are a file on disk,
+ * read with pread, never rendered into the render cache. Its fh has bit 0
+ * set; a cache entry's never does (malloc'd, aligned). Referenced like a
+ * cache entry: a read's reply may still be in flight when RELEASE runs on
+ * another thread, and the last reference closes the fd.
+ */
+struct blobh {
+	atomic_int refs;
+	int fd;
+	uint64_t size;
+};
+
+static bool fh_blob(uint64_t fh)
+{
+	return fh & 1;
+}
+
+static struct blobh *blobh_of(uint64_t fh)
+{
+	return (struct blobh *)(uintptr_t)(fh & ~(uint64_t)1);
+}
+
+static void blobh_put(struct blobh *b)
+{
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
+		close(b->fd);
+		free(b);
+	}
+}
+
+/* A referenced cache entry holding the bytes of file node n. Complete
+ * minutes key on the names version: a frame stored without a name may
+ * gain it once (SPEC §2), and their bytes with it. */
 static int file_bytes(struct fsmount *m, const struct node *n,
 		      struct cache_entry **e)
 {
 	struct render_ctx rc = { m->t, n };
-	uint64_t ver = n->immutable ? 0 : tree__version(m->t);
+	uint64_t ver = n->immutable ? tree__names_version(m->t) : tree__version(m->t);
 	int err;
 
 	if (node__volatile(n)) {
@@ -138,7 +171,8 @@ static int node_stat(struct fsmount *m, const struct node *n, uint64_t ino,
 	st->st_uid = m->uid;
 	st->st_gid = m->gid;
 	st->st_blksize = 4096;
-	st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = n->mtime;
+	st->st_atim.tv_sec = st->st_mtim.tv_sec = n->mtime;
+	st->st_ctim.tv_sec = n->ctime;
 	switch (n->kind) {
 	case NODE_DIR:
 		st->st_mode = S_IFDIR | 0555;
@@ -156,6 +190,18 @@ static int node_stat(struct fsmount *m, const struct node *n, uint64_t ino,
 	case NODE_FILE:
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
+		if (n->blob) {
+			struct stat fst;
+			int fd;
+
+			err = tree__open_blob(m->t, n, &fd, &fst);
+			if (err)
+				break;
+			close(fd);
+			st->st_size = fst.st_size;
+			st->st_blocks = (fst.st_size + 511) / 512;
+			break;
+		}
 		if (!pinned) {
 			err = file_bytes(m, n, &e);
 			if (err)
@@ -320,9 +366,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	if (err)
 		goto out;
-	if (fi && fi->fh && n.kind == NODE_FILE)
+	if (fi && fi->fh && n.kind == NODE_FILE && !fh_blob(fi->fh))
 		pinned = (const struct cache_entry *)(uintptr_t)fi->fh;
 	err = node_stat(m, &n, ino, pinned, &st);
+	if (!err && fi && fi->fh && fh_blob(fi->fh)) {
+		/* The open file's size: what its reads return. */
+		st.st_size = (off_t)blobh_of(fi->fh)->size;
+		st.st_blocks = (st.st_size + 511) / 512;
+	}
 	if (!err)
 		fuse_reply_attr(req, &st, node_ttl(&n));
 	node__fini(&n);
@@ -513,7 +564,24 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		err = -EISDIR;
 	else if (n.kind != NODE_FILE)
 		err = -ELOOP;
-	else
+	else if (n.blob) {
+		struct blobh *b = calloc(1, sizeof(*b));
+		struct stat st;
+
+		err = b ? tree__open_blob(m->t, &n, &b->fd, &st) : -ENOMEM;
+		if (!err) {
+			atomic_init(&b->refs, 1);
+			b->size = (uint64_t)st.st_size;
+			fi->fh = (uintptr_t)b | 1;
+			fi->keep_cache = 1; /* the file recorded, checked at open */
+			if (fuse_reply_open(req, fi) != 0)
+				blobh_put(b);
+		} else {
+			free(b);
+		}
+		node__fini(&n);
+		goto out;
+	} else
 		err = file_bytes(m, &n, &e);
 	if (!err) {
 		bool changed = inotab__swap_fp(&m->inos, ino, e->fp);
@@ -551,6 +619,22 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	atomic_fetch_add(&m->n_read, 1);
+	if (fh_blob(fi->fh)) {
+		struct blobh *b = blobh_of(fi->fh);
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+
+		if (off >= 0 && (uint64_t)off < b->size)
+			n = b->size - (uint64_t)off < size ? b->size - (uint64_t)off : size;
+		atomic_fetch_add(&m->n_read_bytes, n);
+		atomic_fetch_add(&b->refs, 1);
+		bv.buf[0].size = n;
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = b->fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, 0);
+		blobh_put(b);
+		return;
+	}
 	if (off >= 0 && (uint64_t)off < e->len) {
 		n = e->len - off;
 		if (n > size)
@@ -579,7 +663,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	cache__put(fsm(req)->cache, (struct cache_entry *)(uintptr_t)fi->fh);
+	if (fh_blob(fi->fh))
+		blobh_put(blobh_of(fi->fh));
+	else
+		cache__put(fsm(req)->cache, (struct cache_entry *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

@@ -533,7 +533,7 @@ static bool type_ok(const struct comp *c)
 	if (!store__type_ok(c->s, c->len))
 		return false;
 	return !is_word(c, "README") && !is_word(c, "metrics") &&
-	       !is_word(c, "merged") && !is_word(c, "diff");
+	       !is_word(c, "merged") && !is_word(c, "diff") && !is_word(c, "binaries");
 }
 
 static int build_canon(struct path_query *q)
@@ -549,6 +549,19 @@ static int build_canon(struct path_query *q)
 		break;
 	case PN_METRICS:
 		buf__puts(&b, "/metrics");
+		break;
+	case PN_BINS:
+	case PN_BIN:
+	case PN_BINFILE:
+		buf__puts(&b, "/binaries");
+		if (q->bid) {
+			buf__puts(&b, "/");
+			buf__puts(&b, q->bid);
+		}
+		if (q->bname) {
+			buf__puts(&b, "/");
+			buf__puts(&b, q->bname);
+		}
 		break;
 	default:
 		if (q->area == AREA_MERGED)
@@ -637,6 +650,35 @@ int path__parse(const char *path, struct path_query *q)
 	}
 	if (nc == 1 && is_word(&c[0], "metrics")) {
 		q->node = PN_METRICS;
+		goto canon;
+	}
+	if (is_word(&c[0], "binaries")) {
+		/* /binaries/<build id>/<name>: the name is the tree's to
+		 * check (it depends on what was recorded); here only its
+		 * shape: a plain name, no '%' (never encoded). */
+		q->node = PN_BINS;
+		if (nc == 1)
+			goto canon;
+		if (nc > 3)
+			REFUSE("nothing lives under a binary");
+		q->bid = strndup(c[1].s, c[1].len);
+		if (!q->bid) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (!store__build_id_ok(q->bid))
+			REFUSE("not a build id (lowercase hex)");
+		q->node = PN_BIN;
+		if (nc == 2)
+			goto canon;
+		if (c[2].len > 255 || memchr(c[2].s, '%', c[2].len))
+			REFUSE("not a binary's name");
+		q->bname = strndup(c[2].s, c[2].len);
+		if (!q->bname) {
+			err = -ENOMEM;
+			goto out;
+		}
+		q->node = PN_BINFILE;
 		goto canon;
 	}
 	if (is_word(&c[0], "merged") || is_word(&c[0], "diff")) {
@@ -730,6 +772,8 @@ void path_query__fini(struct path_query *q)
 	if (!q)
 		return;
 	free(q->type);
+	free(q->bid);
+	free(q->bname);
 	sel_fini(&q->a);
 	sel_fini(&q->b);
 	free(q->canon);
@@ -745,6 +789,7 @@ bool path_query__immutable(const struct path_query *q, int64_t now)
 {
 	switch (q->node) {
 	case PN_README:
+	case PN_BINFILE: /* a file's bytes, checked to be the file recorded */
 		return true;
 	case PN_DIFF_A:
 		/* It only ever lists "vs". */

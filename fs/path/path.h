@@ -10,6 +10,8 @@
  *   /<type>/<m>.../latest              symlink to the newest closed minute
  *   /merged/<type>/<m>.../<range>/<file>
  *   /diff/<type>/<m>.../<range>/vs/<m>.../<range>/<file>
+ *   /binaries/                         one directory per build id
+ *   /binaries/<build id>/<name>        a file seen, or its debug file
  * where <m> is name=value, name!=value or name=~regex (percent-encoded),
  * <minute> is YYYY-MM-DDTHH:MM, <range> is a minute, A..B (minutes, A
  * inclusive, B exclusive), YYYY-MM-DDTHH, YYYY-MM-DD or last-N{m,h,d},
@@ -40,6 +42,9 @@ enum path_node {
 	PN_WINDOW,  /* a leaf directory: minute, merged range, diff range B */
 	PN_LATEST,  /* "/<type>/<sel>/latest" (symlink) */
 	PN_FILE,    /* one of the four files of a leaf directory */
+	PN_BINS,    /* "/binaries": one directory per build id (issue 30) */
+	PN_BIN,     /* "/binaries/<build id>" */
+	PN_BINFILE, /* "/binaries/<build id>/<name>": the tree says which names exist */
 };
 
 enum path_area { AREA_NONE, AREA_PLAIN, AREA_MERGED, AREA_DIFF };
@@ -81,6 +86,8 @@ struct path_query {
 	struct path_range ra; /* plain: the minute; merged: the range; diff: A */
 	struct path_range rb; /* diff: range B */
 	enum path_file file;  /* PN_FILE */
+	char *bid;            /* PN_BIN, PN_BINFILE: the build id (lowercase hex) */
+	char *bname;          /* PN_BINFILE: the file's name as given */
 	char *canon;          /* canonical path: itself a valid path */
 };
 

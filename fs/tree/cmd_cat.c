@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "store/cmd/cmdutil.h"
@@ -122,6 +124,22 @@ static int print_node(struct tree *t, const struct node *n)
 		free(target);
 		break;
 	case NODE_FILE:
+		if (n->blob) { /* a file under /binaries: copied, not rendered */
+			struct stat st;
+			char chunk[65536];
+			ssize_t r = 0;
+			int fd = -1;
+
+			err = tree__open_blob(t, n, &fd, &st);
+			while (!err && (r = read(fd, chunk, sizeof(chunk))) > 0)
+				if (fwrite(chunk, 1, (size_t)r, stdout) != (size_t)r)
+					err = -EIO;
+			if (!err && r < 0)
+				err = -errno;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
 		err = tree__render(t, n, &b);
 		if (!err && b.len && fwrite(b.data, 1, b.len, stdout) != b.len)
 			err = -EIO;

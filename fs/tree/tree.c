@@ -11,7 +11,9 @@
 #include "fs/tree/tree.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "fs/tree/tree_int.h"
 #include "store/util/util.h"
 #include "fs/tree/stores.h"
+#include "fs/tree/binaries.h"
 
 /* Longest name a directory entry may have (NAME_MAX): longer label pairs
  * are left out of listings rather than offered and then refused. */
@@ -93,6 +96,32 @@ void tree__free(struct tree *t)
 uint64_t tree__version(struct tree *t)
 {
 	return stores__version(&t->st);
+}
+
+/* When frames last gained names in any store (store__names_version is
+ * that second), 0 if never. */
+static int64_t names_time(struct tree *t)
+{
+	int64_t m = 0;
+
+	for (size_t i = 0; i < t->st.n; i++) {
+		int64_t x = (int64_t)store__names_version(t->st.v[i].s);
+
+		m = x > m ? x : m;
+	}
+	return m;
+}
+
+uint64_t tree__names_version(struct tree *t)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < t->st.n; i++) {
+		uint64_t x = store__names_version(t->st.v[i].s);
+
+		v = t->st.n == 1 ? x : hash64(&x, sizeof(x), v);
+	}
+	return v;
 }
 
 void node__fini(struct node *n)
@@ -304,6 +333,7 @@ static enum node_kind kind_of(enum path_node pn)
 	case PN_README:
 	case PN_METRICS:
 	case PN_FILE:
+	case PN_BINFILE:
 		return NODE_FILE;
 	case PN_LATEST:
 		return NODE_SYMLINK;
@@ -351,7 +381,7 @@ static int64_t node_mtime(struct tree *t, const struct path_query *q,
 int tree__resolve(struct tree *t, const char *path, struct node *out)
 {
 	struct path_query *q;
-	int64_t now = now_s(), m;
+	int64_t now = now_s(), m, blob_mtime = 0;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -370,7 +400,23 @@ int tree__resolve(struct tree *t, const char *path, struct node *out)
 			goto err_out;
 		}
 	}
-	if (q->node == PN_LATEST) {
+	if (q->node == PN_BIN) {
+		char *b, *d;
+
+		if ((err = bins__names(&t->st, q->bid, &b, &d)))
+			goto err_out;
+		free(b);
+		free(d);
+	} else if (q->node == PN_BINFILE) {
+		struct stat st;
+		int fd;
+
+		if ((err = bins__open(&t->st, q->bid, q->bname, &fd, &st)))
+			goto err_out;
+		close(fd);
+		out->blob = true;
+		blob_mtime = st.st_mtim.tv_sec;
+	} else if (q->node == PN_LATEST) {
 		err = latest_minute(t, q, complete_until(t, now), &m);
 		if (err)
 			goto err_out;
@@ -396,7 +442,13 @@ int tree__resolve(struct tree *t, const char *path, struct node *out)
 		goto err_out;
 	}
 	out->immutable = path_query__immutable(q, now);
-	out->mtime = node_mtime(t, q, out->immutable, now);
+	out->mtime = out->blob ? blob_mtime : node_mtime(t, q, out->immutable, now);
+	out->ctime = out->mtime;
+	if (out->immutable && !out->blob && q->has_ra) {
+		int64_t named = names_time(t);
+
+		out->ctime = named > out->mtime ? named : out->mtime;
+	}
 	out->q = q;
 	return 0;
 err_out:
@@ -560,6 +612,7 @@ int tree__list(struct tree *t, const struct node *n, char ***names,
 			list_add(&l, "metrics", NODE_FILE);
 			list_add(&l, "merged", NODE_DIR);
 			list_add(&l, "diff", NODE_DIR);
+			list_add(&l, "binaries", NODE_DIR);
 		}
 		err = types_copy(t, &types, &ntypes);
 		if (err)
@@ -574,6 +627,22 @@ int tree__list(struct tree *t, const struct node *n, char ***names,
 	case PN_DIFF_A:
 		list_add(&l, "vs", NODE_DIR);
 		break;
+	case PN_BINS:
+		err = bins__ids(&t->st, &types, &ntypes);
+		for (size_t i = 0; !err && i < ntypes; i++)
+			list_add(&l, types[i], NODE_DIR);
+		store__free_strv(types, ntypes);
+		break;
+	case PN_BIN: {
+		char *b, *d;
+
+		err = bins__names(&t->st, q->bid, &b, &d);
+		if (!err && b)
+			list_take(&l, b, NODE_FILE);
+		if (!err && d)
+			list_take(&l, d, NODE_FILE);
+		break;
+	}
 	case PN_WINDOW:
 		for (int f = PF_PB; f <= PF_TOP; f++)
 			list_add(&l, path__file_name(f), NODE_FILE);
@@ -717,6 +786,32 @@ static enum render_kind rkind_of(const struct path_query *q)
 	}
 }
 
+int tree__open_blob(struct tree *t, const struct node *n, int *fd, struct stat *st)
+{
+	const struct path_query *q = n->q;
+
+	if (!q || !n->blob || q->node != PN_BINFILE)
+		return -EINVAL;
+	return bins__open(&t->st, q->bid, q->bname, fd, st);
+}
+
+/* A blob read whole (tree__render's callers that know no blobs). */
+static int render_blob(struct tree *t, const struct node *n, struct buf *out)
+{
+	struct stat st;
+	char chunk[65536];
+	ssize_t r;
+	int fd, err = tree__open_blob(t, n, &fd, &st);
+
+	if (err)
+		return err;
+	while ((r = read(fd, chunk, sizeof(chunk))) > 0)
+		buf__put(out, chunk, (size_t)r);
+	err = r < 0 ? -errno : out->err;
+	close(fd);
+	return err;
+}
+
 int tree__render(struct tree *t, const struct node *n, struct buf *out)
 {
 	const struct path_query *q = n->q;
@@ -726,6 +821,8 @@ int tree__render(struct tree *t, const struct node *n, struct buf *out)
 
 	if (!q || n->kind != NODE_FILE)
 		return -EISDIR;
+	if (n->blob)
+		return render_blob(t, n, out);
 	k = rkind_of(q);
 	switch (q->node) {
 	case PN_README:

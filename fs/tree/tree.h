@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "fs/render/render.h"
 #include "store/db/store.h"
@@ -25,6 +26,14 @@ struct node {
 	char *canon;
 	bool immutable;
 	int64_t mtime; /* Unix seconds shown as mtime: window end, or now */
+	/* ... and as ctime: mtime, or for a complete window the time its
+	 * frames last gained names (SPEC §2's one change of a complete
+	 * minute; NFS clients revalidate cached pages by ctime). */
+	int64_t ctime;
+	/* A file under /binaries (issue 30): its bytes are a file's on disk,
+	 * read through tree__open_blob, never rendered into the render
+	 * cache (a debug file may be hundreds of MB). */
+	bool blob;
 	void *q;       /* parsed query, private to tree.c */
 };
 void node__fini(struct node *n);
@@ -65,8 +74,19 @@ int tree__readlink(struct tree *t, const struct node *n, char **target);
 int tree__render(struct tree *t, const struct node *n, struct buf *out);
 
 
+/* Opens the file behind a blob node: *fd (read-only, the caller's) and
+ * its stat (st_size is what a read returns). -ENOENT when it is no longer
+ * there or no longer the file recorded. Thread-safe. */
+int tree__open_blob(struct tree *t, const struct node *n, int *fd, struct stat *st);
+
 /* The store's data version (cache key part). */
 uint64_t tree__version(struct tree *t);
+
+/* What the bytes of a complete minute or range depend on besides its
+ * canon (SPEC §2's one exception: a frame stored without a name gains it
+ * once its symbols turn up, store__names_version): a cache of immutable
+ * nodes keys on it. Cheap (re-read only when a store's version moved). */
+uint64_t tree__names_version(struct tree *t);
 
 /* What n's bytes depend on besides its canon: the store's data version,
  * mixed with the current minute for last-N windows and latest links

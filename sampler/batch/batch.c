@@ -271,9 +271,13 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 		} else {
 			fn.name = fn.system_name;
 		}
-		if (fn.name == UINT32_MAX || fn.system_name == UINT32_MAX)
+		/* Named from a debug file with DWARF: its file and line, for
+		 * pprof -list (else none, as the symbol tables say none). */
+		fn.filename = profile__intern_str(b->p, f->file ? f->file : "");
+		if (fn.name == UINT32_MAX || fn.system_name == UINT32_MAX || fn.filename == UINT32_MAX)
 			return 0;
 		line.function_id = profile__add_function(b->p, &fn);
+		line.line = f->file ? f->line : 0;
 		if (!line.function_id)
 			return 0;
 		loc.nlines = 1;

@@ -66,8 +66,13 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 		if (!f->vma)
 			continue;
 		f->off = a - f->vma->start + f->vma->pgoff;
-		if (f->vma->file)
-			f->name = symbolizer__lookup(sym, f->vma->dso, look - f->vma->start + f->vma->pgoff);
+		if (f->vma->file) {
+			uint64_t lo = look - f->vma->start + f->vma->pgoff;
+
+			f->name = symbolizer__lookup(sym, f->vma->dso, lo);
+			if (f->name && !symbolizer__line(sym, f->vma->dso, lo, &f->file, &f->line))
+				f->file = NULL, f->line = 0;
+		}
 		else if (!strcmp(f->vma->path, "[vdso]"))
 			f->name = symbolizer__vdso(sym, look - f->vma->start + f->vma->pgoff);
 		else

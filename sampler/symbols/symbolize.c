@@ -16,6 +16,8 @@
 
 #include "store/util/hmap.h"
 #include "sampler/proc/safefile.h"
+#include "sampler/symbols/debugfile.h"
+#include "sampler/symbols/dwline.h"
 #include "sampler/python/pyproc.h"
 #include "sampler/runtime/runtime.h"
 #include "sampler/symbols/symbolize.h"
@@ -73,8 +75,13 @@ static int64_t clock_ns(clockid_t c)
 /* Memory all loaded perf maps may hold together. */
 #define PERFMAP_BUDGET (16u << 20)
 
+/* Build ids whose debug file arrived, queued for the sampler thread. */
+#define CHANGED_MAX 64
+
 struct symbolizer {
 	char *debug_root;
+	char *debug_cache;            /* issue 30: debuginfod's cache, or NULL */
+	struct symbolizer_hooks hooks; /* set before the loader starts */
 	struct ksym *ksyms;
 	size_t nksyms;
 	char *kstrs;
@@ -94,6 +101,8 @@ struct symbolizer {
 	struct loader *active; /* the loader taking jobs, NULL if none */
 	int nloaders;          /* threads alive, abandoned ones included */
 	bool stop;
+	char changed[CHANGED_MAX][129]; /* symbolizer__symbols_changed's queue */
+	size_t nchanged;
 	uint64_t nsymbols, nsymtabs, loads, abandoned, perfmap_reads;
 	uint64_t perfmap_bytes, tab_bytes, evicted;
 };
@@ -256,6 +265,10 @@ static void symtab__free(struct symtab *t)
 		return;
 	elfsym__fini(&t->elf);
 	rtfile__free(t->rt);
+	if (t->dw) {
+		dwline__close(t->dw);
+		close(t->dw_fd);
+	}
 	free(t);
 }
 
@@ -334,6 +347,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->ksyms);
 	free(s->kstrs);
 	free(s->debug_root);
+	free(s->debug_cache);
 	pthread_cond_destroy(&s->wake);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
@@ -386,23 +400,97 @@ static int open_mapped(pid_t pid, const struct sf_cred *c, const char *path, uin
 	return fd;
 }
 
-/* Swaps in the symbols of a separate debug file found by build id. The
- * debug root is root's (not a process's): symlinks there are followed. */
-static void load_debug(struct symbolizer *s, struct symtab *t)
+/* Swaps in the symbols of a separate debug file found by build id: the
+ * debug root's (root's: symlinks there are followed), else debuginfod's
+ * cache (ours). Either must say it is of this build id (debugfile.h): a
+ * stale or corrupt file names nothing. The binary's PT_LOADs stay (a
+ * debug file's do not locate code in the file). Its DWARF, when small
+ * enough, gives frames their lines (profile.pb's file and line, for
+ * pprof -list); *dw_bytes gets what that holds. Returns where the file
+ * was: 0 none, 1 the debug root, 2 the cache. */
+static int load_debug(struct symbolizer *s, struct symtab *t, uint64_t *dw_bytes)
 {
 	const char *b = t->elf.build_id;
+	struct elf_info d;
 	char p[4200];
-	int fd;
+	int fd, where;
 
 	if (t->elf.has_symtab || strlen(b) < 3)
+		return 0;
+	for (where = 1; where <= 2; where++) {
+		if (where == 1)
+			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", s->debug_root, b, b + 2);
+		else if (!s->debug_cache)
+			break;
+		else
+			snprintf(p, sizeof(p), "%s/%s/debuginfo", s->debug_cache, b);
+		fd = safefile__open(AT_FDCWD, p, where == 2, false, SF_DEBUG, NULL, NULL);
+		if (fd < 0)
+			continue;
+		if (!debugfile__read(fd, b, &d)) {
+			free(t->elf.syms);
+			free(t->elf.strs);
+			t->elf.syms = d.syms;
+			t->elf.nsyms = d.nsyms;
+			t->elf.strs = d.strs;
+			t->elf.strs_len = d.strs_len;
+			t->elf.has_symtab = true;
+			d.syms = NULL;
+			d.strs = NULL;
+			elfsym__fini(&d);
+			t->dw = dwline__open(fd, DWLINE_MAX_BYTES, dw_bytes);
+			if (t->dw)
+				t->dw_fd = fd;
+			else
+				close(fd);
+			pr_debug("symbolize: symbols from %s%s", p, t->dw ? ", with lines" : "");
+			return where;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* Whether pid's root is the host's: its paths then name the files
+ * /binaries can open again later. */
+static bool host_root(pid_t pid)
+{
+	struct stat a, b;
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	return !stat(p, &a) && !stat("/", &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Tells the hooks what was read (issue 30: /binaries, names found later). */
+static void report_read(struct symbolizer *s, const struct job *j, const struct sf_cred *c,
+			const struct stat *st, const struct symtab *t, bool own_symtab, int debug)
+{
+	struct store_binary b = { .uid = c->uid, .gid = c->gid, .dev = st->st_dev,
+				  .ino = st->st_ino, .size = (uint64_t)st->st_size,
+				  .mtime_ns = st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec };
+	size_t plen = strlen(j->path);
+
+	if (!store__build_id_ok(t->elf.build_id))
 		return;
-	snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug", s->debug_root, b, b + 2);
-	fd = safefile__open(AT_FDCWD, p, false, false, SF_DEBUG, NULL, NULL);
-	if (fd < 0)
-		return;
-	if (!elfsym__read_debug(fd, &t->elf))
-		pr_debug("symbolize: symbols from %s", p);
-	close(fd);
+	snprintf(b.build_id, sizeof(b.build_id), "%s", t->elf.build_id);
+	for (size_t i = 0; i < t->elf.nloads && b.nloads < STORE_BIN_LOADS; i++, b.nloads++) {
+		b.loads[b.nloads].vaddr = t->elf.loads[i].vaddr;
+		b.loads[b.nloads].off = t->elf.loads[i].off;
+		b.loads[b.nloads].filesz = t->elf.loads[i].filesz;
+	}
+	/* A path names the file only in the host's root and while it is not
+	 * deleted; otherwise it is kept for the loads alone. */
+	b.path = j->path;
+	if (j->path[0] == '/' && !(plen > 10 && !strcmp(j->path + plen - 10, " (deleted)")) &&
+	    host_root(j->pid))
+		b.flags |= STORE_BIN_HOST;
+	/* Under the lock: symbolizer__set_hooks(s, NULL) returns only when no
+	 * call is in flight, so the daemon may then free what ctx names. */
+	pthread_mutex_lock(&s->lock);
+	if (s->hooks.file_read)
+		s->hooks.file_read(s->hooks.ctx, &b, own_symtab, debug);
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Loads the symbols of j->d. Returns the symtab for it or NULL; with
@@ -413,7 +501,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	struct symtab *t = NULL;
 	struct sf_cred c;
 	struct stat st;
-	uint64_t bk = 0;
+	uint64_t bk = 0, dw_bytes = 0;
 	bool cached = false;
 	int fd, err;
 
@@ -464,7 +552,12 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	}
 	if (t->elf.corrupt)
 		safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
-	load_debug(s, t);
+	{
+		bool own = t->elf.has_symtab;
+		int debug = load_debug(s, t, &dw_bytes);
+
+		report_read(s, j, &c, &st, t, own, debug);
+	}
 	t->has_syms = t->elf.nsyms > 0;
 	/* The walker's facts about a file come with its symbols: whether it
 	 * is an interpreter, and a libc's version (its TLS layout). */
@@ -484,7 +577,7 @@ out:
 	if (t)
 		t->bytes = t->elf.nsyms * sizeof(*t->elf.syms) + t->elf.strs_len +
 			   t->elf.nloads * sizeof(*t->elf.loads) + sizeof(*t) +
-			   (t->rt ? sizeof(*t->rt) : 0);
+			   (t->rt ? sizeof(*t->rt) : 0) + (t->dw ? dw_bytes : 0);
 	if (t && bk && hmap__get(&s->symtabs, bk) != t) {
 		struct symtab *old = hmap__get(&s->symtabs, bk);
 
@@ -785,6 +878,85 @@ static int by_used(const void *a, const void *b)
 	return (x > y) - (x < y); /* copies of one table side by side */
 }
 
+/* Drops table t: every dso holding it is read again at its next sample.
+ * s->lock held; sampler thread (symbolizer__trim says why it is safe). */
+static void drop_table(struct symbolizer *s, struct symtab *t)
+{
+	for (size_t k = 0; k < s->dsos.cap; k++) {
+		struct dso *d = s->dsos.keys[k] ? s->dsos.vals[k] : NULL;
+
+		if (d && d->tab == t) {
+			__atomic_store_n(&d->tab, NULL, __ATOMIC_RELEASE);
+			d->tries = 0;
+			__atomic_store_n(&d->state, DSO_NEW, __ATOMIC_RELEASE);
+		}
+	}
+	if (t->elf.build_id[0]) {
+		uint64_t bk = hash64(t->elf.build_id, strlen(t->elf.build_id), 0xb1d);
+
+		hmap__del(&s->symtabs, bk ? bk : 1);
+	}
+	uncount_free(s, t);
+}
+
+/* Tables of build ids whose debug file arrived, read without a symbol
+ * table: dropped (once their dsos are done loading), so their next
+ * sample reads them again and load_debug finds the file. s->lock held. */
+static void apply_changed(struct symbolizer *s)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < s->nchanged; i++) {
+		const char *b = s->changed[i];
+		uint64_t bk = hash64(b, strlen(b), 0xb1d);
+		struct symtab *t = hmap__get(&s->symtabs, bk ? bk : 1);
+		bool busy = false;
+
+		if (!t || t->elf.has_symtab)
+			continue;
+		for (size_t k = 0; k < s->dsos.cap && !busy; k++) {
+			struct dso *d = s->dsos.keys[k] ? s->dsos.vals[k] : NULL;
+
+			busy = d && d->tab == t && d->state != DSO_DONE;
+		}
+		if (busy) { /* a load holds it: next time */
+			memmove(s->changed[keep++], b, sizeof(s->changed[0]));
+			continue;
+		}
+		pr_debug("symbolize: %s: debug file arrived; its table is read again", b);
+		drop_table(s, t);
+	}
+	s->nchanged = keep;
+}
+
+void symbolizer__symbols_changed(struct symbolizer *s, const char *bid)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->nchanged < CHANGED_MAX && strlen(bid) < sizeof(s->changed[0]))
+		snprintf(s->changed[s->nchanged++], sizeof(s->changed[0]), "%s", bid);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int symbolizer__set_hooks(struct symbolizer *s, const struct symbolizer_hooks *h)
+{
+	static const struct symbolizer_hooks none;
+	char *dc = h && h->debug_cache ? strdup(h->debug_cache) : NULL;
+
+	if (h && h->debug_cache && !dc)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->lock);
+	/* The cache path stays while a loader may be reading it: freed with
+	 * s, or when replaced by another. */
+	if (dc) {
+		free(s->debug_cache);
+		s->debug_cache = dc;
+	}
+	s->hooks = h ? *h : none;
+	s->hooks.debug_cache = s->debug_cache;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 /*
  * Why this is safe: lookups and dso states are the sampler thread's, and
  * so is this call; a table is dropped only from dsos the loader is done
@@ -828,25 +1000,11 @@ void symbolizer__trim(struct symbolizer *s, uint64_t budget)
 
 		if (i && cand[i - 1] == t)
 			continue;
-
-		for (size_t k = 0; k < s->dsos.cap; k++) {
-			struct dso *d = s->dsos.keys[k] ? s->dsos.vals[k] : NULL;
-
-			if (d && d->tab == t) {
-				__atomic_store_n(&d->tab, NULL, __ATOMIC_RELEASE);
-				d->tries = 0;
-				__atomic_store_n(&d->state, DSO_NEW, __ATOMIC_RELEASE);
-			}
-		}
-		if (t->elf.build_id[0]) {
-			uint64_t bk = hash64(t->elf.build_id, strlen(t->elf.build_id), 0xb1d);
-
-			hmap__del(&s->symtabs, bk ? bk : 1);
-		}
-		uncount_free(s, t);
+		drop_table(s, t);
 		s->evicted++;
 	}
 out:
+	apply_changed(s);
 	pthread_mutex_unlock(&s->lock);
 	free(cand);
 }
@@ -866,6 +1024,16 @@ const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off
 	else
 		s->misses++;
 	return name;
+}
+
+bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const char **file,
+		      int *line)
+{
+	struct symtab *t = dso__tab(d);
+	uint64_t vaddr;
+
+	return t && t->dw && elfsym__off_to_vaddr(&t->elf, off, &vaddr) &&
+	       dwline__lookup(t->dw, vaddr, file, line);
 }
 
 void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st)

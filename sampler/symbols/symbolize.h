@@ -23,8 +23,10 @@
 
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/perfmap.h"
+#include "store/db/store.h"
 
 struct rtfile;
+struct dwline;
 
 /* A load waiting on I/O longer than this is abandoned. */
 #define SYM_LOAD_TIMEOUT_MS 2000
@@ -37,6 +39,11 @@ struct symtab {
 	uint64_t used;    /* symbolizer's clock at its last lookup (sampler thread) */
 	struct rtfile *rt; /* an interpreter (sampler/runtime/runtime.h), else NULL */
 	int glibc_minor;  /* a libc.so: N of its GLIBC_2.N, else 0 */
+	/* Named from a separate debug file with DWARF (at most
+	 * DWLINE_MAX_BYTES): its lines, read on the sampler thread only;
+	 * dw_fd is the file they read. NULL: frames carry no line. */
+	struct dwline *dw;
+	int dw_fd;
 };
 
 /* Symbol tables held at most (bytes), least recently used dropped first
@@ -79,6 +86,39 @@ struct symbolizer_stats {
  * debug_root: where separate debug files live (NULL = /usr/lib/debug). */
 struct symbolizer *symbolizer__new(const char *debug_root);
 void symbolizer__free(struct symbolizer *s);
+
+/*
+ * Issue 30's hooks (sampler/symbols/namer.h). debug_cache: a second place
+ * for debug files, after the debug root, in debuginfod's layout
+ * (<dir>/<build id>/debuginfo; NULL: none). file_read: called on the
+ * loader thread for each file whose symbols it read (not for one whose
+ * build id was loaded already): the file as /binaries records it (path
+ * NULL when the process's root is not the host's), whether it has a
+ * symbol table of its own, and where its debug file came from (0 none,
+ * 1 the debug root, 2 the cache). It must not block; it is called with
+ * the symbolizer's lock held. Set before the first sample (the loader
+ * starts then); h is copied. h NULL removes file_read, and returns once
+ * no call of it is in flight (the daemon's stop).
+ */
+struct symbolizer_hooks {
+	const char *debug_cache;
+	void (*file_read)(void *ctx, const struct store_binary *b, bool has_symtab, int debug);
+	void *ctx;
+};
+int symbolizer__set_hooks(struct symbolizer *s, const struct symbolizer_hooks *h);
+
+/* Symbols for build id bid may be found now (its debug file arrived):
+ * a table of it read without a symbol table is dropped at the next
+ * symbolizer__trim, so that its next sample reads it again. Any thread;
+ * a request beyond the queue's room is dropped (the next is kept). */
+void symbolizer__symbols_changed(struct symbolizer *s, const char *bid);
+
+/* The source file and line of file offset off of d's file (the offset
+ * symbolizer__lookup was given), when its symbols came from a debug file
+ * with DWARF: *file is the table's (valid until the next
+ * symbolizer__trim). Sampler thread. False when unknown. */
+bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const char **file,
+		      int *line);
 
 /* Function name for a kernel address, or NULL. The string is the
  * symbolizer's and lives until symbolizer__free(). */

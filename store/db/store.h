@@ -137,6 +137,9 @@ int store__set_complete(struct store *s, int64_t time_ns);
  * `proffs import` alone: its minutes are complete once their end passed). */
 int store__complete(struct store *s, int64_t *time_ns);
 
+/* The store's directory (as given to store__open; owned by s). */
+const char *store__dir(struct store *s);
+
 /* A number that changes whenever committed data changes (cache keys). */
 uint64_t store__version(struct store *s);
 
@@ -183,6 +186,92 @@ void store__free_series(struct store_series *v, size_t n);
  * store. Names are at most 100 bytes. Return 0 or -errno. */
 int store__meta_get(struct store *s, const char *name, uint64_t *v);
 int store__meta_put(struct store *s, const char *name, uint64_t v);
+
+/*
+ * Names found later (issue 30). A frame stored without a name keeps its
+ * mapping (file, build id) and address, so its build id and file offset.
+ * When symbols for that build id turn up (a debug file installed or
+ * fetched, a file that could not be read becomes readable), the daemon
+ * scans for such locations and gives each its lines once, in a table of
+ * its own (`late`): blocks, stacks and location records stay as written,
+ * and every read (store__merge) takes a location's late lines in place of
+ * none. store__names_version moves with each such commit, so caches of
+ * complete minutes know their bytes changed.
+ */
+
+/* A location stored without lines whose mapping has a build id. Strings
+ * point into the scan's memory, valid during the callback. */
+struct store_unnamed {
+	uint32_t loc;         /* store location id */
+	const char *build_id; /* lowercase hex, as stored */
+	const char *file;     /* the mapping's file */
+	uint64_t off;         /* file offset: address - start + mapping offset */
+};
+
+/*
+ * Calls fn for every location with id in [from, from + max) that has no
+ * lines, no late name yet and a mapping with a build id, in one read
+ * snapshot; *next gets the first id not looked at (the table's end when
+ * it ends before from + max). fn returns 0 to go on, else the scan stops
+ * and returns that value. Returns 0 or -errno.
+ */
+int store__unnamed(struct store *s, uint32_t from, uint32_t max, uint32_t *next,
+		   int (*fn)(void *ctx, const struct store_unnamed *u), void *ctx);
+
+/* A name for location loc of the store: the lines of location plid of
+ * the profile given beside it (functions and strings of that profile). */
+struct store_late {
+	uint32_t loc;
+	uint64_t plid;
+};
+
+/*
+ * Records late names, one write transaction: for each v[i] whose store
+ * location still has no lines and no late name, a late record (same
+ * mapping and address, p's lines; functions and strings interned like an
+ * append's). Others are skipped (a location is named once). *named (may
+ * be NULL) gets the count written. Appends' rule: one thread at a time.
+ * Returns 0 or -errno.
+ */
+int store__name_late(struct store *s, const struct profile *p, const struct store_late *v,
+		     size_t n, size_t *named);
+
+/* A number that moves whenever late names are committed (0: none ever):
+ * what a complete minute's bytes depend on besides its data. It is the
+ * Unix second of the last such commit (one more than the version before
+ * when that is not earlier), so it also dates the change. Cheap: read
+ * again only when the store's version moved. */
+uint64_t store__names_version(struct store *s);
+
+/* A file the daemon read symbols from, by build id: where it was (a path
+ * in the host's mount namespace), whose it was (the effective ids of the
+ * process that mapped it: only they may have it served) and what it was
+ * then (so that a file replaced under that path is not served for it). */
+#define STORE_BIN_LOADS 16
+#define STORE_BIN_HOST 1u /* path is in the host's mount namespace: servable */
+struct store_binary {
+	char build_id[129]; /* lowercase hex */
+	char *path;         /* malloc'd by store__binary_get */
+	uint32_t uid, gid, flags;
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	/* Its PT_LOAD segments (file offset -> link-time address): a
+	 * separate debug file has none that say where code is in the file,
+	 * so naming a frame's file offset later needs the binary's. */
+	struct { uint64_t vaddr, off, filesz; } loads[STORE_BIN_LOADS];
+	uint32_t nloads;
+};
+
+/* Records b (replacing a record of the same build id). One write
+ * transaction; the appends' one-thread rule. Returns 0 or -errno. */
+int store__binary_put(struct store *s, const struct store_binary *b);
+/* The record of build_id into *b (b->path malloc'd: free it), or -ENOENT. */
+int store__binary_get(struct store *s, const char *build_id, struct store_binary *b);
+/* Every recorded build id, sorted; free with store__free_strv(). */
+int store__binaries(struct store *s, char ***ids, size_t *n);
+/* Whether s is a build id as the store keeps them: 2 to 128 lowercase hex
+ * digits, an even count. */
+bool store__build_id_ok(const char *s);
 
 /* Walks every database and cross-reference. Problems are printed to f,
  * one line each. Returns 0 when the store is sound, else the count of

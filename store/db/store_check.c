@@ -510,6 +510,67 @@ static int check_dirty(struct cctx *c)
 	return rc == MDB_NOTFOUND ? 0 : store__errno(rc);
 }
 
+/* Late names (store_late.c): each names an existing location stored
+ * without lines, with the same mapping and address, and functions that
+ * exist. Binaries: a build id key and a record of the right shape. */
+static int check_late(struct cctx *c)
+{
+	MDB_cursor *cur;
+	MDB_val k, d, v;
+	int rc;
+
+	if (c->s->absent[DB_LATE])
+		return 0;
+	if ((rc = mdb_cursor_open(c->txn, c->s->dbi[DB_LATE], &cur)))
+		return store__errno(rc);
+	for (rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+		struct sym_line *l = NULL, none[1];
+		uint32_t map, nl, lmap, lnl, id;
+		uint64_t addr, laddr;
+
+		if (k.mv_size != 4) {
+			problem(c, "late: malformed key");
+			continue;
+		}
+		id = be32_get(k.mv_data);
+		if (loc__dec(d.mv_data, d.mv_size, &map, &addr, &l, &nl) || !nl) {
+			problem(c, "late %u: undecodable or without lines", id);
+			free(l);
+			continue;
+		}
+		if (table__read(c->s, c->txn, DB_LOC, id, &v))
+			problem(c, "late %u: no such location", id);
+		else if (loc__dec_into(v.mv_data, v.mv_size, &lmap, &laddr, none, 0, &lnl) || lnl)
+			problem(c, "late %u: the location has lines of its own", id);
+		else if (lmap != map || laddr != addr)
+			problem(c, "late %u: mapping or address differs from the location's", id);
+		for (uint32_t i = 0; i < nl; i++)
+			if (!exists(c, DB_FUNC, l[i].func))
+				problem(c, "late %u: function %u missing", id, l[i].func);
+		free(l);
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return store__errno(rc);
+	if (c->s->absent[DB_BINS])
+		return 0;
+	if ((rc = mdb_cursor_open(c->txn, c->s->dbi[DB_BINS], &cur)))
+		return store__errno(rc);
+	for (rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+		char id[130];
+
+		snprintf(id, sizeof(id), "%.*s", (int)(k.mv_size < 129 ? k.mv_size : 129),
+			 (const char *)k.mv_data);
+		if (k.mv_size > 128 || !store__build_id_ok(id) || d.mv_size <= 48 ||
+		    d.mv_size > 48 + 24 * STORE_BIN_LOADS + 4096)
+			problem(c, "bins: malformed entry %s", id);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : store__errno(rc);
+}
+
 int store__check(struct store *s, void *fp)
 {
 	struct cctx c = { .s = s, .f = fp ? fp : stderr };
@@ -525,7 +586,7 @@ int store__check(struct store *s, void *fp)
 	    (rc = check_interned(&c, DB_STACK, -1)) ||
 	    (rc = check_types(&c)) || (rc = check_series(&c)) ||
 	    (rc = check_blocks(&c, DB_BLOCK)) || (rc = check_blocks(&c, DB_ROLLUP)) ||
-	    (rc = check_minutes(&c)) || (rc = check_dirty(&c)))
+	    (rc = check_minutes(&c)) || (rc = check_dirty(&c)) || (rc = check_late(&c)))
 		goto out;
 	rc = c.problems > INT32_MAX ? INT32_MAX : (int)c.problems;
 out:

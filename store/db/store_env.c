@@ -17,8 +17,15 @@ const char *const store_db_names[DB__N] = {
 	[DB_STACK] = "stacks",	[DB_TYPE] = "type",	[DB_SERIES] = "series",
 	[DB_SERIES_IDX] = "series_idx",			[DB_POST] = "post",
 	[DB_BLOCK] = "block",	[DB_MINUTE] = "minute", [DB_ROLLUP] = "rollup",
-	[DB_DIRTY] = "dirty",
+	[DB_DIRTY] = "dirty",	[DB_LATE] = "late",	[DB_BINS] = "bins",
 };
+
+/* Databases added after format 4 began: a read-only open of an older
+ * store goes on without them. */
+static bool db_optional(int db)
+{
+	return db == DB_LATE || db == DB_BINS;
+}
 
 /* Content indexes format 4 no longer fills (see store__open). */
 static const char *const legacy_db_names[] = { "func_idx", "map_idx", "loc_idx", "stacks_idx" };
@@ -170,6 +177,11 @@ int store__open(struct store **out, const struct store_opts *o)
 	for (int i = 0; i < DB__N; i++) {
 		rc = mdb_dbi_open(txn, store_db_names[i],
 				  db_flags(i) | (s->readonly ? 0 : MDB_CREATE), &s->dbi[i]);
+		if (rc == MDB_NOTFOUND && s->readonly && db_optional(i)) {
+			s->absent[i] = true;
+			rc = 0;
+			continue;
+		}
 		if (rc) {
 			if (rc == MDB_NOTFOUND)
 				pr_err("store: %s: no database %s: not a proffs store of format %d",
@@ -299,9 +311,14 @@ uint64_t store__used_pages(struct store *s, MDB_txn *txn)
 		if (!mdb_stat(txn, d, &st))
 			used += st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
 	for (int i = 0; i < DB__N; i++)
-		if (!mdb_stat(txn, s->dbi[i], &st))
+		if (!s->absent[i] && !mdb_stat(txn, s->dbi[i], &st))
 			used += st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
 	return used;
+}
+
+const char *store__dir(struct store *s)
+{
+	return s->dir;
 }
 
 uint64_t store__version(struct store *s)

@@ -23,6 +23,14 @@
  *   minute     (type u32, minute u32) -> series ids (dup, fixed)
  *   rollup     (type u32, hour u32) -> block merging that hour's batches
  *   dirty      (type u32, hour u32) -> 1 byte: raw data changed, rollup stale
+ *   late       location id u32 -> enc(location): the same mapping and address
+ *              with the lines a name found later gives it (issue 30); written
+ *              once per location, never for one stored with lines
+ *   bins       build id (hex) -> enc(binary): where the daemon read the file
+ *              of that build id, for /binaries (store_late.c)
+ * late and bins came after format 4 without a format change: an older
+ * proffs ignores them (frames read unnamed, no /binaries), and a store
+ * opened read-only that predates them reads as if they were empty.
  * Id 0 is reserved everywhere: string 0 is "", mapping 0 "none".
  * meta "format" holds STORE_FORMAT; a store without it is refused.
  */
@@ -55,6 +63,8 @@ enum store_db {
 	DB_MINUTE,
 	DB_ROLLUP,
 	DB_DIRTY,
+	DB_LATE,
+	DB_BINS,
 	DB__N
 };
 
@@ -126,6 +136,11 @@ struct store {
 	uint64_t max_size;
 	int64_t retention_s;
 	bool readonly;
+	/* Databases a read-only open did not find (added after the store was
+	 * made, e.g. late and bins): read as empty. */
+	bool absent[DB__N];
+	/* store__names_version's answer and the LMDB txn id it was read at. */
+	_Atomic uint64_t names_txnid, names_ver;
 	/* Held shared by every open transaction of this process and
 	 * exclusively to adopt a map grown by another process
 	 * (mdb_env_set_mapsize needs no transaction open). */

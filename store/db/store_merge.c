@@ -298,6 +298,55 @@ static bool m_nonzero(const struct mctx *m, size_t i)
 static int m_series(struct mctx *m, uint32_t series, uint32_t *ls);
 static int m_labels(struct mctx *m);
 
+/*
+ * Names found later (store_late.c): a location read without lines takes
+ * the lines of its late record, whose functions join the function phase.
+ * The record repeats the location's mapping and address; one that does
+ * not (a corrupt store) is ignored rather than trusted. A store with no
+ * late record (most) pays one mdb_stat. The mappings of named locations
+ * go into *maps: the profile says they have functions, so pprof does not
+ * try to symbolize them again from a binary it may not have.
+ */
+static int m_late(struct mctx *m, struct rctx *r, const uint32_t *lids, size_t nloc,
+		  struct u64map *maps)
+{
+	struct store *s = m->s;
+	MDB_stat st;
+	int rc;
+
+	if (s->absent[DB_LATE] || mdb_stat(m->txn, s->dbi[DB_LATE], &st) || !st.ms_entries)
+		return 0;
+	for (size_t i = 0; i < nloc; i++) {
+		struct rloc *l = &r->locs[i];
+		uint8_t kb[4];
+		MDB_val k = { 4, kb }, d;
+		uint32_t map, nl;
+		uint64_t addr;
+		size_t cap;
+
+		if (l->nl)
+			continue;
+		be32_put(kb, lids[i]);
+		if (mdb_get(m->txn, s->dbi[DB_LATE], &k, &d))
+			continue;
+		cap = d.mv_size / 2 + 1;
+		if (GROW(r->lines, &r->caplines, r->nlines + cap))
+			return -ENOMEM;
+		if (loc__dec_into(d.mv_data, d.mv_size, &map, &addr, r->lines + r->nlines, cap, &nl) ||
+		    map != l->map || addr != l->addr || !nl)
+			continue;
+		l->off = (uint32_t)r->nlines;
+		l->nl = nl;
+		for (uint32_t j = 0; j < nl; j++)
+			if ((rc = want(r->next[1], &m->func, r->lines[l->off + j].func)))
+				return rc;
+		r->nlines += nl;
+		if (map && (rc = u64map__put(maps, map, 1)))
+			return rc;
+	}
+	return 0;
+}
+
 /* Makes every stack the summed entries name resolvable (m->stk, then
  * m->spool/m->locpool hold its profile location ids). Called once per
  * merge. */
@@ -309,6 +358,7 @@ static int m_resolve(struct mctx *m)
 	struct sym_func *funcs = NULL;
 	size_t nloc = 0, nmap = 0, nfunc = 0;
 	const uint32_t *lids = NULL;
+	struct u64map late_maps = { 0 }; /* mappings some late name named */
 	int rc;
 
 	/* Series (their label sets, whose strings join the string phase) and
@@ -348,7 +398,8 @@ static int m_resolve(struct mctx *m)
 	}
 	r.next[0] = ms;
 	r.next[1] = fs;
-	if ((rc = table__read_many(m->s, m->txn, DB_LOC, lids, nloc, r_location, &r)))
+	if ((rc = table__read_many(m->s, m->txn, DB_LOC, lids, nloc, r_location, &r)) ||
+	    (rc = m_late(m, &r, lids, nloc, &late_maps)))
 		goto out;
 	/* Mappings and functions, then the strings they name. */
 	if ((rc = idset_list(ms)) || (rc = idset_list(fs)))
@@ -374,9 +425,11 @@ static int m_resolve(struct mctx *m)
 		goto out;
 	/* The profile's mappings, functions and locations, in store order. */
 	for (size_t i = 0; i < nmap; i++) {
+		uint64_t named;
 		struct prof_mapping pm = { .start = maps[i].start, .limit = maps[i].limit,
 					   .offset = maps[i].offset,
-					   .has_functions = maps[i].has_functions,
+					   .has_functions = maps[i].has_functions ||
+							    u64map__get(&late_maps, ms->ids[i], &named),
 					   .file = (uint32_t)have(&m->str, maps[i].file),
 					   .build_id = (uint32_t)have(&m->str, maps[i].build_id) };
 		uint64_t id = profile__add_mapping(m->p, &pm);
@@ -434,6 +487,7 @@ fail:
 		rc = -ENOMEM;
 out:
 	profile__distinct(m->p, false);
+	u64map__free(&late_maps);
 	free(r.locs);
 	free(r.lines);
 	free(maps);

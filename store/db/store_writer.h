@@ -72,6 +72,8 @@ int wctx__stack_path(struct wctx *w, const struct prof_sample *sm, uint32_t *n);
 uint64_t wctx__stack_hash(struct wctx *w, uint32_t n);
 /* Stack id of sample sm whose wctx__stack_hash is h (interns it if new). */
 int wctx__stack_id(struct wctx *w, const struct prof_sample *sm, uint64_t h, uint32_t *id);
+/* Store function id of profile function fid (interned if new). */
+int wctx__function(struct wctx *w, uint64_t fid, uint32_t *out);
 /* After a successful commit: what this transaction resolved joins the
  * store's caches. */
 void wctx__commit_caches(struct wctx *w);

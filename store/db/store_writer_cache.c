@@ -338,6 +338,11 @@ static int w_function(struct wctx *w, uint64_t fid, uint32_t *out)
 	return rc;
 }
 
+int wctx__function(struct wctx *w, uint64_t fid, uint32_t *out)
+{
+	return w_function(w, fid, out);
+}
+
 /* Hash of profile string si, computed once per batch. */
 static uint64_t w_strhash(struct wctx *w, uint32_t si)
 {

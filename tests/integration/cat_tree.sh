@@ -25,8 +25,8 @@ T0=1697022660
 "$PROFFS" import --store "$S" "$T/p1.pb" "$T/p2.pb" "$T/p3.pb" >/dev/null || { echo "FAIL: import"; exit 1; }
 
 # Listings.
-expect "root lists README, metrics, merged, diff, the types" \
-	"$(printf 'README\nmetrics\nmerged\ndiff\ncpu')" "$(cat_ /)"
+expect "root lists README, metrics, merged, diff, binaries, the types" \
+	"$(printf 'README\nmetrics\nmerged\ndiff\nbinaries\ncpu')" "$(cat_ /)"
 expect "a type lists pairs (encoded), minutes and latest" \
 	"$(printf 'comm=api\ncomm=db\ncomm=we b%%2Fx\npid=1\npid=2\npid=3\n2023-10-11T11:11\n2023-10-11T11:12\n2023-10-11T12:11\nlatest')" \
 	"$(cat_ /cpu)"

@@ -26,7 +26,7 @@ expect_ls() { # DIR expected-names...
 	want=$(printf '%s\n' "$@" | LC_ALL=C sort | tr '\n' ' ')
 	if [[ "$got" == "$want" ]]; then ok "ls $d"; else fail "ls $d: got [$got] want [$want]"; fi
 }
-expect_ls / README metrics merged diff cpu
+expect_ls / README metrics merged diff binaries cpu
 expect_ls /cpu comm=api comm=db pid=100 pid=101 pid=200 "${DATA_MINUTES[@]}" latest
 # Inside a selection, the pairs it already selects are not listed again.
 expect_ls /cpu/comm=db pid=200 2026-11-20T10:00 2026-11-20T10:01 2026-11-20T10:02 \

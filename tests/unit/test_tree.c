@@ -158,7 +158,7 @@ int main(void)
 	CHECK(t != NULL, "tree__new");
 
 	/* Root and types. */
-	CHECK(!strcmp(ls(t, "/"), "README metrics merged/ diff/ cpu/ "), "root lists: %s", ls(t, "/"));
+	CHECK(!strcmp(ls(t, "/"), "README metrics merged/ diff/ binaries/ cpu/ "), "root lists: %s", ls(t, "/"));
 	CHECK(!strcmp(ls(t, "/merged"), "cpu/ "), "merged lists types: %s", ls(t, "/merged"));
 	CHECK(!strcmp(ls(t, "/diff"), "cpu/ "), "diff lists types: %s", ls(t, "/diff"));
 	CHECK(!resolves(t, "/heap"), "unknown type is ENOENT");
