@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "sampler/runtime/runtime.h"
 #include "sampler/unwind/pending.h"
@@ -151,6 +152,41 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 	return 0;
 }
 
+/* How much stack past BPF's copy a walk may read from the live process. */
+#define LIVE_MAX (256 * 1024)
+
+/*
+ * A walk that ran past BPF's copy (UNW_STACK_COPY, the most a record
+ * carries) goes on in the live process's stack: what lies beyond the
+ * copy are the sample's outermost frames (a thread's start, its event
+ * loop), still there while the thread runs. A node worker's start-up
+ * stacks, JS being compiled under V8's and node's frames, ran past 28
+ * KiB and ended `[truncated]` above SpinEventLoop. Copies mem into a
+ * buffer of its own with up to LIVE_MAX more bytes appended; false when
+ * nothing could be read (the process or its stack is gone). Should the
+ * frames have returned since, the walk reads what replaced them and
+ * ends where it stops making sense, as for any stack read late.
+ * Sampler thread only.
+ */
+static bool extend_live(pid_t pid, struct twin_mem *mem)
+{
+	static uint8_t buf[UNW_STACK_COPY + LIVE_MAX];
+	struct iovec l = { buf + mem->len, LIVE_MAX };
+	struct iovec r = { (void *)(uintptr_t)(mem->base + mem->len), LIVE_MAX };
+	ssize_t got;
+
+	if (mem->len > UNW_STACK_COPY)
+		return false;
+	got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+	if (got <= 0)
+		return false;
+	memmove(buf, mem->buf, mem->len);
+	mem->buf = buf;
+	mem->len += (size_t)got;
+	mem->capped = got == LIVE_MAX;
+	return true;
+}
+
 /* Continues the walk of ev into pq->out. Returns the end. */
 static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev *ev, size_t size)
 {
@@ -197,6 +233,9 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		end = twin__walk_hooked(&r, &mem, map_fn, &c, pq->rts ? rt_hook : NULL, &c,
 					o->frames + o->nkern, &n, PROF_MAX_FRAMES);
 		unwinder__unlock(pq->u);
+		if (end == PROF_UE_TRUNC && mem.capped && mem.buf == ev->ustack && n < PROF_MAX_FRAMES &&
+		    !p->exit_ns && extend_live(p->pid, &mem))
+			continue;
 		if (end == PROF_UE_PENDING && c.need) {
 			request_vma(pq, p, c.need, true);
 		} else if (end == PROF_UE_PENDING && c.unmapped && !refreshed) {
@@ -230,6 +269,9 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		if (nb < ev->nrt || nt < (size_t)c.nrec)
 			o->rtend = RT_END_TRUNC;
 	}
+	if (mem.buf != ev->ustack)
+		pr_debug("pending: pid %d: the walk went on in the live stack (%zu bytes past the copy): %d frames, end %d",
+			 (int)ev->tgid, mem.len - ev->ustack_len, n, end);
 	if (end == PROF_UE_BAD_FRAME)
 		pr_debug("pending: pid %d: the walk from pc %#llx sp %#llx bp %#llx ended in a bad frame "
 			 "after %d frames (last pc %#llx; stack copy %zu bytes)",

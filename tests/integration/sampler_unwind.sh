@@ -18,6 +18,8 @@
 #  - a file whose first run exited before its table was read (a slow
 #    build, PROFFS_UNWIND_DELAY; the run a zombie not yet reaped): its
 #    next run gets whole stacks
+#  - a stack deeper than a sample's stack copy (80 frames of 1 KiB, its
+#    table late): whole, the rest read from the live process
 #  - the row space grows by chunks as tables load (made by the helper
 #    once the daemon dropped CAP_BPF) and shrinks when they idle out
 #
@@ -245,5 +247,28 @@ for _ in $(seq 30); do
 done
 ((${c1:-0} >= 3 && ${c2:-99} < c1)) && ok "row chunks: $c1 while python3 ran, $c2 once its table was idle" ||
 	fail "row chunks: $c1 while python3 ran, still $c2 after 30 s"
+run_stop "$RUN_PID" "$MP"
+
+# --- a stack deeper than the copy a sample carries ---
+# bigframes: 80 frames of 1 KiB under main, a fresh file whose table is
+# built 1.5 s late, so its samples are finished in user space from their
+# stack copy (60 KiB at most), and the rest of the stack is read from the
+# live process: whole from _start, not cut at the copy's end.
+PROFFS_UNWIND_DELAY=1500:$WORK/bigframes run_start "$STORE" "$MP" --hz $HZ --batch-interval 1s
+cp "$TESTS_BIN/bigframes" "$WORK/bigframes"
+"$WORK/bigframes" 80 3 || fail "bigframes failed"
+sleep 3
+F=$WORK/big.folded
+if cp "$MP/merged/cpu/comm=bigframes/$R/folded.txt" "$F"; then
+	all=$(FOLDED_SCALE=1 fsum "$F")
+	deep80=$(printf ';deepframe%.0s' $(seq 80))
+	whole=$(FOLDED_SCALE=1 fsum "$F" "^bigframes;_start;__libc_start_main[^;]*;__libc_start_call_main;main$deep80;burn(;[^;]*)*\$")
+	log "bigframes: $whole of $all samples whole"
+	((all >= 150)) && within "$(pct "$whole" "$all")" 95 100 &&
+		ok "a stack deeper than the copy: $(pct "$whole" "$all")% of $all bigframes stacks whole (80 frames of 1 KiB)" ||
+		{ fail "bigframes: only $whole of $all stacks whole"; awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); c[f[2] " ... " f[k] " (" k ")"] += n } END { for (x in c) print c[x], x }' "$F" | sort -nr | head -5; }
+else
+	fail "no profile of bigframes"
+fi
 run_stop "$RUN_PID" "$MP"
 finish
