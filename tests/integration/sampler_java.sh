@@ -105,6 +105,8 @@ for i in 0 1; do
 		{ fail "$jdk: $jr of $j samples with a Java frame reach clone3;start_thread without a marker"
 		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -Ev '^java;__GI___clone3;start_thread;' | head -2 | cut -c1-500
 		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-500
+		  # each marker with the two frames above it, and how often
+		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -oE '([^;]*;){1,2}\[[^];]*\][^; ]*' | sort | uniq -c | sort -rn | head -5 | cut -c1-300
 		  grep -E '^proffs_unwind_(pending_total|builds_queued)' "$MP/metrics"; }
 
 	# --- lines ---

@@ -124,7 +124,9 @@ for i in 0 1; do
 	((j > 0 && jr == j)) && ok "$nm: all $j samples with a known.js frame reach their thread's root, no marker" ||
 		{ fail "$nm: $jr of $j samples with a known.js frame reach _start or clone3 without a marker"
 		  grep -E ' \(known\.js\)(;| )' "$F" | grep -Ev '^node;(_start;|__GI___clone3;start_thread;)' | head -2 | cut -c1-600
-		  grep -E ' \(known\.js\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-600; }
+		  grep -E ' \(known\.js\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-600
+		  # each marker with the two frames around it, and how often
+		  grep -E ' \(known\.js\)(;| )' "$F" | grep -oE '([^;]*;){1,2}\[[^];]*\][^; ]*' | sort | uniq -c | sort -rn | head -5 | cut -c1-300; }
 
 	# --- lines ---
 	cp "$MP/merged/cpu/pid=${NP[i]}/$R/profile.pb" "$WORK/node$i.pb" || { fail "$nm: read its profile.pb"; continue; }
