@@ -168,7 +168,8 @@ for comm in fknofp frnofp; do
 	if within "$gp" 90 100; then
 		ok "$comm: $gp% of $((tot / (1000000000 / HZ))) samples complete (main;childWork under _start)"
 	else
-		fail "$comm: only $gp% of samples complete"; grep -v "main;childWork" "$F" | sort -t' ' -k2 -n | tail -5 | cut -c1-300
+		fail "$comm: only $gp% of samples complete"
+		grep -Ev "^$comm;_start;__libc_start_main[^;]*;__libc_start_call_main;main;childWork(;|$| )" "$F" | sort -t' ' -k2 -n | tail -5 | cut -c1-300
 	fi
 done
 
