@@ -188,3 +188,23 @@ measure_daemon() {
 	awk -v r=$((r1 - r0)) -v c=$((c1 - c0)) -v k=$((k1 - k0)) -v hz="$tck" -v a="$t0" -v b="$t1" \
 		'BEGIN { printf "%s %.3f\n", c ? sprintf("%.0f", r / c) : "nan", 100 * k / hz / (b - a) }'
 }
+
+# phase NAME ENV...: a daemon (99 Hz, 5 s batches) with ENV in the scratch
+# dir $W, measured SECS s over whatever runs now (measure_daemon); appends
+# to NS[NAME] and CPU[NAME] (the caller declares them: declare -A NS CPU)
+# and keeps its runtimes' metrics lines (proffs_python_, _ruby_, _java_,
+# _js_) in $W/metrics.NAME. Its pid goes to PIDS for the caller's trap.
+phase() {
+	local name=$1 d ns cpu
+	shift
+	rm -rf "$W/store"; mkdir -p "$W/mp"
+	env "$@" "$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
+	d=$!; PIDS+=("$d")
+	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	sleep 3
+	read -r ns cpu <<<"$(measure_daemon "$d" "$SECS")"
+	NS[$name]+="$ns "; CPU[$name]+="$cpu "
+	grep -E "^proffs_(python|ruby|java|js)_" "$W/mp/metrics" >"$W/metrics.$name" 2>/dev/null || true
+	kill -TERM "$d"; wait "$d" || true
+	log "$name: $ns ns/sample, daemon $cpu% of a core"
+}

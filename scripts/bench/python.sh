@@ -38,23 +38,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 sysctl -qw kernel.bpf_stats_enabled=1
 
-# phase NAME ENV...: a daemon with ENV, SECS s of whatever runs now;
-# appends to NS[NAME] and CPU[NAME].
+# phase (lib.sh) fills these.
 declare -A NS CPU
-phase() {
-	local name=$1 d ns cpu
-	shift
-	rm -rf "$W/store"; mkdir -p "$W/mp"
-	env "$@" "$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
-	d=$!; PIDS+=("$d")
-	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
-	sleep 3
-	read -r ns cpu <<<"$(measure_daemon "$d" "$SECS")"
-	NS[$name]+="$ns "; CPU[$name]+="$cpu "
-	[[ $name == python ]] && grep -E '^proffs_python' "$W/mp/metrics" >"$W/metrics" || true
-	kill -TERM "$d"; wait "$d" || true
-	log "$name: $ns ns/sample, daemon $cpu% of a core"
-}
 
 # Each round: the native pair, then the Python pair with the walk off and
 # on; ratios within a round (this VM drifts by tens of % over minutes).
@@ -124,6 +109,6 @@ ratio is the median of the rounds' ratios, the ns figures medians of the daemons
 Metrics of the walk-on phase:
 
 \`\`\`
-$(cat "$W/metrics" 2>/dev/null)
+$(grep -E '^proffs_python' "$W/metrics.python" 2>/dev/null)
 \`\`\`
 MD

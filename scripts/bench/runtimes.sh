@@ -68,23 +68,8 @@ idle() {
 	PIDS+=("$BUSY")
 }
 
-# phase NAME ENV...: a daemon with ENV, SECS s of whatever runs now;
-# appends to NS[NAME] and CPU[NAME]; the metrics of its runtime kept.
+# phase (lib.sh) fills these.
 declare -A NS CPU
-phase() {
-	local name=$1 d ns cpu
-	shift
-	rm -rf "$W/store"; mkdir -p "$W/mp"
-	env "$@" "$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
-	d=$!; PIDS+=("$d")
-	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
-	sleep 3
-	read -r ns cpu <<<"$(measure_daemon "$d" "$SECS")"
-	NS[$name]+="$ns "; CPU[$name]+="$cpu "
-	grep -E "^proffs_(ruby|java|js)_" "$W/mp/metrics" >"$W/metrics.$name" 2>/dev/null || true
-	kill -TERM "$d"; wait "$d" || true
-	log "$name: $ns ns/sample, daemon $cpu% of a core"
-}
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b != "nan") printf "%.2f", b / a; else print "n/a" }'; }
 declare -A RATIOS RATIOS_OFF MEM WALKED
