@@ -46,6 +46,78 @@ struct {
 	__type(value, struct prof_sample_ev);
 } scratch SEC(".maps");
 
+/* See wake_flag(). */
+#define RT_WAKE_NS 5000000ULL
+#define RT_SEEN_MAX 8192
+#define RT_SEEN_CHECK 16
+
+/* When this CPU last woke the daemon for a runtime sample (ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rt_woke SEC(".maps");
+
+/* A runtime object as a record names it: the process, the object's
+ * address and its stamp (a moved or reused address is another key). */
+struct rt_seen_key {
+	__u32 tgid;
+	__u32 stamp;
+	__u64 obj;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RT_SEEN_MAX);
+	__type(key, struct rt_seen_key);
+	__type(value, __u8);
+} rt_seen SEC(".maps");
+
+/*
+ * A runtime's frames are named later, by reading the objects the record
+ * points at (function, code object, iseq, method). Those die with their
+ * thread or process: a node worker frees its heap milliseconds after its
+ * last JS frame, and a record that waited for the daemon's next poll (up
+ * to 250 ms) names nothing then (a worker started every 30 ms: 72% of
+ * node's samples ended in [js: unreadable]). Waking the daemon for every
+ * runtime sample costs it 4x its CPU (each wake finds its tables cold),
+ * so only a record with an object not seen before wakes it, at most once
+ * per RT_WAKE_NS per CPU: objects the daemon has named are in its cache
+ * and need no read. The leaf-most RT_SEEN_CHECK records are looked at:
+ * new code shows first where it runs.
+ */
+static __always_inline __u64 wake_flag(const struct prof_sample_ev *ev)
+{
+	__u32 zero = 0, base = (__u32)ev->nkern + ev->nuser, nrt = ev->nrt & 0xff;
+	__u8 one = 1;
+	bool fresh = false;
+	__u64 *last;
+
+	if (!nrt)
+		return BPF_RB_NO_WAKEUP;
+	for (__u32 i = 0; i < RT_SEEN_CHECK && i < nrt; i++) {
+		__u32 k = base + 2 * i;
+		struct rt_seen_key key;
+
+		if (k + 1 >= 2 * PROF_MAX_FRAMES)
+			break;
+		k &= 0xff; /* for the verifier: frames[] is followed by ustack[] */
+		key.tgid = ev->tgid;
+		key.stamp = (__u32)(ev->frames[k + 1] >> 32);
+		key.obj = ev->frames[k];
+		if (!bpf_map_lookup_elem(&rt_seen, &key)) {
+			bpf_map_update_elem(&rt_seen, &key, &one, BPF_ANY);
+			fresh = true;
+		}
+	}
+	last = fresh ? bpf_map_lookup_elem(&rt_woke, &zero) : 0;
+	if (!last || ev->time_ns - *last < RT_WAKE_NS)
+		return BPF_RB_NO_WAKEUP;
+	*last = ev->time_ns;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
 static __always_inline void count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
@@ -159,7 +231,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		size = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x7fff);
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
-	if (bpf_ringbuf_output(&events, ev, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, ev, size, wake_flag(ev)))
 		count(PROF_CNT_RINGFULL);
 	return 0;
 }

@@ -201,6 +201,25 @@ function workerMain(rounds, sab) {
   Atomics.notify(new Int32Array(sab), 0);
 }
 
+// Short-lived workers, one after another until `end`: each compiles code
+// of its own, runs it ~30 ms and exits, and its heap is freed with it.
+// Their frames must be named before that (SPEC: a runtime's frames are
+// shown as written); printed: how many ran.
+function churn_workers(end, n) {
+  if (Date.now() >= end) {
+    fs.writeSync(1, `WORKERS ${n}\n`);
+    return;
+  }
+  const w = new wt.Worker(__filename, { argv: ['churn-worker', String(n)] });
+  w.on('exit', () => churn_workers(end, n + 1));
+}
+
+function churnWork(k) {
+  const f = new Function('n', `let a = ${k}; for (let i = 0; i < n; i++) a += i % 7; return a;`);
+  const end = Date.now() + 30;
+  while (Date.now() < end) f(20000);
+}
+
 // Work per call: light's 200k iterations take ~200 us, so the timing
 // itself (a read of schedstat, ~5-10 us, inside each bracket) is a few
 // percent of it. At 20k it was a third to a half of light's time and
@@ -216,6 +235,10 @@ function main() {
   } else if (mode === 'worker-run') {
     runLoop(arg, N);
     fs.writeSync(1, `TRUTH worker-heavy ${truth.heavy}\nTRUTH worker-light ${truth.light}\n`);
+  } else if (mode === 'churn') {
+    churn_workers(Date.now() + arg * 1000, 0);
+  } else if (mode === 'churn-worker') {
+    churnWork(arg);
   } else if (mode === 'stops') {
     stops(arg);
     workerStops(arg);
