@@ -12,7 +12,8 @@
  *   walks its stack here just before it blocks; the records go to
  *   `result`. (Not libc's read(): Debian's libuv, between the two, keeps
  *   no frame pointer; node's C++ and V8 do.)
- *   Anonymous executable memory is told by bpf_find_vma.
+ *   Anonymous executable memory is told by bpf_find_vma (by the engine
+ *   file's range when the mmap lock is busy).
  * - v8_test_sample, a perf_event program: the same walk per cpu-clock
  *   sample of target_tgid, for BPF's run time per sample (bpf_stats).
  *   From a hardirq bpf_find_vma works once per interrupt, so frames
@@ -73,9 +74,10 @@ static long step(__u64 i, void *data)
 
 	if (!r || s->n >= TEST_FRAMES)
 		return 1;
-	if (!s->hardirq)
-		bpf_find_vma(task, look, anon_cb, &anon, 0);
-	else
+	/* bpf_find_vma only tries the mmap lock: busy (-EBUSY) while another
+	 * thread maps or unmaps (V8's GC threads do), when the range of the
+	 * engine file decides, as from a hardirq. */
+	if (s->hardirq || (bpf_find_vma(task, look, anon_cb, &anon, 0) && ++r->vma_busy))
 		anon = look < file_lo || look >= file_hi;
 	if (!s->hardirq && s->n < TEST_FRAMES)
 		r->pcs[s->n] = s->pc;

@@ -325,8 +325,8 @@ static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct 
 		       res.frames[2 * i + 1] == ((__u64)o->js[i].stamp << 32 | o->js[i].off);
 	t->bpf_same += same;
 	if (!same) {
-		printf("  %s: BPF %u JS frames (end %u, walk end %u after %u native:", tag, res.njs, res.end, res.uend,
-		       res.npcs);
+		printf("  %s: BPF %u JS frames (end %u, walk end %u after %u native, %llu vma lookups busy so far:",
+		       tag, res.njs, res.end, res.uend, res.npcs, (unsigned long long)res.vma_busy);
 		for (unsigned k = 0; k < res.npcs && k < 8; k++)
 			printf(" %#llx", (unsigned long long)res.pcs[k]);
 		printf("), twin %d\n", o->njs);
@@ -355,16 +355,25 @@ static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8fi
 	if (!skel)
 		return NULL;
 	skel->rodata->target_tgid = (__u32)pid;
-	*why = "load (the verifier refused it?)";
-	if (v8_test_bpf__load(skel))
-		goto fail;
 	p.pid = pid;
 	*why = "maps or builtins";
 	if (read_maps(&p) || builtins(&p, rt->engine, vf, &lo, &hi) || v8layout__proc(l, lo, hi, vp))
 		goto fail;
-	for (int i = 0; i < p.n; i++)
+	for (int i = 0; i < p.n; i++) {
 		if (strstr(p.m[i].path, "/libuv.so"))
 			uv = p.m[i].path;
+		/* the engine file's range: what is not JIT code when
+		 * bpf_find_vma finds the mmap lock busy */
+		if (p.m[i].x && !strcmp(p.m[i].path, rt->engine)) {
+			if (!skel->rodata->file_lo || p.m[i].start < skel->rodata->file_lo)
+				skel->rodata->file_lo = p.m[i].start;
+			if (p.m[i].end > skel->rodata->file_hi)
+				skel->rodata->file_hi = p.m[i].end;
+		}
+	}
+	*why = "load (the verifier refused it?)";
+	if (v8_test_bpf__load(skel))
+		goto fail;
 	*why = "v8_procs or the uprobe";
 	if (bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), vp, sizeof(*vp), 0) ||
 	    !(skel->links.v8_test_read = bpf_program__attach_uprobe_opts(skel->progs.v8_test_read, pid, uv, 0, &uo)))
