@@ -48,30 +48,22 @@ struct {
 
 /* See wake_flag(). */
 #define RT_WAKE_NS 5000000ULL
-#define RT_SEEN_MAX 8192
+#define RT_SEEN_SETS 2048 /* two tags each: 16 KiB per CPU */
 #define RT_SEEN_CHECK 16
 
-/* When this CPU last woke the daemon for a runtime sample (ns). */
+/* Per CPU: the runtime objects this CPU's records named lately (a 32-bit
+ * tag of (process, object, stamp) in a two-way set), and when it last
+ * woke the daemon for one it had not. */
+struct rt_seen {
+	__u64 woke_ns;
+	__u32 tag[2 * RT_SEEN_SETS];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} rt_woke SEC(".maps");
-
-/* A runtime object as a record names it: the process, the object's
- * address and its stamp (a moved or reused address is another key). */
-struct rt_seen_key {
-	__u32 tgid;
-	__u32 stamp;
-	__u64 obj;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, RT_SEEN_MAX);
-	__type(key, struct rt_seen_key);
-	__type(value, __u8);
+	__type(value, struct rt_seen);
 } rt_seen SEC(".maps");
 
 /*
@@ -79,42 +71,44 @@ struct {
  * points at (function, code object, iseq, method). Those die with their
  * thread or process: a node worker frees its heap milliseconds after its
  * last JS frame, and a record that waited for the daemon's next poll (up
- * to 250 ms) names nothing then (a worker started every 30 ms: 72% of
- * node's samples ended in [js: unreadable]). Waking the daemon for every
- * runtime sample costs it 4x its CPU (each wake finds its tables cold),
- * so only a record with an object not seen before wakes it, at most once
- * per RT_WAKE_NS per CPU: objects the daemon has named are in its cache
- * and need no read. The leaf-most RT_SEEN_CHECK records are looked at:
- * new code shows first where it runs.
+ * to 250 ms) named nothing then (short-lived workers: 83% of their
+ * samples held [js: unreadable]). Waking the daemon for every runtime
+ * sample cost it 4-6x its CPU (each wake finds its tables cold), so only
+ * a record with an object this CPU has not seen lately wakes it, at most
+ * once per RT_WAKE_NS per CPU: code the daemon named is in its cache and
+ * needs no read. The leaf-most RT_SEEN_CHECK records are looked at (new
+ * code shows first where it runs); a tag pushed out early costs a wake.
  */
 static __always_inline __u64 wake_flag(const struct prof_sample_ev *ev)
 {
 	__u32 zero = 0, base = (__u32)ev->nkern + ev->nuser, nrt = ev->nrt & 0xff;
-	__u8 one = 1;
+	struct rt_seen *sn;
 	bool fresh = false;
-	__u64 *last;
 
 	if (!nrt)
 		return BPF_RB_NO_WAKEUP;
+	sn = bpf_map_lookup_elem(&rt_seen, &zero);
+	if (!sn)
+		return BPF_RB_NO_WAKEUP;
 	for (__u32 i = 0; i < RT_SEEN_CHECK && i < nrt; i++) {
-		__u32 k = base + 2 * i;
-		struct rt_seen_key key;
+		__u32 k = base + 2 * i, set, tag;
+		__u64 h;
 
 		if (k + 1 >= 2 * PROF_MAX_FRAMES)
 			break;
 		k &= 0xff; /* for the verifier: frames[] is followed by ustack[] */
-		key.tgid = ev->tgid;
-		key.stamp = (__u32)(ev->frames[k + 1] >> 32);
-		key.obj = ev->frames[k];
-		if (!bpf_map_lookup_elem(&rt_seen, &key)) {
-			bpf_map_update_elem(&rt_seen, &key, &one, BPF_ANY);
-			fresh = true;
-		}
+		h = (ev->frames[k] ^ (ev->frames[k + 1] >> 32 << 32 | ev->tgid)) * 0x9e3779b97f4a7c15ULL;
+		set = (__u32)(h >> 20) & (RT_SEEN_SETS - 1);
+		tag = (__u32)(h >> 32) | 1;
+		if (sn->tag[2 * set] == tag || sn->tag[2 * set + 1] == tag)
+			continue;
+		sn->tag[2 * set + 1] = sn->tag[2 * set];
+		sn->tag[2 * set] = tag;
+		fresh = true;
 	}
-	last = fresh ? bpf_map_lookup_elem(&rt_woke, &zero) : 0;
-	if (!last || ev->time_ns - *last < RT_WAKE_NS)
+	if (!fresh || ev->time_ns - sn->woke_ns < RT_WAKE_NS)
 		return BPF_RB_NO_WAKEUP;
-	*last = ev->time_ns;
+	sn->woke_ns = ev->time_ns;
 	return BPF_RB_FORCE_WAKEUP;
 }
 
