@@ -328,14 +328,15 @@ __noinline int table_step(struct walk *w, __u64 look)
 		return PROF_UE_BAD_FRAME;
 	}
 	switch (r->bp) {
-	/* An unreadable saved rbp leaves rbp unknown; the walk goes on
+	/* A slot below sp was popped into rbp already: rbp is kept. An
+	 * unreadable saved rbp leaves rbp unknown; the walk goes on
 	 * (sampler/unwind/twin.c says why). */
 	case UNW_BP_CFA:
-		w->bp_ok = !read_u64(&v, cfa + (__s64)r->bp_off);
-		w->bp = w->bp_ok ? v : 0;
-		break;
 	case UNW_BP_SP:
-		w->bp_ok = !read_u64(&v, w->sp + (__s64)r->bp_off);
+		v = (r->bp == UNW_BP_CFA ? cfa : w->sp) + (__s64)r->bp_off;
+		if (v < w->sp)
+			break;
+		w->bp_ok = !read_u64(&v, v);
 		w->bp = w->bp_ok ? v : 0;
 		break;
 	case UNW_BP_UNDEF:

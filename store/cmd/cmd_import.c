@@ -230,6 +230,20 @@ int cmd_import(int argc, char **argv)
 		}
 		printf("%s: %s, %u samples\n", path, tbuf, p->nsamples);
 	}
+	/* The hours the files filled that have ended get their rollups now
+	 * (no later batch may come to close them): an imported hour then
+	 * merges from one block, not one per file. Ended: before the
+	 * daemon's mark if one writes here, else before now. */
+	{
+		int64_t mark, until = now_s();
+		int rc;
+
+		if (!store__complete(st, &mark) && mark / 1000000000LL < until)
+			until = mark / 1000000000LL;
+		if ((rc = store__close_hours(st, until, NULL)))
+			fprintf(stderr, "proffs import: all %d file%s stored; the rollups of their hours were not built: %s\n",
+				nfiles, nfiles == 1 ? "" : "s", strerror(-rc));
+	}
 	ret = 0;
 out:
 	if (st)

@@ -140,6 +140,16 @@ int store__complete(struct store *s, int64_t *time_ns);
 /* The store's directory (as given to store__open; owned by s). */
 const char *store__dir(struct store *s);
 
+/*
+ * Builds the rollup of every hour of every type that ended at or before
+ * until_s (Unix seconds) and whose raw data changed since it was last
+ * built. An append does this for the hours before its batch; data that no
+ * later batch follows (an import of past hours) needs it said. One write
+ * transaction, none when nothing is due; *built (may be NULL) gets the
+ * number of hours built. Returns 0 or -errno.
+ */
+int store__close_hours(struct store *s, int64_t until_s, size_t *built);
+
 /* A number that changes whenever committed data changes (cache keys). */
 uint64_t store__version(struct store *s);
 

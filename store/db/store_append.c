@@ -165,7 +165,7 @@ static int append__mark_hour(struct wctx *w, const struct store_type *t)
 	if ((rc = store__errno(mdb_put(w->txn, w->s->dbi[DB_DIRTY], &k, &d, 0))) ||
 	    (rc = block__newest(w->s, w->txn, t->id, &newest)))
 		return rc;
-	return rollup__update(w->s, w->txn, t, newest);
+	return rollup__update(w->s, w->txn, t, newest, NULL);
 }
 
 static int append_txn(struct store *s, const char *type, uint64_t start,

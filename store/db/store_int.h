@@ -377,9 +377,10 @@ static inline void key2(uint8_t k[8], uint32_t a, uint32_t b)
  * *out is malloc'd (NULL when none). zd: a ZSTD_DCtx or NULL. */
 int rollup__entries(struct store *s, MDB_txn *txn, uint32_t type, uint32_t nvalues,
 		    uint32_t hour, void *zd, struct blk_entry **out, size_t *nout);
-/* Rebuilds the rollups of every dirty, closed hour of type t. */
+/* Rebuilds the rollups of dirty hours of type t that ended at or before
+ * newest (Unix s), at most 64 a call; *built (if not NULL) gets how many. */
 int rollup__update(struct store *s, MDB_txn *txn, const struct store_type *t,
-		   uint64_t newest);
+		   uint64_t newest, size_t *built);
 /* Deletes the blocks of type in [from, to) (seconds) with their minute
  * index entries, rollups and dirty marks of the touched hours. *ndel gets
  * the count of blocks deleted. */

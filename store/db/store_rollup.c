@@ -119,7 +119,7 @@ out:
 }
 
 int rollup__update(struct store *s, MDB_txn *txn, const struct store_type *t,
-		   uint64_t newest)
+		   uint64_t newest, size_t *built)
 {
 	uint8_t kb[8];
 	MDB_val k = { 8, kb }, d;
@@ -155,7 +155,55 @@ int rollup__update(struct store *s, MDB_txn *txn, const struct store_type *t,
 		if (rc && rc != MDB_NOTFOUND)
 			return store__errno(rc);
 	}
+	if (built)
+		*built = n;
 	return 0;
+}
+
+int store__close_hours(struct store *s, int64_t until_s, size_t *built)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, d;
+	size_t total = 0;
+	int rc, r;
+
+	if (until_s <= 0)
+		return -EINVAL;
+	rc = store__txn_begin(s, false, &txn);
+	if (rc)
+		return rc;
+	rc = store__errno(mdb_cursor_open(txn, s->dbi[DB_TYPE], &c));
+	if (rc)
+		goto abort;
+	for (r = mdb_cursor_get(c, &k, &d, MDB_FIRST); !r; r = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+		struct store_type t;
+		size_t n;
+
+		if ((rc = type__dec(d.mv_data, d.mv_size, &t)))
+			break;
+		/* rollup__update closes at most 64 hours a call */
+		do {
+			n = 0;
+			rc = rollup__update(s, txn, &t, (uint64_t)until_s, &n);
+			total += n;
+		} while (!rc && n == 64);
+		if (rc)
+			break;
+	}
+	mdb_cursor_close(c);
+	if (!rc && r != MDB_NOTFOUND)
+		rc = store__errno(r);
+	if (rc || !total)
+		goto abort;
+	if (built)
+		*built = total;
+	return store__txn_commit(s, txn);
+abort:
+	store__txn_abort(s, txn);
+	if (built)
+		*built = 0;
+	return rc;
 }
 
 /* The first (oldest) or last (newest) block start of a type in *t; *t is

@@ -271,7 +271,10 @@ else
 fi
 
 # --- metrics ---
-grep -Eq '^proffs_offcpu_samples_total [1-9]' "$MP/metrics" && ok "metrics: offcpu blocks counted" || fail "metrics: no offcpu blocks"
+cp "$MP/metrics" "$WORK/metrics" || fail "read metrics"
+grep -Eq '^proffs_offcpu_samples_total [1-9]' "$WORK/metrics" && ok "metrics: offcpu blocks counted" ||
+	{ fail "metrics: no offcpu blocks ($(wc -c <"$WORK/metrics") bytes read, $(wc -l <"$WORK/metrics") lines)"
+	  grep -E '^proffs_(offcpu_samples|samples)_total' "$WORK/metrics" | sed 's/^/    /'; tail -2 "$WORK/metrics" | sed 's/^/    last: /'; }
 grep -E '^proffs_offcpu_(lost|stack_errors)' "$MP/metrics" | sed 's/^/    /'
 run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0 in $RUN_STOP_S s, no mount left"
 "$PROFFS" check --store "$STORE" >"$WORK/check.out" 2>&1 && ok "proffs check: store sound" || { cat "$WORK/check.out"; fail "proffs check"; }

@@ -683,6 +683,46 @@ static void t_rollups(const char *dir)
 	store__close(s);
 }
 
+/* An hour no later batch closes (the last hour of an import of the past)
+ * gets its rollup when asked, once it has ended, and the rollup is its raw
+ * blocks' sum. */
+static void t_close_hours(const char *dir)
+{
+	int64_t sum, h = D0 + 86400; /* day_store's last hour, still dirty */
+	struct store *s = day_store(dir, &sum);
+	struct profile *whole, *acc, *p;
+	size_t n = 99;
+	int r0;
+	char *c1, *c2;
+
+	if (!s)
+		return;
+	r0 = raw_count(s, DB_ROLLUP);
+	CHECK(store__close_hours(s, h + 3599, &n) == 0 && n == 0 && raw_count(s, DB_DIRTY) == 1,
+	      "an hour not yet ended stays open (%zu built, %d dirty)", n, raw_count(s, DB_DIRTY));
+	CHECK(store__close_hours(s, h + 3600, &n) == 0 && n == 1 && raw_count(s, DB_DIRTY) == 0 &&
+		      raw_count(s, DB_ROLLUP) == r0 + 1,
+	      "the hour that ended gets its rollup (%zu built, %d dirty, %d rollups, %d before)", n,
+	      raw_count(s, DB_DIRTY), raw_count(s, DB_ROLLUP), r0);
+	CHECK(store__close_hours(s, h + 7200, &n) == 0 && n == 0, "nothing is built twice (%zu)", n);
+	whole = merge(s, "cpu", NULL, 0, h, h + 3600);
+	acc = mk();
+	for (int64_t t = h; t < h + 3600; t += 60) {
+		p = merge(s, "cpu", NULL, 0, t, t + 60);
+		profile__merge(acc, p, 1, NULL, 0);
+		profile__free(p);
+	}
+	c1 = canon_sorted(whole);
+	c2 = canon_sorted(acc);
+	CHECK(total0(whole) > 0 && !strcmp(c1, c2), "the hour via its rollup == minute by minute (%lld)",
+	      (long long)total0(whole));
+	free(c1);
+	free(c2);
+	profile__free(whole);
+	profile__free(acc);
+	store__close(s);
+}
+
 /* An old batch into a closed hour re-dirties it; the rollup is rebuilt in
  * the same transaction. */
 static void t_late_batch(const char *dir)
@@ -1226,6 +1266,7 @@ static const struct test_scenario scenarios[] = {
 	{ "check_sound", t_check_sound },
 	{ "reopen_readonly", t_reopen_readonly },
 	{ "rollups", t_rollups },
+	{ "close_hours", t_close_hours },
 	{ "late_batch", t_late_batch },
 	{ "retention", t_retention },
 	{ "series_gc", t_series_gc },
