@@ -120,6 +120,7 @@ $(cat "$W/dbsizes.closed.md" 2>/dev/null || echo "not measured: mdb_stat missing
 |---|---:|---:|---:|
 $(render_rows raw "raw")
 $(render_rows closed "closed")
+$(render_rows imported "imported (\`proffs import\` of the ${R[pprof_files]} files, ${R[import_first_ms]:-?} ms)")
 | closed: \`proffs cat\` profile.pb, page cache warm (fresh process) | $(v closed_warm_cat_profile_first_ms) | $(v closed_warm_cat_profile_median_ms) | $(ratio "$PP_MS" "${R[closed_warm_cat_profile_median_ms]:-}")x |
 | for scale: \`proffs version\`, cold (process start-up alone) | $(v startup_first_ms) | $(v startup_median_ms) | |
 | baseline \`go tool pprof -proto\` merging the ${R[pprof_files]} files | $PP_MS | | 1x |
@@ -132,6 +133,11 @@ $(render_rows closed "closed")
 - Same totals on both sides: ${R[totals_ok]:-not checked}.
 - Goal <= 100 ms (closed, median): profile.pb **$(goal "${R[closed_cat_profile_median_ms]:-}" '<=' 100)** (page cache warm: **$(goal "${R[closed_warm_cat_profile_median_ms]:-}" '<=' 100)**), folded.txt **$(goal "${R[closed_cat_folded_median_ms]:-}" '<=' 100)**; raw: profile.pb **$(goal "${R[raw_cat_profile_median_ms]:-}" '<=' 100)**, folded.txt **$(goal "${R[raw_cat_folded_median_ms]:-}" '<=' 100)**.
 - Goal >= 20x faster than pprof (closed, median): profile.pb **$(goal "$(ratio "$PP_MS" "${R[closed_cat_profile_median_ms]:-}")" '>=' 20)**, folded.txt **$(goal "$(ratio "$PP_MS" "${R[closed_cat_folded_median_ms]:-}")" '>=' 20)**; raw: profile.pb **$(goal "$(ratio "$PP_MS" "${R[raw_cat_profile_median_ms]:-}")" '>=' 20)**, folded.txt **$(goal "$(ratio "$PP_MS" "${R[raw_cat_folded_median_ms]:-}")" '>=' 20)**.
+- Imported data as fast as sampled (issue 26: within 1.5x of the closed hour, >= 200x pprof; median):
+  profile.pb $(ratio "${R[imported_cat_profile_median_ms]:-}" "${R[closed_cat_profile_median_ms]:-}" 2)x the closed hour's
+  (**$(goal "$(ratio "${R[imported_cat_profile_median_ms]:-}" "${R[closed_cat_profile_median_ms]:-}" 2)" '<=' 1.5)**),
+  $(ratio "$PP_MS" "${R[imported_cat_profile_median_ms]:-}")x pprof (**$(goal "$(ratio "$PP_MS" "${R[imported_cat_profile_median_ms]:-}")" '>=' 200)**);
+  same totals as pprof's merge: ${R[imported_totals]:-not checked}.
 - The merged hour holds ${R[closed_in_merge_samples]:-?} samples over ${R[closed_in_merge_locations]:-?} locations.
 
 Commands:

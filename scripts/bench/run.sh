@@ -92,16 +92,19 @@ store_sizes() {
 	db_sizes "$W/hour" "$W/dbsizes.$1.md"
 }
 
-# render_hour PREFIX: proffs cat cold (5 runs each), then in-process.
+# render_hour PREFIX [STORE]: proffs cat cold (5 runs each), then in-process
+# (STORE: the hour's store, default $W/hour, whose files are $W/hour_*).
 render_hour() {
-	local f
+	local f st=${2:-$W/hour} out
 	for f in profile.pb folded.txt; do
-		time_cmd "$1_cat_${f%%.*}" 5 cold "$W/hour_$f" \
-			"$PROFFS" cat --store "$W/hour" "/merged/cpu/$HOUR_NAME/$f"
-		set_kv "$1_cat_${f%%.*}_bytes" "$(stat -c %s "$W/hour_$f")"
+		out=$W/hour_$f
+		[[ -n ${2:-} ]] && out=$W/$1_$f
+		time_cmd "$1_cat_${f%%.*}" 5 cold "$out" \
+			"$PROFFS" cat --store "$st" "/merged/cpu/$HOUR_NAME/$f"
+		set_kv "$1_cat_${f%%.*}_bytes" "$(stat -c %s "$out")"
 	done
 	drop_caches
-	run_kv "$1_in" "$TB/bench_render" --store "$W/hour" --repeat 5 \
+	run_kv "$1_in" "$TB/bench_render" --store "$st" --repeat 5 \
 		--from "$HOUR" --to $(( HOUR + 3600 )) \
 		"/merged/cpu/$HOUR_NAME/profile.pb" "/merged/cpu/$HOUR_NAME/folded.txt"
 }
@@ -129,6 +132,15 @@ time_cmd pprof_merge 1 cold "$W/pprof_merged.pb" \
 CMD[pprof_merge]='go tool pprof -proto -symbolize=none $W/pprof/batch-*.pb.gz'
 # The same totals on both sides, or the comparison means nothing.
 check_totals "$W/hour_profile.pb" "$W/pprof_merged.pb" "$S"
+
+# The same hour as a user brings it: `proffs import` of the per-batch
+# files into a store of its own (issue 26 item 4). Import builds the
+# rollups of the hours it filled that ended, as a later batch would.
+log "the hour imported from its ${R[pprof_files]} pprof files"
+time_cmd import 1 cold /dev/null "$PROFFS" import --store "$W/imported" "$W"/pprof/batch-*.pb.gz
+render_hour imported "$W/imported"
+R[imported_totals]=$( [[ $(pprof_total "$W/imported_profile.pb") == "$(pprof_total "$W/pprof_merged.pb")" ]] &&
+	echo "yes ($(pprof_total "$W/imported_profile.pb"))" || echo "NO: $(pprof_total "$W/imported_profile.pb") vs $(pprof_total "$W/pprof_merged.pb")")
 
 # Steady state: a second hour into the same store (on disk, fsync on),
 # where the symbols and stacks are known already, as in a running daemon.
