@@ -61,7 +61,7 @@ sleep 12 # the last batch
 kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
 R=last-15m
 
-hot_line=$(grep -n 's = heavy(s);' "$SRC" | cut -d: -f1)
+hot_line=$(grep -n 's = heavy(s, 10 \* unit);' "$SRC" | cut -d: -f1)
 jni_line=$(grep -n 's += down(s, false);' "$SRC" | cut -d: -f1)
 [[ -n $hot_line && -n $jni_line ]] || die "Known.java lacks the calls whose lines are checked"
 for i in 0 1; do

@@ -58,20 +58,20 @@ public class Known {
         }
     }
 
-    /* 10 units of work. */
-    static long heavy(long seed) {
+    /* 10 units of work (n = 10 units). */
+    static long heavy(long seed, int n) {
         long s = seed;
-        for (int i = 0; i < 200000; i++) {
+        for (int i = 0; i < n; i++) {
             s = s * 6364136223846793005L + 1442695040888963407L;
             s ^= s >>> 29;
         }
         return s;
     }
 
-    /* 1 unit of work. */
-    static long light(long seed) {
+    /* 1 unit of work (n = 1 unit). */
+    static long light(long seed, int n) {
         long s = seed;
-        for (int i = 0; i < 20000; i++) {
+        for (int i = 0; i < n; i++) {
             s = s * 6364136223846793005L + 1442695040888963407L;
             s ^= s >>> 29;
         }
@@ -80,13 +80,22 @@ public class Known {
 
     static void hot() {
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long s = 1;
+        long s = 1, r = 0x9e3779b97f4a7c15L;
         for (;;) {
             awaitSpin();
+            /* A unit of 10k-30k iterations drawn per cycle, the same for
+             * both calls: a cycle of fixed length near a multiple of the
+             * sampling period (interpreted, a cycle takes tens of ms)
+             * aliases with it, and the samples' share strays far from
+             * the binomial band the test judges it by. */
+            r ^= r << 13;
+            r ^= r >>> 7;
+            r ^= r << 17;
+            int unit = 10000 + (int) ((r >>> 33) % 20000);
             long t0 = mx.getCurrentThreadCpuTime();
-            s = heavy(s);
+            s = heavy(s, 10 * unit);
             long t1 = mx.getCurrentThreadCpuTime();
-            s = light(s);
+            s = light(s, unit);
             long t2 = mx.getCurrentThreadCpuTime();
             heavyNs += t1 - t0;
             lightNs += t2 - t1;
