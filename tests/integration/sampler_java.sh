@@ -87,6 +87,10 @@ for i in 0 1; do
 	((h + l >= MIN_N)) && within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
 		ok "$jdk: Known.heavy (Known.java) is $got% of heavy + light's $((h + l)) samples (the JVM: $want% +- $tol pp)" ||
 		{ fail "$jdk: Known.heavy is $got% of heavy + light's $((h + l)) samples, the JVM says $want% (+- ${tol:-?} pp, >= $MIN_N samples)"
+		  # each call's samples against what its CPU time predicts at HZ
+		  awk -v h="$h" -v l="$l" -v hn="$hn" -v ln="$ln" -v hz=$HZ 'BEGIN {
+			printf "    heavy %d samples of %.0f due (%.0f%%), light %d of %.0f (%.0f%%)\n",
+			  h, hn * hz / 1e9, 100 * h / (hn * hz / 1e9), l, ln * hz / 1e9, 100 * l / (ln * hz / 1e9) }'
 		  awk '{ print $NF "\t" $0 }' "$F" | sort -nr | head -3 | cut -c1-400; }
 
 	# --- JNI: Java -> C -> Java ---

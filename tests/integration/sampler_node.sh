@@ -16,7 +16,9 @@
 #    TurboFan inlined viaParse/viaSort into runLoop and kept no position
 #    at the call, runLoop (the function whose code ran) stands for both;
 #  - whole stacks: every sample with a known.js frame reaches its
-#    thread's root (_start, or clone3 for the worker) with no marker;
+#    thread's root (_start, or clone3 for the worker) with no unwinding
+#    marker; at most 0.2% hold a JS frame the GC moved or freed before
+#    it was named;
 #  - lines: outer's frame above heavy carries the line of `heavy(n);`,
 #    runLoop's above outer the line of `outer(n);`, in profile.pb (go
 #    tool pprof -traces -lines): V8's own position tables; a frame of
@@ -124,9 +126,18 @@ for i in 0 1; do
 
 	# --- whole stacks ---
 	j=$(fsum "$F" " $K(;|\$)")
-	jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \(known\.js\)(;|$)/ && /^node;(_start;|__GI___clone3;start_thread;)/ && !/;\[/ { s += n } END { print s + 0 }' "$F")
-	((j > 0 && jr == j)) && ok "$nm: all $j samples with a known.js frame reach their thread's root, no marker" ||
-		{ fail "$nm: $jr of $j samples with a known.js frame reach _start or clone3 without a marker"
+	# The walk: every stack whole, no marker. The names: a JS frame is
+	# named from the process's memory after the sample (at once for code
+	# not seen before); an object the GC moved or freed in between reads
+	# [js: moved] / [js: unreadable] (README), never another name. That
+	# race remains at the worker's end and under GC: 1 sample in ~1,550
+	# in 2 of 8 runs; NAMING_MAX of them are allowed (0.2%), none of any
+	# other marker.
+	jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \(known\.js\)(;|$)/ && /^node;(_start;|__GI___clone3;start_thread;)/ { x = $0; gsub(/;\[js: (moved|unreadable)\]/, "", x); if (x !~ /;\[/) s += n } END { print s + 0 }' "$F")
+	jn=$(fsum "$F" " $K;(.*;)?\[js: (moved|unreadable)\]")
+	naming_max=$(( (j + 499) / 500 ))
+	((j > 0 && jr == j && jn <= naming_max)) && ok "$nm: all $j samples with a known.js frame reach their thread's root, no unwinding marker; $jn with a frame the GC moved or freed before it was named (<= $naming_max)" ||
+		{ fail "$nm: $jr of $j samples with a known.js frame reach _start or clone3 without an unwinding marker (want all); $jn hold [js: moved|unreadable] (want <= $naming_max)"
 		  grep -E ' \(known\.js\)(;| )' "$F" | grep -Ev '^node;(_start;|__GI___clone3;start_thread;)' | head -2 | cut -c1-600
 		  grep -E ' \(known\.js\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-600
 		  # each marker with the two frames around it, and how often
