@@ -134,11 +134,18 @@ cmp -s "$MF" "$WORK/after.folded" && ok "the named minute reads the same twice" 
 # --- the whole run: share, pprof -list, sampling against the hung A ---
 wait "$TW"
 cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$WORK/times")
-sleep 3 # one batch more: truth's last samples stored
+# truth's last samples stored by both: their counts unchanged over two
+# batches (a fixed 3 s once read B a batch short: 2013 of 2117)
 R=merged/cpu/pid=$TP/last-15m
-cp "$MPB/$R/folded.txt" "$WORK/b.folded" || die "read B's $R"
-cp "$MPA/$R/folded.txt" "$WORK/a.folded" || die "read A's $R"
-nb=$(fsum "$WORK/b.folded"); na=$(fsum "$WORK/a.folded")
+prev=
+for i in $(seq 30); do
+	sleep 2.5
+	cp "$MPB/$R/folded.txt" "$WORK/b.folded" || die "read B's $R"
+	cp "$MPA/$R/folded.txt" "$WORK/a.folded" || die "read A's $R"
+	nb=$(fsum "$WORK/b.folded"); na=$(fsum "$WORK/a.folded")
+	[[ "$na $nb" == "$prev" ]] && break
+	prev="$na $nb"
+done
 long=$(fsum "$WORK/b.folded" ';iterateLong(;|$)')
 share=$(pct "$long" "$nb")
 log "truth: ${cpu}s CPU; B $nb samples, A $na; iterateLong $share% in B"
