@@ -27,6 +27,21 @@
 # a table waits behind other tests' table builds on a loaded host)
 source "$(dirname "$0")/sampler_lib.bash"
 
+# whole_share SRC COPY MIN ALL_RE WHOLE_RE WHAT: of SRC's samples matching
+# ALL_RE (all if empty), at least MIN, 95-100% match WHOLE_RE; on a miss
+# the commonest (root ... leaf (depth)) pairs are printed.
+whole_share() {
+	local src=$1 f=$2 min=$3 all whole
+	cp "$src" "$f" || { fail "$6: no profile at $src"; return; }
+	all=$(FOLDED_SCALE=1 fsum "$f" "$4")
+	whole=$(FOLDED_SCALE=1 fsum "$f" "$5")
+	log "$6: $whole of $all samples whole"
+	((all >= min)) && within "$(pct "$whole" "$all")" 95 100 &&
+		ok "$6: $(pct "$whole" "$all")% of $all stacks whole" ||
+		{ fail "$6: only $whole of $all stacks whole (want >= 95% of >= $min)"
+		  awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); c[f[2] " ... " f[k] " (" k ")"] += n } END { for (x in c) print c[x], x }' "$f" | sort -nr | head -5; }
+}
+
 HZ=99
 FOLDED_SCALE=$((1000000000 / HZ)) # folded.txt counts samples
 STORE=$WORK/store
@@ -219,18 +234,10 @@ sleep 0.8
 wait "$ZP" || fail "the short run failed"
 wait "$P2" || fail "the second run failed"
 sleep 3
-F=$WORK/once.folded
-if cp "$MP/merged/cpu/pid=$P2/$R/folded.txt" "$F"; then
-	all=$(FOLDED_SCALE=1 fsum "$F" ';iterate(;|$)')
-	whole=$(FOLDED_SCALE=1 fsum "$F" '^once_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterate(Long|Short);iterate(;|$)')
-	log "second run: $whole of $all samples in iterate whole"
-	# The old code left every stack "no table" (0%).
-	((all >= 200)) && within "$(pct "$whole" "$all")" 95 100 &&
-		ok "second run of a file whose first reader exited: $(pct "$whole" "$all")% of $all stacks whole" ||
-		{ fail "second run: only $whole of $all stacks whole"; awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); c[f[2] " ... " f[k]] += n } END { for (x in c) print c[x], x }' "$F" | sort -nr | head -5; }
-else
-	fail "no profile of the second run (pid $P2)"
-fi
+# The old code left every stack "no table" (0%).
+whole_share "$MP/merged/cpu/pid=$P2/$R/folded.txt" "$WORK/once.folded" 200 ';iterate(;|$)' \
+	'^once_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterate(Long|Short);iterate(;|$)' \
+	"second run of a file whose first reader exited"
 gone=$(metric 'proffs_unwind_builds_total{event="requester_exited"}')
 ((${gone:-0} >= 1)) && ok "metrics: $gone builds given up for an exited process" || fail "metrics: requester_exited is ${gone:-missing}"
 
@@ -259,17 +266,9 @@ PROFFS_UNWIND_DELAY=1500:$WORK/bigframes run_start "$STORE" "$MP" --hz $HZ --bat
 cp "$TESTS_BIN/bigframes" "$WORK/bigframes"
 "$WORK/bigframes" 80 3 || fail "bigframes failed"
 sleep 3
-F=$WORK/big.folded
-if cp "$MP/merged/cpu/comm=bigframes/$R/folded.txt" "$F"; then
-	all=$(FOLDED_SCALE=1 fsum "$F")
-	deep80=$(printf ';deepframe%.0s' $(seq 80))
-	whole=$(FOLDED_SCALE=1 fsum "$F" "^bigframes;_start;__libc_start_main[^;]*;__libc_start_call_main;main$deep80;burn(;[^;]*)*\$")
-	log "bigframes: $whole of $all samples whole"
-	((all >= 150)) && within "$(pct "$whole" "$all")" 95 100 &&
-		ok "a stack deeper than the copy: $(pct "$whole" "$all")% of $all bigframes stacks whole (80 frames of 1 KiB)" ||
-		{ fail "bigframes: only $whole of $all stacks whole"; awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); c[f[2] " ... " f[k] " (" k ")"] += n } END { for (x in c) print c[x], x }' "$F" | sort -nr | head -5; }
-else
-	fail "no profile of bigframes"
-fi
+deep80=$(printf ';deepframe%.0s' $(seq 80))
+whole_share "$MP/merged/cpu/comm=bigframes/$R/folded.txt" "$WORK/big.folded" 150 '' \
+	"^bigframes;_start;__libc_start_main[^;]*;__libc_start_call_main;main$deep80;burn(;[^;]*)*\$" \
+	"a stack deeper than the copy (bigframes: 80 frames of 1 KiB)"
 run_stop "$RUN_PID" "$MP"
 finish

@@ -339,6 +339,19 @@ static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct 
 	}
 }
 
+/* The engine file's executable mappings of p as [file_lo, file_hi) of
+ * the test program (before its load). */
+static void engine_range(struct v8_test_bpf *skel, const struct proc *p, const char *engine)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->m[i].x && !strcmp(p->m[i].path, engine)) {
+			if (!skel->rodata->file_lo || p->m[i].start < skel->rodata->file_lo)
+				skel->rodata->file_lo = p->m[i].start;
+			if (p->m[i].end > skel->rodata->file_hi)
+				skel->rodata->file_hi = p->m[i].end;
+		}
+}
+
 /* Loads the test program for process pid (layout l, its builtins found
  * in its maps) and attaches its uprobe to libuv's uv_fs_read() (in
  * libuv.so, or linked into node). NULL on error. */
@@ -359,18 +372,11 @@ static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8fi
 	*why = "maps or builtins";
 	if (read_maps(&p) || builtins(&p, rt->engine, vf, &lo, &hi) || v8layout__proc(l, lo, hi, vp))
 		goto fail;
-	for (int i = 0; i < p.n; i++) {
+	for (int i = 0; i < p.n; i++)
 		if (strstr(p.m[i].path, "/libuv.so"))
 			uv = p.m[i].path;
-		/* the engine file's range: what is not JIT code when
-		 * bpf_find_vma finds the mmap lock busy */
-		if (p.m[i].x && !strcmp(p.m[i].path, rt->engine)) {
-			if (!skel->rodata->file_lo || p.m[i].start < skel->rodata->file_lo)
-				skel->rodata->file_lo = p.m[i].start;
-			if (p.m[i].end > skel->rodata->file_hi)
-				skel->rodata->file_hi = p.m[i].end;
-		}
-	}
+	/* what is not JIT code when bpf_find_vma finds the mmap lock busy */
+	engine_range(skel, &p, rt->engine);
 	*why = "load (the verifier refused it?)";
 	if (v8_test_bpf__load(skel))
 		goto fail;
@@ -763,13 +769,7 @@ static void bpf_time(const struct node_rt *rt)
 	if (pid < 0 || !lo || v8layout__proc(&l, lo, hi, &vp) || !(skel = v8_test_bpf__open()))
 		goto out;
 	skel->rodata->target_tgid = (__u32)pid;
-	for (int i = 0; i < p.n; i++)
-		if (p.m[i].x && !strcmp(p.m[i].path, rt->engine)) {
-			if (!skel->rodata->file_lo || p.m[i].start < skel->rodata->file_lo)
-				skel->rodata->file_lo = p.m[i].start;
-			if (p.m[i].end > skel->rodata->file_hi)
-				skel->rodata->file_hi = p.m[i].end;
-		}
+	engine_range(skel, &p, rt->engine);
 	if (v8_test_bpf__load(skel) ||
 	    bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), &vp, sizeof(vp), 0))
 		goto out;
