@@ -142,7 +142,7 @@ static int file_bytes(struct fsmount *m, const struct node *n,
 	if (node__volatile(n)) {
 		int64_t now = now_s();
 
-		ver = hash64(&now, sizeof(now), ver);
+		ver = hash_pair64(ver, (uint64_t)now);
 	}
 	err = cache__get(m->cache, n->canon, ver, render_cb, &rc, e);
 	if (err) {

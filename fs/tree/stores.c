@@ -427,7 +427,7 @@ uint64_t stores__version(struct tstores *ts)
 	for (size_t i = 0; i < ts->n; i++) {
 		uint64_t x = store__version(ts->v[i].s);
 
-		v ^= hash64(&x, sizeof(x), i + 1);
+		v = hash_pair64(v, x);
 	}
 	return v;
 }

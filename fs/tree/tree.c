@@ -119,7 +119,7 @@ uint64_t tree__names_version(struct tree *t)
 	for (size_t i = 0; i < t->st.n; i++) {
 		uint64_t x = store__names_version(t->st.v[i].s);
 
-		v = t->st.n == 1 ? x : hash64(&x, sizeof(x), v);
+		v = t->st.n == 1 ? x : hash_pair64(v, x);
 	}
 	return v;
 }

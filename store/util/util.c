@@ -62,6 +62,13 @@ uint64_t hash_mix64(uint64_t key)
 	return mix64(key);
 }
 
+uint64_t hash_pair64(uint64_t a, uint64_t b)
+{
+	/* a mixed first: b then lands on a random-looking word, so two
+	 * pairs meet only by a 64-bit chance. */
+	return mix64(mix64(a + 0x9e3779b97f4a7c15ULL) ^ b);
+}
+
 size_t bsearch_u64_upper(const void *base, size_t n, size_t size, size_t off, uint64_t x)
 {
 	size_t lo = 0, hi = n;

@@ -26,6 +26,10 @@ uint64_t hash64(const void *p, size_t n, uint64_t seed);
  * in-memory tables indexed by the low bits. Not stable API for on-disk
  * data: use hash64 there. */
 uint64_t hash_mix64(uint64_t key);
+/* One identity of the pair (a, b), for versions made of two versions.
+ * Not hash64(&b, 8, a): with an 8-byte input that depends on a ^ b only,
+ * so (version 24, second 55) named the same bytes as (25, 54). */
+uint64_t hash_pair64(uint64_t a, uint64_t b);
 
 /* In an array of n elements of `size` bytes each, sorted by the uint64_t
  * key at byte offset `off` of each, how many elements have a key <= x: the
