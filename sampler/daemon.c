@@ -444,7 +444,7 @@ static void *sampler_thread(void *arg)
 	int64_t cut = next_cut(r, now_ns()), last_expire = 0;
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		/* At most POLL_MAX_MS: samples wait in the ring (it holds ~2 s)
+		/* At most POLL_MAX_MS: samples wait in the ring (it holds a second of worst-case records, far more of typical ones)
 		 * and each wakeup costs the daemon more than its records do;
 		 * exec records and the stop (profiler__wake) end a wait early. */
 		int64_t wall = now_ns(), wait = (cut + CUT_GRACE_NS - wall) / 1000000;
@@ -749,7 +749,7 @@ int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	/* Users may keep every CPU busy; the drain (the ring holds ~2 s) and
+	/* Users may keep every CPU busy; the drain (the ring holds about a second of worst-case records) and
 	 * the answer to SIGTERM must not wait for them. Set before any thread
 	 * exists: Linux keeps the nice value per thread, and they inherit it
 	 * (the symbolizer's loader too: its work per file is capped, and a

@@ -144,13 +144,17 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 		goto err;
 	}
 	s->skel->rodata->target_tgid = o->target_tgid;
-	/* Worst case a record is ~2 KiB; keep ~2 s of full-depth samples of
-	 * every CPU so a slow poll loses nothing, plus room for a burst of
-	 * records carrying a stack copy (new processes). Power of two, >= 1 MiB. */
+	/* Worst case a record is ~2 KiB (a typical one ~300 bytes); keep a
+	 * second of full-depth samples of every CPU, four polls' worth, plus
+	 * a burst of 32 records carrying a whole stack copy (new binaries'
+	 * walks, ~30 KiB each). Power of two, >= 1 MiB. The consumer maps
+	 * the ring twice (wrap-around), so each byte here is two of the
+	 * daemon's RSS once the ring has wrapped: 2 MiB at 99 Hz on 2 CPUs
+	 * (was 4 MiB, sized for two seconds and 64 copies: 8 MiB of RSS). */
 	ring = o->ring_bytes;
 	if (!ring)
-		ring = (size_t)s->o.hz * np * offsetof(struct prof_sample_ev, ustack) * 2 +
-		       64 * sizeof(struct prof_sample_ev);
+		ring = (size_t)s->o.hz * np * offsetof(struct prof_sample_ev, ustack) +
+		       32 * sizeof(struct prof_sample_ev);
 	size_t pow = 1 << 20;
 	while (pow < ring && pow < (1u << 26)) /* 64 MiB is plenty for any hz */
 		pow <<= 1;

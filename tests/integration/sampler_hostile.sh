@@ -84,6 +84,9 @@ start_case maps "$H" maps 60000 $CASE_SECS
 PROFFS_DEBUG=1 run_start "$STORE" "$MP" --hz $HZ --batch-interval 5s
 log "daemon up (pid $RUN_PID)"
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+# rss_parts PID: VmRSS's parts (anonymous, file-backed: the binary, its
+# libraries, LMDB's map, and shared), for the record of the peak.
+rss_parts() { awk '/^Rss(Anon|File|Shmem):/ { printf "%s %d kB ", $1, $2 }' "/proc/$1/status" 2>/dev/null; }
 RSS0=$(rss_kb "$RUN_PID")
 grep -q "capabilities dropped" "$RUN_LOG" && ok "capabilities dropped after start: $(grep -o 'but [a-z_,]*' "$RUN_LOG")" ||
 	fail "no capability drop in the log"
@@ -124,7 +127,7 @@ PIDS+=($WP)
 RSS_MAX=$RSS0
 while kill -0 "$WP" 2>/dev/null; do
 	r=$(rss_kb "$RUN_PID")
-	((r > RSS_MAX)) && RSS_MAX=$r
+	((r > RSS_MAX)) && { RSS_MAX=$r; RSS_PARTS=$(rss_parts "$RUN_PID"); }
 	sleep 1
 done
 wait "$WP" || fail "witness failed"
@@ -134,8 +137,8 @@ kill -0 "$RUN_PID" 2>/dev/null || die "daemon died"
 for n in "${!CASE[@]}"; do
 	kill -0 "${CASE[$n]}" 2>/dev/null || fail "case $n ended early: $(tail -2 "$WORK/$n.out")"
 done
-r=$(rss_kb "$RUN_PID"); ((r > RSS_MAX)) && RSS_MAX=$r
-log "daemon RSS: $((RSS0 / 1024)) MB at start, at most $((RSS_MAX / 1024)).$(((RSS_MAX % 1024) * 10 / 1024)) MB with every case running"
+r=$(rss_kb "$RUN_PID"); ((r > RSS_MAX)) && { RSS_MAX=$r; RSS_PARTS=$(rss_parts "$RUN_PID"); }
+log "daemon RSS: $((RSS0 / 1024)) MB at start, at most $((RSS_MAX / 1024)).$(((RSS_MAX % 1024) * 10 / 1024)) MB with every case running (${RSS_PARTS:-at the start})"
 ((RSS_MAX <= RSS_MAX_KB)) && ok "daemon RSS within 32 MB" || fail "daemon RSS ${RSS_MAX} kB > $RSS_MAX_KB kB"
 
 # --- refusals: counted by reason, logged naming the case's file ---
