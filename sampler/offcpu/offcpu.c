@@ -290,12 +290,12 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 		goto err;
 	}
 	/* Records are drained every poll (~250 ms) without a wakeup each:
-	 * 4 MiB holds ~10k typical records (~400 B), i.e. ~40k blocks/s of
-	 * at least the minimum, far beyond a host's usual rate (the busy
-	 * host of scripts/bench/busy.sh: ~600 a second). It is
-	 * memory locked for the daemon's life: 8 MiB was a quarter of the
-	 * daemon's budget. */
-	ring = o->ring_bytes ? o->ring_bytes : 4u << 20;
+	 * 2 MiB holds ~5k typical records (~400 B), i.e. ~20k blocks/s of
+	 * at least the minimum, 30x the busy host of scripts/bench/busy.sh
+	 * (~600 a second). It is memory locked for the daemon's life, and
+	 * the consumer maps it twice (wrap-around): 4 MiB, then 8 MiB of
+	 * its RSS once wrapped, were most of the daemon's budget. */
+	ring = o->ring_bytes ? o->ring_bytes : 2u << 20;
 	for (pow = 1 << 20; pow < ring && pow < (1u << 28); pow <<= 1)
 		;
 	err = bpf_map__set_max_entries(oc->skel->maps.events, pow);
