@@ -37,6 +37,15 @@ enum rt_kind {
 	 * walks that code once the set-up is in, rather than frame pointers
 	 * walking it unnamed for good. */
 	RT_SETTING_UP = 15,
+	/* Not a runtime either: a process user space looked at (its maps
+	 * read after its anonymous code was met) and found no runtime in.
+	 * Frame pointers walk its anonymous code (a perf-map JIT's, a regex
+	 * JIT's). Without any entry, anonymous code goes to user space
+	 * (PROF_UE_PENDING) until it knows: a JVM or node whose engine was
+	 * mapped after the daemon last read the maps would otherwise have
+	 * its first Java or JS frames walked by frame pointers, unnamed
+	 * `[jit]` frames for good. */
+	RT_NATIVE_JIT = 14,
 };
 
 /* How a runtime walk ended: every runtime's enum (py_end, rb_end) starts

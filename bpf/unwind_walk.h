@@ -51,6 +51,12 @@ struct {
 
 enum { MAP_NONE, MAP_TABLE, MAP_FP, MAP_PENDING, MAP_HOTSPOT };
 
+/* Set by the daemon (user space finishes such walks and marks the
+ * processes it found no runtime in, RT_NATIVE_JIT): anonymous code of a
+ * process without an rt_procs entry goes to user space. Off (the test
+ * tools, the off-CPU program): frame pointers walk it. */
+const volatile bool anon_wait = false;
+
 
 struct walk {
 	__u64 pc, sp, bp;
@@ -63,7 +69,8 @@ struct walk {
 	__u32 nk, n;
 	__u8 end, exact, bp_ok;
 	__u8 anon; /* the mapping is anonymous executable memory (JIT code) */
-	__u8 setting_up; /* the process's runtime is RT_SETTING_UP */
+	__u8 anon_fp; /* frame pointers walk its anonymous code (an entry,
+		       * not RT_SETTING_UP); else user space does */
 };
 
 /* The walk's state lives here, not on the stack: with the runtimes'
@@ -185,8 +192,9 @@ __noinline int find_map(struct walk *w, __u64 addr)
 		w->anon = 0;
 	} else {
 		/* anonymous code: a JVM's code cache, or another JIT's; a
-		 * runtime still setting up: its code for user space to walk */
-		w->kind = hs_owns(addr) ? MAP_HOTSPOT : w->setting_up ? MAP_PENDING : MAP_FP;
+		 * runtime still setting up, or a process user space has
+		 * not looked at since: its code for user space to walk */
+		w->kind = hs_owns(addr) ? MAP_HOTSPOT : w->anon_fp ? MAP_FP : MAP_PENDING;
 		return 0;
 	}
 	uf = bpf_map_lookup_elem(&unw_files, &key);
@@ -500,7 +508,7 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 	wp->bp_ok = 1;
 	wp->exact = 1;
 	wp->nk = nk;
-	wp->setting_up = rt && rt->kind == RT_SETTING_UP;
+	wp->anon_fp = rt ? rt->kind != RT_SETTING_UP : !anon_wait;
 	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
 	v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0);
 	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);

@@ -319,11 +319,12 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 			goto err;
 		so.unwinder = pr->unw;
 	}
+	/* PROFFS_RUNTIMES=off: native frames only, for comparison. */
+	mode = getenv("PROFFS_RUNTIMES");
+	so.anon_wait = pr->pend && (!mode || strcmp(mode, "off"));
 	err = sampler__open(&pr->s, &so);
 	if (err)
 		goto err;
-	/* PROFFS_RUNTIMES=off: native frames only, for comparison. */
-	mode = getenv("PROFFS_RUNTIMES");
 	if (!mode || strcmp(mode, "off")) {
 		pr->rts = runtimes__new(pr->s, pr->ps);
 		pr->rtframes = calloc(STACK_MAX_FRAMES, sizeof(*pr->rtframes));

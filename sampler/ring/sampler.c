@@ -162,6 +162,7 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 	if (err)
 		goto err;
 	s->skel->rodata->unwind_tables = o->unwinder != NULL;
+	s->skel->rodata->anon_wait = o->unwinder && o->anon_wait;
 	if (o->unwinder) {
 		err = unwinder__size_maps(o->unwinder, s->skel->maps.unw_rows, s->skel->maps.unw_rules,
 					  s->skel->maps.unw_files);

@@ -20,6 +20,10 @@ struct sampler_opts {
 	/* Unwind tables for the BPF walk (borrowed; started after load).
 	 * NULL: the kernel's frame-pointer walk. */
 	struct unwinder *unwinder;
+	/* With an unwinder: anonymous code of a process with no rt_procs
+	 * entry is left to user space (its pending walks must run and call
+	 * runtimes__mark_native). */
+	bool anon_wait;
 	/* Called from sampler__poll() for each record, in ring order. The
 	 * record (size bytes) is only valid during the call. */
 	void (*on_sample)(void *ctx, const struct prof_sample_ev *ev, size_t size);

@@ -357,6 +357,25 @@ static void wait_more(struct runtimes *rts, struct proc *p, int64_t now_ns)
 	watch(rts, p, p->rt.next_ns, p->rt.next_ns);
 }
 
+/* p's entry in rt_procs (NULL: none). Any write replaces a mark of
+ * runtimes__mark_native. */
+static int rt_set(struct runtimes *rts, struct proc *p, const struct rt_proc *c)
+{
+	p->rt.native = false;
+	return sampler__rt_set(rts->s, p->pid, c);
+}
+
+void runtimes__mark_native(struct runtimes *rts, struct proc *p)
+{
+	if (!rts || !p || p->rt.native || p->rt.setting_up || p->rt.state == RTS_WALKED ||
+	    p->exit_ns)
+		return;
+	/* A full map leaves it unmarked: user space goes on walking its
+	 * anonymous code, which costs a stack copy a sample, not a frame. */
+	if (!rt_set(rts, p, &(struct rt_proc){ .kind = RT_NATIVE_JIT }))
+		p->rt.native = true;
+}
+
 /* Sets up p, whose interpreter file t (runtime t->rt->kind) v maps. */
 static void setup(struct runtimes *rts, struct proc *p, const struct vma *v,
 		  const struct symtab *t, int64_t now_ns)
@@ -381,20 +400,20 @@ static void setup(struct runtimes *rts, struct proc *p, const struct vma *v,
 		/* A runtime whose frames the native walk steps (a JVM's, V8's):
 		 * its code met before the set-up waits for it (pending.c). */
 		if (ops_of[f->kind]->twin_step && !p->rt.setting_up &&
-		    !sampler__rt_set(rts->s, p->pid, &(struct rt_proc){ .kind = RT_SETTING_UP }))
+		    !rt_set(rts, p, &(struct rt_proc){ .kind = RT_SETTING_UP }))
 			p->rt.setting_up = true;
 		wait_more(rts, p, now_ns);
 		return;
 	}
 	if (state == RTS_WAIT)
 		state = RTS_FAILED;
-	if (state == RTS_WALKED && (err = sampler__rt_set(rts->s, p->pid, &c))) {
+	if (state == RTS_WALKED && (err = rt_set(rts, p, &c))) {
 		pr_debug("%s: pid %d: cannot set its walk up: %s", ops_of[f->kind]->name, (int)p->pid,
 			 strerror(-err));
 		state = RTS_FAILED;
 	}
 	if (state != RTS_WALKED && p->rt.setting_up)
-		sampler__rt_set(rts->s, p->pid, NULL);
+		rt_set(rts, p, NULL);
 	p->rt.setting_up = false;
 	enter(rts, p, state);
 }
@@ -443,10 +462,10 @@ static bool look_at_maps(struct runtimes *rts, struct proc *p, int64_t now_ns)
 	 * does for a set-up, not walked by frame pointers, unnamed. A
 	 * process without such code is not affected. */
 	if (loading && !p->rt.setting_up &&
-	    !sampler__rt_set(rts->s, p->pid, &(struct rt_proc){ .kind = RT_SETTING_UP }))
+	    !rt_set(rts, p, &(struct rt_proc){ .kind = RT_SETTING_UP }))
 		p->rt.setting_up = true;
 	else if (!loading && p->rt.setting_up) {
-		sampler__rt_set(rts->s, p->pid, NULL);
+		rt_set(rts, p, NULL);
 		p->rt.setting_up = false;
 	}
 	return !loading;
@@ -490,7 +509,7 @@ int runtimes__due(struct runtimes *rts, int64_t now_ns)
 			watch(rts, p, now_ns + WAIT_FIRST_NS, due[i].until_ns);
 		} else if (p->rt.setting_up && p->rt.state == RTS_UNKNOWN) {
 			/* Past the watch: its code is walked as before. */
-			sampler__rt_set(rts->s, p->pid, NULL);
+			rt_set(rts, p, NULL);
 			p->rt.setting_up = false;
 		}
 	}

@@ -78,6 +78,7 @@ struct rtproc {
 	uint8_t state;	 /* enum rt_state */
 	uint8_t tries;
 	bool setting_up; /* rt_procs holds RT_SETTING_UP for it */
+	bool native;	 /* rt_procs holds RT_NATIVE_JIT for it */
 	int64_t next_ns; /* RTS_UNKNOWN, RTS_WAIT: look again then */
 	int64_t seen_ns; /* its first sample (or maps read) showing the interpreter */
 	const void *layout;		 /* the runtime's layout row */
@@ -98,6 +99,14 @@ void runtimes__free(struct runtimes *rts);
  * pointers of p are invalid after it. Sampler thread.
  */
 void runtimes__maps(struct runtimes *rts, struct proc *p, int64_t now_ns);
+
+/*
+ * p's anonymous code was walked by frame pointers in user space with maps
+ * read after the sample, and p runs no runtime BPF walks: BPF may walk
+ * its anonymous code itself from now on (RT_NATIVE_JIT). Once per
+ * process image. Sampler thread.
+ */
+void runtimes__mark_native(struct runtimes *rts, struct proc *p);
 
 /*
  * Looks at a sample's symbolized native frames fr[0..n) of p: the first

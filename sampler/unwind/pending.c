@@ -94,6 +94,8 @@ struct walk_ctx {
 	bool final;             /* our maps were read after the sample (or the
 				 * process is gone): what they lack is unmapped */
 	bool setup_wait;        /* anonymous code waits for the runtime's set-up */
+	bool anon_fp;           /* anonymous code walked by frame pointers, the
+				 * process with no runtime BPF walks */
 	/* the runtime's records of the frames this walk stepped */
 	__u64 rec[2 * PROF_MAX_FRAMES];
 	int nrec;
@@ -146,8 +148,15 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 		unwinder__lookup_locked(c->pq->u, UNW_VDSO_DEV, UNW_VDSO_INO, m);
 	} else if (c->setup_wait) {
 		m->kind = TWIN_WAIT;
+	} else if (!c->final && c->p->rt.state != RTS_WALKED) {
+		/* Maps older than the sample: the library of a runtime may
+		 * have come since (a JVM's libjvm, dlopened by its launcher),
+		 * whose set-up this code should wait for. Read them again. */
+		c->unmapped = true;
+		m->kind = TWIN_WAIT;
 	} else {
 		m->kind = TWIN_FP;
+		c->anon_fp |= c->p->rt.state != RTS_WALKED;
 	}
 	return 0;
 }
@@ -206,7 +215,8 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 	mem.capped = mem.len >= UNW_STACK_COPY || (ev->flags & PROF_F_UCUT);
 	c = (struct walk_ctx){ .pq = pq, .p = p };
 	memcpy(o, ev, head);
-	/* Decided once per walk, and the clock read only for a process
+	/* Decided once per walk (again after the maps are read: they may
+	 * show a runtime's library), and the clock read only for a process
 	 * whose runtime is setting up. */
 	setup_wait = p->rt.setting_up && !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
 		     now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
@@ -241,10 +251,17 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		} else if (end == PROF_UE_PENDING && c.unmapped && !refreshed) {
 			procs__refresh(pq->ps, p, true, false);
 			refreshed = true;
+			setup_wait = p->rt.setting_up && !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
+				     now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
 		} else {
 			break;
 		}
 	}
+	/* Anonymous code walked by frame pointers with maps read after the
+	 * sample, in a process BPF walks no runtime of: BPF may do the same
+	 * from now on (until then it sends such samples here). */
+	if (c.anon_fp && c.final && end != PROF_UE_PENDING)
+		runtimes__mark_native(pq->rts, p);
 	/* The runtime frames BPF wrote after its part of the user stack
 	 * follow the finished one, then those of the frames the twin
 	 * stepped (a JVM's, V8's), as many as still fit. */
