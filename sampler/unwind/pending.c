@@ -94,8 +94,7 @@ struct walk_ctx {
 	bool final;             /* our maps were read after the sample (or the
 				 * process is gone): what they lack is unmapped */
 	bool setup_wait;        /* anonymous code waits for the runtime's set-up */
-	bool anon_fp;           /* anonymous code walked by frame pointers, the
-				 * process with no runtime BPF walks */
+	bool anon_fp;           /* anonymous code walked by frame pointers */
 	/* the runtime's records of the frames this walk stepped */
 	__u64 rec[2 * PROF_MAX_FRAMES];
 	int nrec;
@@ -156,7 +155,7 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 		m->kind = TWIN_WAIT;
 	} else {
 		m->kind = TWIN_FP;
-		c->anon_fp |= c->p->rt.state != RTS_WALKED;
+		c->anon_fp = true;
 	}
 	return 0;
 }
@@ -196,6 +195,15 @@ static bool extend_live(pid_t pid, struct twin_mem *mem)
 	return true;
 }
 
+/* Whether p's anonymous code in ev waits for its runtime's set-up (the
+ * clock read only for a process whose runtime is setting up). */
+static bool setup_wait_of(const struct pending *pq, const struct proc *p,
+			  const struct prof_sample_ev *ev)
+{
+	return p->rt.setting_up && !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
+	       now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
+}
+
 /* Continues the walk of ev into pq->out. Returns the end. */
 static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev *ev, size_t size)
 {
@@ -215,11 +223,9 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 	mem.capped = mem.len >= UNW_STACK_COPY || (ev->flags & PROF_F_UCUT);
 	c = (struct walk_ctx){ .pq = pq, .p = p };
 	memcpy(o, ev, head);
-	/* Decided once per walk (again after the maps are read: they may
-	 * show a runtime's library), and the clock read only for a process
-	 * whose runtime is setting up. */
-	setup_wait = p->rt.setting_up && !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
-		     now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
+	/* Decided once per walk, again after the maps are read (they may
+	 * show a runtime's library). */
+	setup_wait = setup_wait_of(pq, p, ev);
 	/* Each file the walk reaches unknown is asked for, then looked at
 	 * again (small files take a millisecond); an address outside the
 	 * maps we know may be a library mapped since we read them. */
@@ -251,15 +257,14 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		} else if (end == PROF_UE_PENDING && c.unmapped && !refreshed) {
 			procs__refresh(pq->ps, p, true, false);
 			refreshed = true;
-			setup_wait = p->rt.setting_up && !p->exit_ns && pq->n < SETUP_WAIT_MAX &&
-				     now_mono_ns() - (int64_t)ev->time_ns < SETUP_WAIT_NS;
+			setup_wait = setup_wait_of(pq, p, ev);
 		} else {
 			break;
 		}
 	}
 	/* Anonymous code walked by frame pointers with maps read after the
-	 * sample, in a process BPF walks no runtime of: BPF may do the same
-	 * from now on (until then it sends such samples here). */
+	 * sample: if BPF walks no runtime of p, it may do the same from now
+	 * on (until then it sends such samples here; mark_native decides). */
 	if (c.anon_fp && c.final && end != PROF_UE_PENDING)
 		runtimes__mark_native(pq->rts, p);
 	/* The runtime frames BPF wrote after its part of the user stack

@@ -12,19 +12,7 @@
 #include <unistd.h>
 
 #include "fs/cache/cache.h"
-
-static int failures;
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (cond) {                                           \
-			printf("ok   " __VA_ARGS__);                  \
-		} else {                                              \
-			printf("FAIL " __VA_ARGS__);                  \
-			printf("     (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-			failures++;                                   \
-		}                                                     \
-		printf("\n");                                         \
-	} while (0)
+#include "tests/unit/check.h"
 
 struct rctx {
 	const char *text;

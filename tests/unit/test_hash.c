@@ -10,19 +10,7 @@
 #include <stdlib.h>
 
 #include "store/util/util.h"
-
-static int failures;
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (cond) {                                           \
-			printf("ok   " __VA_ARGS__);                  \
-		} else {                                              \
-			printf("FAIL " __VA_ARGS__);                  \
-			printf("     (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-			failures++;                                   \
-		}                                                     \
-		printf("\n");                                         \
-	} while (0)
+#include "tests/unit/check.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
