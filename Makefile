@@ -141,6 +141,7 @@ HELPER_CFLAGS_truth_nofp := -O2 -g -fomit-frame-pointer
 HELPER_CFLAGS_qsortcb := -O2 -g -fomit-frame-pointer
 HELPER_CFLAGS_forker_nofp := -O2 -g -fomit-frame-pointer
 HELPER_CFLAGS_bigframes := -O2 -g -fomit-frame-pointer
+HELPER_CFLAGS_remap := -O2 -g -fomit-frame-pointer
 
 # Ground-truth workloads: their own flags (frame pointers unless the
 # helper's HELPER_CFLAGS_name says otherwise), never sanitized.

@@ -71,7 +71,46 @@ struct walk {
 	__u8 anon; /* the mapping is anonymous executable memory (JIT code) */
 	__u8 anon_fp; /* frame pointers walk its anonymous code (an entry,
 		       * not RT_SETTING_UP); else user space does */
+	__u8 mc_ok;   /* the mapping cache may serve this walk (map_cache) */
+	__u32 fdev;   /* the current mapping's file (its unw_files key) */
+	__u64 fino;
+	__u32 mc_seq; /* the mm's mm_lock_seq when the walk began */
+	__u64 mc_mm;  /* the mm, as a number */
 };
+
+/*
+ * The mappings this CPU's walks met lately. A walk crosses two to five
+ * files, and looking one up in the maple tree and reading its vma, file
+ * and inode cost ~0.7 us a time, most of a native walk's cost. An entry
+ * holds what find_map read of a file's mapping, and is good while the
+ * process's mm_lock_seq is what it was: every change to a process's
+ * mappings (mmap, munmap, mprotect, mremap, brk, stack growth) holds
+ * the mmap lock for writing, and its taking and release each move that
+ * count (kernels with per-VMA locks: CONFIG_PER_VMA_LOCK; without it no
+ * walk uses the cache). An odd count is a change under way: no caching.
+ * The file's table itself is looked up again at each use (it may be
+ * built, or evicted, since), and what walks anonymous code is decided
+ * again at each use (it depends on the process's runtime state).
+ */
+#define MAP_CACHE_N 8
+
+struct map_cache_ent {
+	__u64 mm, start, end, pgoff, flags, dev, ino;
+	__u32 tgid, seq;
+	__u32 anon, pad;
+};
+
+struct map_cache {
+	__u32 next, pad;
+	struct map_cache_ent e[MAP_CACHE_N];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct map_cache);
+} map_cache SEC(".maps");
 
 /* The walk's state lives here, not on the stack: with the runtimes'
  * steps below it, offcpu's chain of calls (its task work, the walk's
@@ -150,6 +189,30 @@ static __always_inline struct vm_area_struct *mt_lookup(struct mm_struct *mm, __
 	return 0;
 }
 
+/*
+ * The rules this CPU's walks found lately, by (file, offset): a return
+ * address is the same each time its call runs, and each lookup in a
+ * file's rows is a binary search of up to 22 steps over a table of up to
+ * megabytes, each step a cache line of its own. A rule index names the
+ * same rule for the daemon's life (rules are only added), and what rule
+ * holds at an offset is a property of the file, so an entry needs no
+ * other check than its key. Direct-mapped.
+ */
+#define RULE_CACHE_N 4096
+
+struct rule_cache_ent {
+	__u64 ino;
+	__u32 dev, off;
+	__u32 rule, ok;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RULE_CACHE_N);
+	__type(key, __u32);
+	__type(value, struct rule_cache_ent);
+} rule_cache SEC(".maps");
+
 /* Points w at the mapping holding addr. Returns 0 or the walk's end.
  * This and table_step are global BPF functions: the verifier checks each
  * once, not at every state the walk's loop reaches them in (with the
@@ -161,12 +224,36 @@ __noinline int find_map(struct walk *w, __u64 addr)
 	struct vm_area_struct *vma;
 	struct unw_file_key key = {};
 	struct unw_file *uf;
+	struct map_cache *mc;
 	struct file *f;
+	__u32 zero = 0;
 
 	if (!w) /* (a global function's pointer may be NULL to the verifier) */
 		return PROF_UE_BAD_FRAME;
 	if (!mm)
 		return PROF_UE_BAD_PC;
+	mc = w->mc_ok ? bpf_map_lookup_elem(&map_cache, &zero) : 0;
+	if (mc) {
+		__u32 tgid = task->tgid;
+
+		for (int i = 0; i < MAP_CACHE_N; i++) {
+			struct map_cache_ent *e = &mc->e[i];
+
+			if (e->tgid != tgid || e->seq != w->mc_seq || e->mm != w->mc_mm ||
+			    addr < e->start || addr >= e->end)
+				continue;
+			w->vm_start = e->start;
+			w->vm_end = e->end;
+			w->vm_pgoff = e->pgoff;
+			w->vm_flags = e->flags;
+			w->anon = e->anon;
+			key.dev = e->dev;
+			key.ino = e->ino;
+			if (e->anon)
+				goto anon;
+			goto file;
+		}
+	}
 	vma = mt_lookup(mm, addr);
 	if (!vma)
 		return PROF_UE_BAD_PC;
@@ -190,13 +277,33 @@ __noinline int find_map(struct walk *w, __u64 addr)
 		 * not a file offset. */
 		w->vm_pgoff = 0;
 		w->anon = 0;
-	} else {
+	}
+	if (mc) {
+		struct map_cache_ent *e = &mc->e[mc->next & (MAP_CACHE_N - 1)];
+
+		mc->next++;
+		e->mm = w->mc_mm;
+		e->start = w->vm_start;
+		e->end = w->vm_end;
+		e->pgoff = w->vm_pgoff;
+		e->flags = w->vm_flags;
+		e->dev = key.dev;
+		e->ino = key.ino;
+		e->tgid = task->tgid;
+		e->seq = w->mc_seq;
+		e->anon = w->anon;
+	}
+	if (w->anon) {
+anon:
 		/* anonymous code: a JVM's code cache, or another JIT's; a
 		 * runtime still setting up, or a process user space has
 		 * not looked at since: its code for user space to walk */
 		w->kind = hs_owns(addr) ? MAP_HOTSPOT : w->anon_fp ? MAP_FP : MAP_PENDING;
 		return 0;
 	}
+file:
+	w->fdev = (__u32)key.dev;
+	w->fino = key.ino;
 	uf = bpf_map_lookup_elem(&unw_files, &key);
 	if (!uf) {
 		w->kind = MAP_PENDING;
@@ -213,13 +320,29 @@ static __always_inline int read_u64(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
 }
 
+/* Two adjacent words (a saved rbp and the return address above it): one
+ * read, not two. A read of user memory costs ~150 ns on these hosts,
+ * most of a frame's step; what it copies costs little. Two reads when
+ * the pair straddles an unreadable page, so either word fails alone. */
+static __always_inline int read_pair(__u64 *lo, __u64 *hi, __u64 addr)
+{
+	__u64 p[2];
+
+	if (!bpf_probe_read_user(p, sizeof(p), (const void *)addr)) {
+		*lo = p[0];
+		*hi = p[1];
+		return 0;
+	}
+	return read_u64(hi, addr + 8) || read_u64(lo, addr);
+}
+
 static __always_inline int fp_step(struct walk *w)
 {
 	__u64 ra, nbp;
 
 	if (!w->bp_ok || w->bp == 0)
 		return PROF_UE_FP_END;
-	if (w->bp < w->sp || read_u64(&ra, w->bp + 8) || read_u64(&nbp, w->bp))
+	if (w->bp < w->sp || read_pair(&nbp, &ra, w->bp))
 		return PROF_UE_BAD_FRAME;
 	if (ra == 0)
 		return PROF_UE_FP_END;
@@ -232,8 +355,9 @@ static __always_inline int fp_step(struct walk *w)
 
 __noinline int table_step(struct walk *w, __u64 look)
 {
-	__u64 off, cfa = 0, ra = 0, v;
-	__u32 lo, hi, c, clast, first, idx, zero = 0;
+	__u64 off, cfa = 0, ra = 0, v, pair[2];
+	__u32 lo, hi, c, clast, first, idx, zero = 0, slot;
+	struct rule_cache_ent *rc;
 	struct unw_rule *r;
 	struct unw_row *row;
 	void *chunk;
@@ -246,6 +370,13 @@ __noinline int table_step(struct walk *w, __u64 look)
 
 	if (off > 0xffffffffull || !w->nrows)
 		return PROF_UE_NO_RULE;
+	slot = (__u32)(((off ^ w->fino * 0x9e3779b97f4a7c15ULL ^ w->fdev) * 0xff51afd7ed558ccdULL) >> 52) &
+	       (RULE_CACHE_N - 1);
+	rc = bpf_map_lookup_elem(&rule_cache, &slot);
+	if (rc && rc->ok && rc->off == (__u32)off && rc->ino == w->fino && rc->dev == w->fdev) {
+		idx = rc->rule;
+		goto apply;
+	}
 	/* A table over several chunks starts at a chunk's first row: its
 	 * chunk for off is the last whose first row is at most off. */
 	c = lo >> UNW_CHUNK_SHIFT;
@@ -291,6 +422,14 @@ __noinline int table_step(struct walk *w, __u64 look)
 	if (!row)
 		return PROF_UE_BAD_FRAME;
 	idx = row->rule;
+	if (rc) {
+		rc->ino = w->fino;
+		rc->dev = w->fdev;
+		rc->off = (__u32)off;
+		rc->rule = idx;
+		rc->ok = 1;
+	}
+apply:
 	r = bpf_map_lookup_elem(&unw_rules, &idx);
 	if (!r)
 		return PROF_UE_BAD_FRAME;
@@ -314,6 +453,16 @@ __noinline int table_step(struct walk *w, __u64 look)
 		return PROF_UE_NO_RULE;
 	default:
 		return PROF_UE_BAD_FRAME;
+	}
+	/* The common frame: rbp saved just below the return address. */
+	if (r->ra == UNW_RA_CFA && r->bp == UNW_BP_CFA && r->bp_off + 8 == r->ra_off &&
+	    cfa + (__s64)r->bp_off >= w->sp) {
+		if (!bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa + (__s64)r->bp_off))) {
+			w->bp = pair[0];
+			w->bp_ok = 1;
+			ra = pair[1];
+			goto done;
+		}
 	}
 	switch (r->ra) {
 	case UNW_RA_UNDEF:
@@ -351,6 +500,7 @@ __noinline int table_step(struct walk *w, __u64 look)
 		w->bp_ok = 0;
 		break;
 	}
+done:
 	/* Unwinding climbs the stack; a signal frame may switch stacks. */
 	if (!(r->flags & UNW_R_SIGNAL) && cfa < w->sp)
 		return PROF_UE_BAD_FRAME;
@@ -495,20 +645,27 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 		return 0;
 	__builtin_memset(wp, 0, sizeof(*wp));
 
-	wp->pc = BPF_CORE_READ(regs, ip);
-	wp->sp = BPF_CORE_READ(regs, sp);
-	wp->bp = BPF_CORE_READ(regs, bp);
-	wp->lreg[0] = BPF_CORE_READ(regs, ax);
-	wp->lreg[1] = BPF_CORE_READ(regs, dx);
-	wp->lreg[2] = BPF_CORE_READ(regs, cx);
-	wp->lreg[3] = BPF_CORE_READ(regs, bx);
-	wp->lreg[4] = BPF_CORE_READ(regs, si);
-	wp->lreg[5] = BPF_CORE_READ(regs, di);
-	wp->r13 = BPF_CORE_READ(regs, r13);
+	/* (direct loads: bpf_task_pt_regs gives a trusted pointer, and a
+	 * helper call per register cost ~0.4 us a sample) */
+	wp->pc = regs->ip;
+	wp->sp = regs->sp;
+	wp->bp = regs->bp;
+	wp->lreg[0] = regs->ax;
+	wp->lreg[1] = regs->dx;
+	wp->lreg[2] = regs->cx;
+	wp->lreg[3] = regs->bx;
+	wp->lreg[4] = regs->si;
+	wp->lreg[5] = regs->di;
+	wp->r13 = regs->r13;
 	wp->bp_ok = 1;
 	wp->exact = 1;
 	wp->nk = nk;
 	wp->anon_fp = rt ? rt->kind != RT_SETTING_UP : !anon_wait;
+	if (bpf_core_field_exists(task->mm->mm_lock_seq) && task->mm) {
+		wp->mc_mm = (__u64)task->mm;
+		wp->mc_seq = BPF_CORE_READ(task, mm, mm_lock_seq.sequence);
+		wp->mc_ok = !(wp->mc_seq & 1);
+	}
 	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
 	v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0);
 	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);
