@@ -460,11 +460,19 @@ static int open_mapped(const struct entry *e, const struct src *src)
 {
 	char p[128];
 	struct stat st;
+	bool moved = false;
 	int fd, rfd;
 
 	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)src->pid, src->start,
 		 src->end);
 	fd = safefile__open(AT_FDCWD, p, false, false, SF_ELF, NULL, &st);
+	if (fd >= 0 && (unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino)) {
+		/* The range holds another file now (a library unloaded and
+		 * another loaded where it was): the path may still be it. */
+		close(fd);
+		fd = -ESTALE;
+		moved = true;
+	}
 	if (fd < 0 && fd != -ECANCELED && src->path && src->path[0] == '/') {
 		snprintf(p, sizeof(p), "/proc/%d/root", (int)src->pid);
 		rfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -472,14 +480,13 @@ static int open_mapped(const struct entry *e, const struct src *src)
 			return -errno;
 		fd = safefile__open(rfd, src->path + 1, true, true, SF_ELF, NULL, &st);
 		close(rfd);
+		if (fd >= 0 && (unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino)) {
+			close(fd);
+			fd = -ESTALE; /* replaced on disk since it was mapped */
+		}
 	}
-	if (fd < 0)
-		return fd;
-	if (unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino) {
-		close(fd);
-		return -ESTALE; /* replaced on disk since it was mapped */
-	}
-	return fd;
+	/* Not the file's fault: the next process that maps it lends it. */
+	return fd < 0 && moved ? -EAGAIN : fd;
 }
 
 /* Whether pid can no longer lend us its view of a file: it has exited,
@@ -584,13 +591,16 @@ static void build(struct unwinder *u, struct entry *e, struct src *src)
 		if (!err)
 			u->st.built++;
 	}
-	if (fd < 0 && requester_gone(src->pid)) {
+	if (fd < 0 && (fd == -EAGAIN || requester_gone(src->pid))) {
 		/* The process we were to read it through has exited (its
-		 * map_files and root are gone): not the file's fault. Read it
-		 * through a process that asked since, or forget the entry so
-		 * the next sample that needs it asks again. Keeping it as "no
-		 * table" left libc unwalked for as long as anything used it. */
-		pr_debug("unwind: %s: pid %d exited before we read it; %s", src->path, (int)src->pid,
+		 * map_files and root are gone), or no longer maps it where it
+		 * did: not the file's fault. Read it through a process that
+		 * asked since, or forget the entry so the next sample that
+		 * needs it asks again. Keeping it as "no table" left libc
+		 * unwalked for as long as anything used it, and a library
+		 * loaded again and again (dlopen, dlclose) for 10 s. */
+		pr_debug("unwind: %s: pid %d %s before we read it; %s", src->path, (int)src->pid,
+			 fd == -EAGAIN ? "unmapped it" : "exited",
 			 e->src.pid ? "read through a newer one" : "asked again on next use");
 		u->st.requester_gone++;
 		if (e->src.pid)
