@@ -198,7 +198,7 @@ static __always_inline struct vm_area_struct *mt_lookup(struct mm_struct *mm, __
  * holds at an offset is a property of the file, so an entry needs no
  * other check than its key. Direct-mapped.
  */
-#define RULE_CACHE_N 4096
+#define RULE_CACHE_N 2048
 
 struct rule_cache_ent {
 	__u64 ino;
