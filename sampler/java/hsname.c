@@ -65,6 +65,9 @@ struct entry {
 	/* method */
 	uint32_t code_size;
 	struct hsline *lines;
+	/* stub: where its blob's code begins (the call stub is told by
+	 * its return address, one pc of a blob other stubs share) */
+	uint64_t code_begin;
 	/* nmethod */
 	uint64_t method;
 	struct pcpair *pcs;
@@ -627,8 +630,8 @@ static int load_nmethod(const struct hsmem *m, const struct hsvm *vm, uint64_t a
 	return 0;
 }
 
-static int load_stub(const struct hsmem *m, const struct hsvm *vm, uint64_t addr, uint32_t off,
-		     uint32_t stamp, struct entry **out)
+static int load_stub(const struct hsmem *m, const struct hsvm *vm, uint64_t addr, uint32_t stamp,
+		     struct entry **out)
 {
 	uint8_t hdr[HDR_MAX];
 	char name[128];
@@ -652,10 +655,6 @@ static int load_stub(const struct hsmem *m, const struct hsvm *vm, uint64_t addr
 		err = 0; /* cut */
 	if (err)
 		return err == -ESRCH || err == -EPERM ? err : -EFAULT;
-	/* The call stub shares its blob with other stubs: name it by the
-	 * return address HotSpot exports for it. */
-	if (cb + off == vm->bpf.call_stub_ra)
-		snprintf(name, sizeof(name), "call_stub");
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -667,6 +666,7 @@ static int load_stub(const struct hsmem *m, const struct hsvm *vm, uint64_t addr
 	e->sysname = e->disp = e->strs;
 	e->file = "";
 	e->type = E_STUB;
+	e->code_begin = cb;
 	e->addr = addr;
 	e->stamp = stamp;
 	e->bytes = sizeof(*e) + strlen(name) + 1;
@@ -817,7 +817,7 @@ int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
 		err = 0;
 		if (!e) {
 			c->st.misses++;
-			err = load_stub(m, vm, addr, off, stamp, &e);
+			err = load_stub(m, vm, addr, stamp, &e);
 			if (!err) {
 				err = insert(c, pid, e);
 				if (err)
@@ -825,7 +825,12 @@ int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
 			}
 		}
 		if (!err) {
-			out->name = out->sysname = e->disp;
+			/* The call stub shares its blob with other stubs: it
+			 * is named by the return address HotSpot exports for
+			 * it, per frame (the entry is the blob's, named by
+			 * whichever of its stubs was met first). */
+			out->name = out->sysname =
+				e->code_begin + off == vm->bpf.call_stub_ra ? "call_stub" : e->disp;
 			out->file = "";
 			out->bci = -1;
 			out->kind = HS_K_STUB;

@@ -665,6 +665,27 @@ static void t_forged_names(const char *dir)
 			    fr, 8);
 	CHECK(n == -ESTALE, "another kind of blob at that address: code freed (%d)", n);
 	memcpy(img_at(&im, str), "nmethod", 8);
+	/* A stub blob whose stubs include the call stub: each frame is
+	 * named by its own pc, whichever of the blob's stubs came first
+	 * (CI: a Temurin run named every call_stub frame after the blob). */
+	{
+		uint64_t sname = img_alloc(&im, 24), sb = img_alloc(&im, vm.l.nm_sizeof + 256);
+		uint64_t scode = sb + vm.l.nm_sizeof;
+		const uint32_t offs[3] = { 0x10, 0x40, 0x10 };
+		const char *want[3] = { "StubRoutines (1)", "call_stub", "StubRoutines (1)" };
+
+		memcpy(img_at(&im, sname), "StubRoutines (1)", 17);
+		putf(&im, sb, &vm.l.cb_name, sname);
+		putf(&im, sb, &vm.l.cb_code_begin, scode);
+		putf(&im, sb, &vm.l.cb_code_end, scode + 256);
+		vm.bpf.call_stub_ra = scode + 0x40;
+		for (int i = 0; i < 3; i++) {
+			n = hsnames__frames(c, 42, &mi, &vm, hs_rec0(sb, HS_K_STUB, 0, 0),
+					    hs_rec1(offs[i], (uint32_t)sname), fr, 8);
+			CHECK(n == 1 && !strcmp(fr[0].name, want[i]), "stub frame at +%#x: %s (want %s)",
+			      offs[i], n == 1 ? fr[0].name : "none", want[i]);
+		}
+	}
 	hsnames__free(c);
 	if (getenv("PROFFS_HS_SEED_NAMES")) {
 		FILE *f = fopen(getenv("PROFFS_HS_SEED_NAMES"), "w");
