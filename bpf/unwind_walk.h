@@ -379,8 +379,7 @@ __noinline int table_step(struct walk *w, __u64 look)
 
 	if (off > 0xffffffffull || !w->nrows)
 		return PROF_UE_NO_RULE;
-	slot = (__u32)(((off ^ w->fino * 0x9e3779b97f4a7c15ULL ^ w->fdev) * 0xff51afd7ed558ccdULL) >> 52) &
-	       (RULE_CACHE_N - 1);
+	slot = (__u32)(((off ^ w->fino * 0x9e3779b97f4a7c15ULL ^ w->fdev) * 0xff51afd7ed558ccdULL) >> 52);
 	rcs = bpf_map_lookup_elem(&rule_cache, &zero);
 	rc = rcs ? &rcs->e[slot & (RULE_CACHE_N - 1)] : 0;
 	if (rc && rc->ok && rc->off == (__u32)off && rc->ino == w->fino && rc->dev == w->fdev) {
@@ -646,6 +645,7 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct mm_struct *mm;
 	__u32 zero = 0;
 	struct walk *wp = bpf_map_lookup_elem(&walk_state, &zero);
 	__u64 top = 0, len;
@@ -671,9 +671,10 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 	wp->exact = 1;
 	wp->nk = nk;
 	wp->anon_fp = rt ? rt->kind != RT_SETTING_UP : !anon_wait;
-	if (bpf_core_field_exists(task->mm->mm_lock_seq) && task->mm) {
-		wp->mc_mm = (__u64)task->mm;
-		wp->mc_seq = BPF_CORE_READ(task, mm, mm_lock_seq.sequence);
+	mm = task->mm;
+	if (bpf_core_field_exists(mm->mm_lock_seq) && mm) {
+		wp->mc_mm = (__u64)mm;
+		wp->mc_seq = mm->mm_lock_seq.sequence;
 		wp->mc_ok = !(wp->mc_seq & 1);
 	}
 	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);

@@ -456,6 +456,12 @@ static int install(struct unwinder *u, struct entry *e, const struct unw_table *
  * files only, never a blocking open, refusals counted. No owner rule:
  * only the unwind rules of the file are used, nothing of its content
  * reaches the tree. The identity must match what was mapped. */
+/* Whether st is the file e was mapped from. */
+static bool entry_file(const struct entry *e, const struct stat *st)
+{
+	return unwinder__kdev(st->st_dev) == e->kdev && st->st_ino == e->ino;
+}
+
 static int open_mapped(const struct entry *e, const struct src *src)
 {
 	char p[128];
@@ -466,7 +472,7 @@ static int open_mapped(const struct entry *e, const struct src *src)
 	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)src->pid, src->start,
 		 src->end);
 	fd = safefile__open(AT_FDCWD, p, false, false, SF_ELF, NULL, &st);
-	if (fd >= 0 && (unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino)) {
+	if (fd >= 0 && !entry_file(e, &st)) {
 		/* The range holds another file now (a library unloaded and
 		 * another loaded where it was): the path may still be it. */
 		close(fd);
@@ -480,7 +486,7 @@ static int open_mapped(const struct entry *e, const struct src *src)
 			return -errno;
 		fd = safefile__open(rfd, src->path + 1, true, true, SF_ELF, NULL, &st);
 		close(rfd);
-		if (fd >= 0 && (unwinder__kdev(st.st_dev) != e->kdev || st.st_ino != e->ino)) {
+		if (fd >= 0 && !entry_file(e, &st)) {
 			close(fd);
 			fd = -ESTALE; /* replaced on disk since it was mapped */
 		}
