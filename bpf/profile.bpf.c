@@ -112,12 +112,17 @@ static __always_inline __u64 wake_flag(const struct prof_sample_ev *ev)
 	return BPF_RB_FORCE_WAKEUP;
 }
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_n(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count(__u32 idx)
+{
+	count_n(idx, 1);
 }
 
 #include "bpf/runtime_walk.h"
@@ -229,6 +234,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		size = sizeof(*ev);
 	if (bpf_ringbuf_output(&events, ev, size, wake_flag(ev)))
 		count(PROF_CNT_RINGFULL);
+	/* (one more clock read a sample: what a runtime's walk costs, told
+	 * apart from native samples taken in the same seconds) */
+	{
+		__u32 k = rt && rt->kind < PROF_COST_KINDS ? rt->kind : RT_NONE;
+
+		count_n(PROF_CNT_COST_NS + k, bpf_ktime_get_ns() - ev->time_ns);
+		count(PROF_CNT_COST_N + k);
+	}
 	return 0;
 }
 

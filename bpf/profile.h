@@ -112,7 +112,14 @@ enum prof_counter {
 	PROF_CNT_KTRUNC,  /* kernel stacks truncated at the depth cap */
 	PROF_CNT_UTRUNC,  /* user stacks truncated at the depth cap */
 	PROF_CNT_EVENTS_LOST, /* exec/exit/fork events dropped */
-	PROF_CNT_MAX,
+	/* What samples cost the program, by the runtime of the process
+	 * sampled (enum rt_kind, RT_NONE for native; PROF_COST_KINDS slots
+	 * each): ns from the sample's clock reading to its record's output,
+	 * and samples. */
+	PROF_CNT_COST_NS,
+	PROF_CNT_COST_N = PROF_CNT_COST_NS + 5,
+	PROF_CNT_MAX = PROF_CNT_COST_N + 5,
 };
+#define PROF_COST_KINDS 5 /* RT_NKINDS (bpf/runtime.h) */
 
 #endif

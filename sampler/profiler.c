@@ -541,6 +541,7 @@ void profiler__wake(struct profiler *pr)
 void profiler__runtime_metrics(struct profiler *pr, struct buf *out)
 {
 	runtimes__metrics(pr->rts, out);
+	sampler__cost_metrics(pr->s, out);
 }
 
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)

@@ -93,7 +93,8 @@ void profiler__wake(struct profiler *pr);
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
 /* Appends the language runtimes' /prof/metrics lines (each writes its
- * own: sampler/runtime/runtime.h). Any thread. */
+ * own: sampler/runtime/runtime.h) and what samples cost the BPF program
+ * by runtime (sampler__cost_metrics). Any thread. */
 void profiler__runtime_metrics(struct profiler *pr, struct buf *out);
 void profiler__close(struct profiler *pr);
 

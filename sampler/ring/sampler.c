@@ -16,6 +16,7 @@
 
 #include "gen/profile.skel.h"
 #include "sampler/ring/sampler.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 struct sampler {
@@ -285,6 +286,33 @@ static int sum_percpu(struct sampler *s, struct bpf_map *m, uint64_t *out, __u32
 int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX])
 {
 	return sum_percpu(s, s->skel->maps.counters, out, PROF_CNT_MAX);
+}
+
+_Static_assert(PROF_COST_KINDS == RT_NKINDS, "one cost slot per runtime kind");
+
+void sampler__cost_metrics(struct sampler *s, struct buf *out)
+{
+	static const char *const kind[PROF_COST_KINDS] = {
+		[RT_NONE] = "native", [RT_PYTHON] = "python", [RT_RUBY] = "ruby",
+		[RT_HOTSPOT] = "java", [RT_V8] = "js",
+	};
+	uint64_t c[PROF_CNT_MAX];
+
+	if (sum_percpu(s, s->skel->maps.counters, c, PROF_CNT_MAX))
+		return;
+	prom__family(out, "proffs_bpf_sample_seconds_total", PROM_COUNTER,
+		     "Time the sampling program spent on samples, by the runtime of the "
+		     "process sampled (native: none walked).");
+	for (int k = 0; k < PROF_COST_KINDS; k++) {
+		struct prom_label l = { "runtime", kind[k] };
+
+		prom__f64(out, "proffs_bpf_sample_seconds_total", &l, 1, c[PROF_CNT_COST_NS + k] / 1e9);
+	}
+	prom__family(out, "proffs_bpf_samples_by_runtime_total", PROM_COUNTER,
+		     "Samples timed in proffs_bpf_sample_seconds_total, by the same runtime.");
+	for (int k = 0; k < PROF_COST_KINDS; k++)
+		prom__u64_by(out, "proffs_bpf_samples_by_runtime_total", "runtime", kind[k],
+			     c[PROF_CNT_COST_N + k]);
 }
 
 int sampler__rt_ends(struct sampler *s, int kind, uint64_t *out, size_t n)

@@ -40,6 +40,11 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o);
 int sampler__poll(struct sampler *s, int timeout_ms);
 /* Sums the per-CPU loss/volume counters (enum prof_counter). */
 int sampler__counters(struct sampler *s, uint64_t out[PROF_CNT_MAX]);
+struct buf;
+/* Appends /prof/metrics lines of what samples cost the BPF program, by
+ * the runtime of the process sampled (time and count: a runtime's walk
+ * against native samples of the same seconds). */
+void sampler__cost_metrics(struct sampler *s, struct buf *out);
 /* The walks of runtime `kind` (enum rt_kind) by how they ended (its
  * enum py_end, rb_end, ... and what its map counts after them), summed
  * over CPUs into out[0..n). Returns 0 or -errno. */

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # scripts/bench/runtimes.sh - what walking Ruby, Java and JavaScript frames
-# costs (issues 27, 28, 29), as scripts/bench/python.sh measures Python's,
-# same run, 99 Hz, both cores busy; for each runtime in RUNTIMES:
-#   - BPF time per sample (bpf_stats run_time_ns / run_cnt of on_sample):
-#     two native programs busy (gzip -9, truth_nofp), then two processes
-#     of the runtime busy running its known-answer program, the daemon
-#     with the runtimes off (PROFFS_RUNTIMES=off), then on; ROUNDS rounds,
-#     the ratios taken within a round (this VM drifts over minutes)
-#   - the daemon's CPU (% of one core) in each phase
+# costs (issues 27, 28, 29), 99 Hz, both cores busy; for each runtime in
+# RUNTIMES:
+#   - BPF time per sample of the runtime's processes against native ones
+#     taken in the same seconds: a native pair (gzip -9, truth_nofp) and
+#     two processes of the runtime running its known-answer program run
+#     together under one daemon, which times each sample in its program
+#     and sums by the runtime of the process sampled (/prof/metrics:
+#     proffs_bpf_sample_seconds_total, proffs_bpf_samples_by_runtime_total);
+#     WINDOWS windows of SECS s. This VM drifts by tens of % over a minute,
+#     so figures of phases taken one after another do not compare; these do.
+#     The program's whole time per sample (bpf_stats, from the program fd's
+#     fdinfo) is given beside it as a check.
+#   - the daemon's CPU (% of one core, its threads' schedstat) meanwhile
 #   - the daemon's memory (RSS + BPF maps) with MANY processes of the
 #     runtime running (a small loop that naps), after 20 s
 # Prints a Markdown section on stdout. Needs root, `make all` and what
 # scripts/deps.sh installs (ruby, the JDKs, node).
-# Env: BUILD (default build), SECS (10 per daemon), ROUNDS (3),
-# RUNTIMES ("ruby java node").
+# Env: BUILD (default build), SECS (10), WINDOWS (4), RUNTIMES
+# ("ruby java node").
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +27,7 @@ BUILD=${BUILD:-build}
 PROFFS=$BUILD/proffs
 TB=$BUILD/tests
 SECS=${SECS:-10}
-ROUNDS=${ROUNDS:-3}
+WINDOWS=${WINDOWS:-4}
 RUNTIMES=${RUNTIMES:-ruby java node}
 JDK=/usr/lib/jvm/java-17-openjdk-amd64
 source "$ROOT/scripts/bench/lib.sh"
@@ -68,31 +73,77 @@ idle() {
 	PIDS+=("$BUSY")
 }
 
-# phase (lib.sh) fills these.
-declare -A NS CPU
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b != "nan") printf "%.2f", b / a; else print "n/a" }'; }
-declare -A RATIOS RATIOS_OFF MEM WALKED
-for rt in $RUNTIMES; do
-	RATIOS[$rt]="" RATIOS_OFF[$rt]=""
-	for r in $(seq "$ROUNDS"); do
-		log "$rt round $r: native (gzip -9, truth_nofp)"
-		sh -c 'exec gzip -9 </dev/urandom >/dev/null' & G=$!; PIDS+=("$G")
-		"$TB/truth_nofp" 100000 20 60 >/dev/null & T=$!; PIDS+=("$T")
-		phase "native_$rt"
-		kill "$G" "$T" 2>/dev/null || true; wait "$G" "$T" 2>/dev/null || true
-		log "$rt round $r: two processes of the known-answer program"
-		busy "$rt"; B1=$BUSY; busy "$rt"; B2=$BUSY
-		sleep 3
-		phase "off_$rt" PROFFS_RUNTIMES=off
-		phase "on_$rt"
-		# (a JVM's stdin feeder first: waiting for a pipeline waits for all of it)
-		pkill -f "^sleep 3599.5" 2>/dev/null || true
-		kill "$B1" "$B2" 2>/dev/null || true; wait "$B1" "$B2" 2>/dev/null || true
-		set -- ${NS[native_$rt]}; n=${!#}; set -- ${NS[off_$rt]}; o=${!#}; set -- ${NS[on_$rt]}; p=${!#}
-		RATIOS[$rt]+="$(ratio "$n" "$p") "
-		RATIOS_OFF[$rt]+="$(ratio "$o" "$p") "
+# prog_fd PID NAME: the fd under which process PID holds BPF program NAME.
+prog_fd() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(awk '/^prog_id:/ { print $2 }' "$f" 2>/dev/null)
+		[[ -n $id ]] || continue
+		if bpftool prog show id "$id" -j 2>/dev/null | python3 -c '
+import json, sys
+sys.exit(json.load(sys.stdin).get("name") != sys.argv[1])' "$2"; then
+			echo "${f##*/}"; return 0
+		fi
 	done
+	return 1
+}
+
+# snap PID FD MP: one line of totals now: on_sample's run_time_ns and
+# run_cnt (bpf_stats), the daemon's CPU ns (all threads), the wall clock,
+# then ns and samples of native samples and of the runtime's (by kind
+# RTK), from the daemon's /prof/metrics.
+snap() {
+	local s c
+	s=$(awk '/^run_time_ns:/ { t = $2 } /^run_cnt:/ { c = $2 } END { print t + 0, c + 0 }' /proc/"$1"/fdinfo/"$2")
+	c=$(cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
+	echo "$s $c $EPOCHREALTIME $(awk -v k="$RTK" '
+		$1 == "proffs_bpf_sample_seconds_total{runtime=\"native\"}" { nt = $2 }
+		$1 == "proffs_bpf_samples_by_runtime_total{runtime=\"native\"}" { nn = $2 }
+		$1 == "proffs_bpf_sample_seconds_total{runtime=\"" k "\"}" { rt = $2 }
+		$1 == "proffs_bpf_samples_by_runtime_total{runtime=\"" k "\"}" { rn = $2 }
+		END { printf "%.0f %d %.0f %d", nt * 1e9, nn, rt * 1e9, rn }' "$3/metrics")"
+}
+
+# between A B: "bpf_ns_per_sample cpu_pct native_ns runtime_ns ratio
+# samples_native samples_runtime" from two snaps.
+between() {
+	awk -v a="$1" -v b="$2" 'BEGIN { split(a, p); split(b, q)
+		for (i = 1; i <= 8; i++) d[i] = q[i] - p[i]
+		nat = d[6] ? d[5] / d[6] : 0; run = d[8] ? d[7] / d[8] : 0
+		printf "%.0f %.3f %.0f %.0f %s %d %d\n", (d[2] ? d[1] / d[2] : 0), (d[4] > 0 ? 100 * d[3] / 1e9 / d[4] : 0),
+			nat, run, (nat > 0 ? sprintf("%.2f", run / nat) : "n/a"), d[6], d[8] }'
+}
+
+declare -A RES WIN MEM WALKED
+for rt in $RUNTIMES; do
+	case $rt in ruby) RTK=ruby ;; java) RTK=java ;; node) RTK=js ;; esac
+	log "$rt: a native pair and two processes of the known-answer program, together"
+	PIDS0=${#PIDS[@]}
+	sh -c 'exec gzip -9 </dev/urandom >/dev/null' & PIDS+=("$!")
+	"$TB/truth_nofp" 100000 20 3600 >/dev/null & PIDS+=("$!")
+	busy "$rt"; busy "$rt"
+	sleep 3
+	rm -rf "$W/store"; mkdir -p "$W/mp"
+	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
+	D=$!; PIDS+=("$D")
+	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	F=$(prog_fd "$D" on_sample)
+	sleep 5 # first tables and names
+	first=$(snap "$D" "$F" "$W/mp"); prev=$first WIN[$rt]=""
+	for i in $(seq "$WINDOWS"); do
+		sleep "$SECS"
+		cur=$(snap "$D" "$F" "$W/mp")
+		set -- $(between "$prev" "$cur")
+		WIN[$rt]+="$5 "
+		prev=$cur
+	done
+	RES[$rt]=$(between "$first" "$cur")
+	grep -E "^proffs_(ruby|java|js)_" "$W/mp/metrics" >"$W/metrics.on_$rt" 2>/dev/null || true
+	kill -TERM "$D"; wait "$D" || true
+	pkill -f "^sleep 3599.5" 2>/dev/null || true
+	for p in "${PIDS[@]:PIDS0}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]:PIDS0}"; do wait "$p" 2>/dev/null || true; done
+	log "$rt: ${RES[$rt]} (windows: ${WIN[$rt]})"
 	case $rt in ruby) many=50 ;; node) many=20 ;; java) many=20 ;; esac
 	log "$rt memory: $many processes"
 	mem_pids=()
@@ -116,23 +167,21 @@ cat <<MD
 
 Command: \`scripts/bench/runtimes.sh\` (also run by \`make bench\`), $(date -u +%Y-%m-%d), commit $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown).
 
-Host: $(nproc) CPUs, $(uname -r). 99 Hz, $SECS s per daemon, $ROUNDS rounds per runtime (native, then
-the runtime's pair with the runtimes off and on), same run. Native: gzip -9 and truth_nofp busy.
-Ruby: two Debian ruby 3.1 running tests/helpers/rb_known.rb; Java: two JDK 17 JVMs running
-tests/helpers/java/Known (k-hot and k-jni spinning); JavaScript: two NodeSource node 20 running
-tests/helpers/js/known.js (main thread and a worker). Ratios are medians of the rounds' ratios,
-ns figures medians of the daemons.
+Host: $(nproc) CPUs, $(uname -r). 99 Hz. Per runtime, one daemon samples a native pair (gzip -9,
+truth_nofp) and two processes of the runtime, all busy at once, for $WINDOWS windows of $SECS s
+after 5 s of warm-up; the program times each sample (from its clock reading to its record's
+output) and sums by the runtime of the process sampled, so both columns come from the same
+seconds. Ruby: two Debian ruby 3.1 running tests/helpers/rb_known.rb; Java: two JDK 17 JVMs
+running tests/helpers/java/Known (k-hot and k-jni spinning); JavaScript: two NodeSource node 20
+running tests/helpers/js/known.js (main thread and a worker). "whole program" is bpf_stats'
+run_time_ns / run_cnt over all samples of the run.
 
-| runtime | BPF ns/sample native | runtime off | runtime on | on / native | on / off | daemon CPU native / on | goal |
-|---|---|---|---|---|---|---|---|
+| runtime | ns/sample native | ns/sample runtime | runtime / native | per window | samples native / runtime | whole program (bpf_stats) | daemon CPU | goal |
+|---|---|---|---|---|---|---|---|---|
 $(for rt in $RUNTIMES; do
-	printf '| %s | %s | %s | %s | %sx | %sx | %s%% / %s%% | <= 1.5x |\n' "$rt" \
-		"$(median ${NS[native_$rt]})" "$(median ${NS[off_$rt]})" "$(median ${NS[on_$rt]})" \
-		"$(median ${RATIOS[$rt]})" "$(median ${RATIOS_OFF[$rt]})" \
-		"$(median ${CPU[native_$rt]})" "$(median ${CPU[on_$rt]})"
+	set -- ${RES[$rt]}
+	printf '| %s | %s | %s | %sx | %s | %s / %s | %s ns | %s%% | <= 1.5x |\n' "$rt" "$3" "$4" "$5" "${WIN[$rt]% }" "$6" "$7" "$1" "$2"
 done)
-
-Per round (on / native): $(for rt in $RUNTIMES; do printf '%s: %s; ' "$rt" "${RATIOS[$rt]% }"; done)
 
 Memory with many processes of one runtime (each loops a little and naps; JVMs idle at -Xmx64m),
 after 20 s, daemon RSS + BPF maps (goal <= 32 MB):

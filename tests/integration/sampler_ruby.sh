@@ -134,6 +134,16 @@ for k in 'proffs_ruby_processes_total{state="walked"}' 'proffs_ruby_frames_total
 	v=$(metric "$k" "$M")
 	((${v:-0} > 0)) && ok "metrics: $k $v" || fail "metrics: $k is ${v:-missing}"
 done
+# what samples cost the BPF program, told apart by runtime: Ruby's
+# samples were timed under ruby (the spinners' and the daemon's under
+# native), each at some ns and not over a millisecond
+for rtk in ruby native; do
+	n=$(metric "proffs_bpf_samples_by_runtime_total{runtime=\"$rtk\"}" "$M")
+	t=$(metric "proffs_bpf_sample_seconds_total{runtime=\"$rtk\"}" "$M")
+	awk -v n="${n:-0}" -v t="${t:-0}" 'BEGIN { exit !(n > 100 && t > 0 && t / n < 0.001) }' &&
+		ok "metrics: $n $rtk samples timed, $(awk -v n="$n" -v t="$t" 'BEGIN { printf "%.0f", t * 1e9 / n }') ns each" ||
+		fail "metrics: $rtk samples timed ${n:-missing}, seconds ${t:-missing}"
+done
 w=$(metric 'proffs_ruby_processes_total{state="walked"}' "$M")
 ((${w:-0} >= 42)) && ok "metrics: $w Ruby processes walked (42 started)" || fail "metrics: $w Ruby processes walked, 42 started"
 run_stop "$RUN_PID" "$MP"
