@@ -14,18 +14,21 @@
  * EC pointer in one read. A libruby loaded with dlopen keeps the DTV
  * walk (its blocks are per-thread mallocs).
  *
- * Per control frame: the frame's first RB_CFP_READ bytes (pc, iseq, ep),
- * 24 bytes at ep - 16 (method entry, specval, flags) and one word of the
- * iseq or the method entry (the stamp's pointer): three reads. Frames
- * Ruby's own backtrace skips (dummy frames, C blocks, an iseq without a
- * pc) are skipped here too and cost two.
+ * Per control frame: 24 bytes at ep - 16 (method entry, specval, flags)
+ * and one word of the iseq or the method entry (the stamp's pointer):
+ * two reads; the control frames themselves (pc, iseq, ep), which lie next
+ * to each other, are read RB_BATCH at a time (a read costs ~130-350 ns
+ * here whatever its size; what it copies costs little). Frames Ruby's
+ * own backtrace skips (dummy frames, C blocks, an iseq without a pc) are
+ * skipped here too and cost one.
  */
 #ifndef PROFFS_BPF_RUBY_WALK_H
 #define PROFFS_BPF_RUBY_WALK_H
 
 #include "bpf/ruby.h"
 
-#define RB_BUF 64
+#define RB_BATCH 8
+#define RB_BUF (RB_BATCH * 64) /* RB_BATCH frames of a row's cfp_size (<= 64) */
 
 struct rb_buf {
 	__u8 b[RB_BUF];
@@ -99,6 +102,7 @@ static __always_inline int rb_ec(struct rb_proc *c, __u64 *ec, __u64 *block)
 struct rb_walk_ctx {
 	struct rb_proc c;
 	__u64 cfp, end;
+	__u64 buf_at, buf_end; /* the control frames rb_scratch holds */
 	__u32 at, n, stop;
 };
 
@@ -145,13 +149,33 @@ static long rb_step(__u32 i, void *arg)
 		w->stop = RB_END_TRUNC;
 		return 1;
 	}
-	if (rb_read(b->b, RB_CFP_READ, w->cfp)) {
-		w->stop = RB_END_READ;
-		return 1;
+	if (w->cfp < w->buf_at || w->cfp + w->c.cfp_size > w->buf_end) {
+		/* the next RB_BATCH frames (fewer before the end), else this one */
+		__u64 len = w->end - w->cfp;
+
+		if (len > (__u64)RB_BATCH * w->c.cfp_size)
+			len = (__u64)RB_BATCH * w->c.cfp_size;
+		if (len > RB_BUF)
+			len = RB_BUF;
+		if (len < w->c.cfp_size || len < RB_CFP_READ || rb_read(b->b, len, w->cfp)) {
+			len = RB_CFP_READ;
+			if (rb_read(b->b, RB_CFP_READ, w->cfp)) {
+				w->stop = RB_END_READ;
+				return 1;
+			}
+		}
+		w->buf_at = w->cfp;
+		w->buf_end = w->cfp + len;
 	}
-	pc = rb_u64(b->b, w->c.cfp_pc);
-	iseq = rb_u64(b->b, w->c.cfp_iseq);
-	ep = rb_u64(b->b, w->c.cfp_ep);
+	{
+		int o = (int)(w->cfp - w->buf_at);
+
+		if (o < 0 || o > RB_BUF - 64)
+			o = RB_BUF; /* (rb_u64 reads 0 past the buffer) */
+		pc = rb_u64(b->b, o + w->c.cfp_pc);
+		iseq = rb_u64(b->b, o + w->c.cfp_iseq);
+		ep = rb_u64(b->b, o + w->c.cfp_ep);
+	}
 	w->cfp += w->c.cfp_size;
 	/* ep[-2] method entry or cref, ep[-1] specval, ep[0] flags */
 	if (rb_read(env, sizeof(env), ep - 16)) {

@@ -194,20 +194,20 @@ static __always_inline struct vm_area_struct *mt_lookup(struct mm_struct *mm, __
  * address is the same each time its call runs, and each lookup in a
  * file's rows is a binary search of up to 22 steps over a table of up to
  * megabytes (0.8-1.2 us a lookup here, most of it cache and TLB misses).
- * A rule index names the same rule for the daemon's life (rules are only
- * added), and what rule holds at an offset is a property of the file, so
- * an entry needs no other check than its key. Direct-mapped, and small
- * on purpose: one per-CPU value of 6 KiB stays in the caches (a hit
- * ~70 ns), where 2,048 entries of their own cost ~270 ns a hit for a few
- * more hits (89% of node's table steps, 95% of Java's and of native
- * loops', with 256).
+ * What rule holds at an offset is a property of the file, so an entry
+ * needs no other check than its key; it holds the rule itself (a copy:
+ * the rules array is megabytes of pages, each first touch a TLB and a
+ * cache miss, ~75 ns a step). Direct-mapped, and small on purpose: one
+ * per-CPU value of 10 KiB stays in the caches, where 2,048 entries of
+ * their own cost ~270 ns a hit for a few more hits (89% of node's table
+ * steps, 95% of Java's and of native loops', with 256).
  */
 #define RULE_CACHE_N 256
 
 struct rule_cache_ent {
-	__u64 ino;
+	__u64 ino; /* 0: empty (no file has inode 0) */
 	__u32 dev, off;
-	__u32 rule, ok;
+	struct unw_rule r; /* the rule itself: a hit reads no rules page */
 };
 
 struct rule_cache {
@@ -382,8 +382,8 @@ __noinline int table_step(struct walk *w, __u64 look)
 	slot = (__u32)(((off ^ w->fino * 0x9e3779b97f4a7c15ULL ^ w->fdev) * 0xff51afd7ed558ccdULL) >> 52);
 	rcs = bpf_map_lookup_elem(&rule_cache, &zero);
 	rc = rcs ? &rcs->e[slot & (RULE_CACHE_N - 1)] : 0;
-	if (rc && rc->ok && rc->off == (__u32)off && rc->ino == w->fino && rc->dev == w->fdev) {
-		idx = rc->rule;
+	if (rc && rc->ino && rc->off == (__u32)off && rc->ino == w->fino && rc->dev == w->fdev) {
+		r = &rc->r;
 		goto apply;
 	}
 	/* A table over several chunks starts at a chunk's first row: its
@@ -431,17 +431,17 @@ __noinline int table_step(struct walk *w, __u64 look)
 	if (!row)
 		return PROF_UE_BAD_FRAME;
 	idx = row->rule;
+	r = bpf_map_lookup_elem(&unw_rules, &idx);
+	if (!r)
+		return PROF_UE_BAD_FRAME;
 	if (rc) {
 		rc->ino = w->fino;
 		rc->dev = w->fdev;
 		rc->off = (__u32)off;
-		rc->rule = idx;
-		rc->ok = 1;
+		rc->r = *r;
+		r = &rc->r;
 	}
 apply:
-	r = bpf_map_lookup_elem(&unw_rules, &idx);
-	if (!r)
-		return PROF_UE_BAD_FRAME;
 	switch (r->cfa) {
 	case UNW_CFA_SP:
 		cfa = w->sp + (__s64)r->cfa_off;
