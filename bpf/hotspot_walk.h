@@ -80,7 +80,7 @@ struct {
  * id, never reused; a stub's name pointer). Direct-mapped: one array
  * lookup, no locking; a collision only costs a miss.
  */
-#define HS_CACHE_N 2048
+#define HS_CACHE_N 256
 
 struct hs_facts {
 	__u64 seg;	      /* the key: look >> seg_shift */
@@ -93,11 +93,20 @@ struct hs_facts {
 	__u32 pad;
 };
 
+/* The three caches below are each one per-CPU value (18, 6 and 6 KiB):
+ * entries that are elements of their own (2,048 and 1,024 were) each
+ * cost a miss on the element's pointer and one on the element, ~270 ns
+ * a hit in this VM; a slot of one value ~70 ns (the rule cache's
+ * figures, bpf/unwind_walk.h). */
+struct hs_cache_v {
+	struct hs_facts e[HS_CACHE_N];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, HS_CACHE_N);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct hs_facts);
+	__type(value, struct hs_cache_v);
 } hs_cache SEC(".maps");
 
 /*
@@ -107,18 +116,22 @@ struct {
  * ConstMethod, whose stamp user space finds stale (the frame shows as
  * freed), never another method's name.
  */
-#define HS_MCACHE_N 1024
+#define HS_MCACHE_N 256
 
 struct hs_mfacts {
 	__u64 method, cm;
 	__u32 tgid, pad;
 };
 
+struct hs_mcache_v {
+	struct hs_mfacts e[HS_MCACHE_N];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, HS_MCACHE_N);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct hs_mfacts);
+	__type(value, struct hs_mcache_v);
 } hs_mcache SEC(".maps");
 
 /*
@@ -127,7 +140,7 @@ struct {
  * stamp: code does not change under a compile id, and reading it costs
  * the most of a leaf's reads (a data read of a code page).
  */
-#define HS_LCACHE_N 1024
+#define HS_LCACHE_N 256
 
 struct hs_lfacts {
 	__u64 pc;
@@ -135,11 +148,15 @@ struct hs_lfacts {
 	__u32 st, pad;
 };
 
+struct hs_lcache_v {
+	struct hs_lfacts e[HS_LCACHE_N];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, HS_LCACHE_N);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct hs_lfacts);
+	__type(value, struct hs_lcache_v);
 } hs_lcache SEC(".maps");
 
 /* The first 8 bytes of the blob names that tell kinds apart before JDK
@@ -269,8 +286,9 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 {
 	int im = s->c.if_method + 8, ib = s->c.if_bcp + 8, is = s->c.if_sender_sp + 8;
 	__u64 method, bcp, cm = 0, sender, code, bci = HS_BCI_NONE, ra, link;
+	struct hs_mcache_v *mv;
 	struct hs_mfacts *mf;
-	__u32 key;
+	__u32 key, zero = 0;
 
 	/* Slots rbp-64 .. rbp+8 in w[0..9]: w[8] the caller's rbp, w[9]
 	 * the return address. */
@@ -293,8 +311,9 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 	bcp = leaf ? r->r13 : s->w[ib & 7];
 	if (!method)
 		return HS_E_INTERP;
-	key = (__u32)(((method >> 3) ^ s->tgid) * 0x9e3779b1u) % HS_MCACHE_N;
-	mf = bpf_map_lookup_elem(&hs_mcache, &key);
+	key = (__u32)(((method >> 3) ^ s->tgid) * 0x9e3779b1u) >> 24;
+	mv = bpf_map_lookup_elem(&hs_mcache, &zero);
+	mf = mv ? &mv->e[key & (HS_MCACHE_N - 1)] : 0;
 	if (mf && mf->method == method && mf->tgid == s->tgid) {
 		cm = mf->cm;
 	} else {
@@ -505,12 +524,14 @@ static __always_inline int hs_blob_step(struct hs_scratch *s, struct hs_regs *r,
 					__u32 index, __u64 look)
 {
 	__u64 pc = r->pc, sp0 = r->sp, seg = look >> (s->c.seg_shift & 63);
-	__u32 flags = leaf ? HS_R_EXACT : 0, kind, key;
+	__u32 flags = leaf ? HS_R_EXACT : 0, kind, key, zero = 0;
 	struct hs_facts fresh = {}, *f = &fresh, *c;
+	struct hs_cache_v *cv;
 	int st = HS_F_FULL, err;
 
-	key = (__u32)((seg ^ s->tgid) * 0x9e3779b1u) % HS_CACHE_N;
-	c = bpf_map_lookup_elem(&hs_cache, &key);
+	key = (__u32)((seg ^ s->tgid) * 0x9e3779b1u) >> 24;
+	cv = bpf_map_lookup_elem(&hs_cache, &zero);
+	c = cv ? &cv->e[key & (HS_CACHE_N - 1)] : 0;
 	if (c && c->seg == seg && c->tgid == s->tgid && look >= c->begin && look < c->end &&
 	    hs_facts_hold(s, c))
 		f = c;
@@ -549,10 +570,11 @@ static __always_inline int hs_blob_step(struct hs_scratch *s, struct hs_regs *r,
 	} else if (leaf && f->type == HS_B_NMETHOD && r->pc < f->verified) {
 		st = HS_F_NOTHING;
 	} else if (leaf && (f->fs || f->fc > 0)) {
+		struct hs_lcache_v *lv = bpf_map_lookup_elem(&hs_lcache, &zero);
 		struct hs_lfacts *lf;
 
-		key = (__u32)((pc ^ s->tgid) * 0x9e3779b1u) % HS_LCACHE_N;
-		lf = bpf_map_lookup_elem(&hs_lcache, &key);
+		key = (__u32)((pc ^ s->tgid) * 0x9e3779b1u) >> 24;
+		lf = lv ? &lv->e[key & (HS_LCACHE_N - 1)] : 0;
 		if (lf && lf->pc == pc && lf->tgid == s->tgid && lf->stamp == f->stamp) {
 			st = (int)lf->st;
 		} else {
