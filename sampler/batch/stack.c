@@ -49,7 +49,12 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 				miss_jit = true;
 		}
 		if (miss_maps || miss_jit)
-			procs__refresh(ps, p, miss_maps, miss_jit);
+			procs__refresh(ps, p, miss_maps,
+				       !miss_jit ? PROCS_PM_NO :
+				       (ev->rtkind == RT_HOTSPOT || ev->rtkind == RT_V8) &&
+						       ev->rtend == RT_END_OK && ev->nrt
+					       ? PROCS_PM_LAZY
+					       : PROCS_PM_SOON);
 	}
 	for (int i = 0; i < ev->nuser && n < max; i++, n++) {
 		struct frame *f = &out[n];

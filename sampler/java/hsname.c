@@ -77,6 +77,8 @@ struct entry {
 	uint64_t *meta;
 	uint64_t *meta_stamp; /* bit 32: read; low 32 bits: the stamp */
 	uint32_t nmeta;
+	uint64_t own_stamp; /* method's, as meta_stamp (a frame without a
+			     * scope: a JNI wrapper's, each sample of it) */
 };
 
 struct proc {
@@ -759,10 +761,13 @@ static int compiled_frames(struct hsnames *c, pid_t pid, const struct hsmem *m,
 		return n;
 	/* No scope for that pc (a native wrapper, a pc outside any
 	 * PcDesc's reach): the nmethod's own method, no line. */
-	err = rd_f(m, nm->method, &vm->l.m_const_method, &method);
-	if (err)
-		return err;
-	err = get_method(c, pid, m, vm, nm->method, (uint32_t)(method >> 3), &me);
+	if (!(nm->own_stamp >> 32)) {
+		err = rd_f(m, nm->method, &vm->l.m_const_method, &method);
+		if (err)
+			return err;
+		nm->own_stamp = 1ull << 32 | (uint32_t)(method >> 3);
+	}
+	err = get_method(c, pid, m, vm, nm->method, (uint32_t)nm->own_stamp, &me);
 	if (err)
 		return err;
 	method_frame(me, -1, HS_K_COMPILED, false, &out[0]);

@@ -478,7 +478,7 @@ const char *procs__jit_symbol(struct procs *ps, struct proc *p, uint64_t addr)
 	return perfmap__lookup(p->perfmap, addr);
 }
 
-void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
+void procs__refresh(struct procs *ps, struct proc *p, bool maps, enum procs_pm pm)
 {
 	int64_t now = now_mono_ns();
 
@@ -494,7 +494,8 @@ void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap)
 		if (p->maps && p->maps->capped)
 			p->maps_gap_ns = MAPS_CAPPED_GAP_NS;
 	}
-	if (perfmap && !p->pm_token && now - p->perfmap_ns > SEC_NS) {
+	if (pm != PROCS_PM_NO && !p->pm_token &&
+	    now - p->perfmap_ns > (pm == PROCS_PM_LAZY && !p->perfmap ? 30 * SEC_NS : SEC_NS)) {
 		uint64_t t = ++ps->pm_tokens;
 
 		if (!symbolizer__perfmap_request(ps->o.sym, p->pid, t, p->perfmap ? p->pm_size : -1,

@@ -86,13 +86,24 @@ struct vma *procs__vma(struct procs *ps, struct proc *p, uint64_t addr);
 /* A JIT symbol from the process's perf map, or NULL. Same lifetime. */
 const char *procs__jit_symbol(struct procs *ps, struct proc *p, uint64_t addr);
 
+/* When procs__refresh asks for a process's perf map. */
+enum procs_pm {
+	PROCS_PM_NO,
+	PROCS_PM_SOON, /* at most once a second */
+	/* JIT code a runtime's walk named already (a JVM's, V8's): the perf
+	 * map only names what it left, so while the process has none,
+	 * looking for one is every 30 s, not every second (the loader's
+	 * check cost a JVM-heavy host ~10% of the daemon's CPU) */
+	PROCS_PM_LAZY,
+};
+
 /* Re-reads the maps of a live process after a lookup missed (soon after
  * exec, as the loader maps libraries, then backing off to once a second):
  * new code (dlopen) or maps only borrowed from the parent; and asks the
- * symbolizer's loader for its perf map (at most once a second; read again
- * only when its size or mtime changed) - JIT code. Invalidates earlier
- * vma pointers of p. */
-void procs__refresh(struct procs *ps, struct proc *p, bool maps, bool perfmap);
+ * symbolizer's loader for its perf map (as pm says; read again only when
+ * its size or mtime changed) - JIT code. Invalidates earlier vma pointers
+ * of p. */
+void procs__refresh(struct procs *ps, struct proc *p, bool maps, enum procs_pm pm);
 
 /* Installs the perf maps the loader has read since the last call.
  * Invalidates earlier JIT symbol pointers. */

@@ -146,7 +146,7 @@ bool rt__maps_fresh(struct runtimes *rts, struct proc *p, int64_t since_ns)
 {
 	if (p->maps_ns > since_ns)
 		return true;
-	procs__refresh(rts->ps, p, true, false);
+	procs__refresh(rts->ps, p, true, PROCS_PM_NO);
 	return p->maps_ns > since_ns;
 }
 

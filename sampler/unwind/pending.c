@@ -255,7 +255,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		if (end == PROF_UE_PENDING && c.need) {
 			request_vma(pq, p, c.need, true);
 		} else if (end == PROF_UE_PENDING && c.unmapped && !refreshed) {
-			procs__refresh(pq->ps, p, true, false);
+			procs__refresh(pq->ps, p, true, PROCS_PM_NO);
 			refreshed = true;
 			setup_wait = setup_wait_of(pq, p, ev);
 		} else {
@@ -318,7 +318,7 @@ int pending__add(struct pending *pq, struct proc *p, const struct prof_sample_ev
 		struct vma *v = procs__vma(pq->ps, p, ev->uregs[0] - (ev->flags & PROF_F_UEXACT ? 0 : 1));
 
 		if (!v)
-			procs__refresh(pq->ps, p, true, false);
+			procs__refresh(pq->ps, p, true, PROCS_PM_NO);
 		if (walk(pq, p, ev, size) != PROF_UE_PENDING) {
 			pq->st.finished++;
 			done(ctx, p, pq->out);
