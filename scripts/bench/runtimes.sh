@@ -12,7 +12,8 @@
 #     so figures of phases taken one after another do not compare; these do.
 #     The program's whole time per sample (bpf_stats, from the program fd's
 #     fdinfo) is given beside it as a check.
-#   - the daemon's CPU (% of one core, its threads' schedstat) meanwhile
+#   - the daemon's CPU (% of one core, its threads' schedstat) meanwhile,
+#     and with 4 busy processes of the runtime alone (10 for node)
 #   - the daemon's memory (RSS + BPF maps) with MANY processes of the
 #     runtime running (a small loop that naps), after 20 s
 # Prints a Markdown section on stdout. Needs root, `make all` and what
@@ -114,7 +115,7 @@ between() {
 			nat, run, (nat > 0 ? sprintf("%.2f", run / nat) : "n/a"), d[6], d[8] }'
 }
 
-declare -A RES WIN MEM WALKED
+declare -A RES WIN MEM WALKED BUSYCPU
 for rt in $RUNTIMES; do
 	case $rt in ruby) RTK=ruby ;; java) RTK=java ;; node) RTK=js ;; esac
 	log "$rt: a native pair and two processes of the known-answer program, together"
@@ -144,6 +145,26 @@ for rt in $RUNTIMES; do
 	for p in "${PIDS[@]:PIDS0}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]:PIDS0}"; do wait "$p" 2>/dev/null || true; done
 	log "$rt: ${RES[$rt]} (windows: ${WIN[$rt]})"
+	# the daemon's CPU with BUSYN busy processes of the runtime alone
+	case $rt in ruby) busyn=4 ;; node) busyn=10 ;; java) busyn=4 ;; esac
+	log "$rt: daemon CPU with $busyn busy processes"
+	PIDS0=${#PIDS[@]}
+	for _ in $(seq "$busyn"); do busy "$rt"; done
+	sleep 3
+	rm -rf "$W/store"; mkdir -p "$W/mp"
+	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
+	D=$!; PIDS+=("$D")
+	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	sleep 10
+	a=$(cat /proc/"$D"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'); t0=$EPOCHREALTIME
+	sleep 30
+	b=$(cat /proc/"$D"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'); t1=$EPOCHREALTIME
+	BUSYCPU[$rt]="$(awk -v a="$a" -v b="$b" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.3f", 100 * (b - a) / 1e9 / (y - x) }')% of a core with $busyn busy"
+	kill -TERM "$D"; wait "$D" || true
+	pkill -f "^sleep 3599.5" 2>/dev/null || true
+	for p in "${PIDS[@]:PIDS0}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]:PIDS0}"; do wait "$p" 2>/dev/null || true; done
+	log "$rt: ${BUSYCPU[$rt]}"
 	case $rt in ruby) many=50 ;; node) many=20 ;; java) many=20 ;; esac
 	log "$rt memory: $many processes"
 	mem_pids=()
@@ -182,6 +203,10 @@ $(for rt in $RUNTIMES; do
 	set -- ${RES[$rt]}
 	printf '| %s | %s | %s | %sx | %s | %s / %s | %s ns | %s%% | <= 1.5x |\n' "$rt" "$3" "$4" "$5" "${WIN[$rt]% }" "$6" "$7" "$1" "$2"
 done)
+
+The daemon's CPU with busy processes of one runtime alone (10 s after start, then 30 s; goal
+<= 0.3% for 4 JVMs and for 10 nodes):
+$(for rt in $RUNTIMES; do printf -- '- %s: %s\n' "$rt" "${BUSYCPU[$rt]}"; done)
 
 Memory with many processes of one runtime (each loops a little and naps; JVMs idle at -Xmx64m),
 after 20 s, daemon RSS + BPF maps (goal <= 32 MB):
