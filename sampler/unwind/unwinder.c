@@ -496,13 +496,19 @@ static int open_mapped(const struct entry *e, const struct src *src)
 }
 
 /* Whether pid can no longer lend us its view of a file: it has exited,
- * or it is a zombie (its mappings and root are gone, yet kill(pid, 0)
+ * it is a zombie (its mappings and root are gone, yet kill(pid, 0)
  * still succeeds until it is reaped: a short awk that asked first for
  * libc left libc without a table for 10-20 s, every node stack ending
- * `[unwind: no table]` at its libc frames). */
+ * `[unwind: no table]` at its libc frames), or it is on its way there:
+ * between the start of its exit (PF_EXITING in its flags) and the zombie
+ * its mappings and root go first, while its state still reads R or D
+ * (the same libc failure came back in a full test run). */
+#define PF_EXITING_FLAG 0x4u
+
 static bool requester_gone(pid_t pid)
 {
-	char p[64], buf[512], *rp;
+	char p[64], buf[512], *rp, *q;
+	unsigned long flags = 0;
 	ssize_t n;
 	int fd;
 
@@ -518,7 +524,19 @@ static bool requester_gone(pid_t pid)
 		return true;
 	buf[n] = 0;
 	rp = strrchr(buf, ')'); /* comm may hold anything */
-	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+	if (!rp || rp[1] != ' ')
+		return false;
+	if (rp[2] == 'Z' || rp[2] == 'X')
+		return true;
+	/* state ppid pgrp session tty_nr tpgid flags */
+	q = rp + 2;
+	for (int i = 0; i < 6 && q; i++) {
+		q = strchr(q, ' ');
+		q = q ? q + 1 : NULL;
+	}
+	if (q)
+		flags = strtoul(q, NULL, 10);
+	return flags & PF_EXITING_FLAG;
 }
 
 /* Takes e out of the queue; false when it is not in it (the worker has

@@ -18,9 +18,12 @@
 # each frame's label and line as caller_locations reports them.
 $snap = nil
 $snaps = []
+$main_thread = Thread.current
 
 def work
-  if $snap
+  # (the main thread's: the spinner runs work too, and one that took the
+  # GVL between `$snap = true` and main's call took the snapshot)
+  if $snap && Thread.current == $main_thread
     $snaps << caller_locations(1).map { |l| "#{l.label}:#{l.lineno}" }.join(";")
     $snap = nil
   end
