@@ -74,6 +74,27 @@ idle() {
 	PIDS+=("$BUSY")
 }
 
+# start_daemon: a daemon (99 Hz, 5 s batches) on a fresh store in $W;
+# its pid in D (and PIDS), once its tree is mounted.
+start_daemon() {
+	rm -rf "$W/store"; mkdir -p "$W/mp"
+	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
+	D=$!; PIDS+=("$D")
+	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+}
+
+# stop_phase: stops the daemon D and the processes started since
+# PIDS0 (a JVM's stdin feeder first: waiting for a pipeline waits for it).
+stop_phase() {
+	kill -TERM "$D"; wait "$D" || true
+	pkill -f "^sleep 3599.5" 2>/dev/null || true
+	for p in "${PIDS[@]:PIDS0}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]:PIDS0}"; do wait "$p" 2>/dev/null || true; done
+}
+
+# cpu_ns PID: the CPU time of all of PID's threads, in ns.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
+
 # prog_fd PID NAME: the fd under which process PID holds BPF program NAME.
 prog_fd() {
 	local f id
@@ -96,7 +117,7 @@ sys.exit(json.load(sys.stdin).get("name") != sys.argv[1])' "$2"; then
 snap() {
 	local s c
 	s=$(awk '/^run_time_ns:/ { t = $2 } /^run_cnt:/ { c = $2 } END { print t + 0, c + 0 }' /proc/"$1"/fdinfo/"$2")
-	c=$(cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
+	c=$(cpu_ns "$1")
 	echo "$s $c $EPOCHREALTIME $(awk -v k="$RTK" '
 		$1 == "proffs_bpf_sample_seconds_total{runtime=\"native\"}" { nt = $2 }
 		$1 == "proffs_bpf_samples_by_runtime_total{runtime=\"native\"}" { nn = $2 }
@@ -124,10 +145,7 @@ for rt in $RUNTIMES; do
 	"$TB/truth_nofp" 100000 20 3600 >/dev/null & PIDS+=("$!")
 	busy "$rt"; busy "$rt"
 	sleep 3
-	rm -rf "$W/store"; mkdir -p "$W/mp"
-	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
-	D=$!; PIDS+=("$D")
-	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	start_daemon
 	F=$(prog_fd "$D" on_sample)
 	sleep 5 # first tables and names
 	first=$(snap "$D" "$F" "$W/mp"); prev=$first WIN[$rt]=""
@@ -140,10 +158,7 @@ for rt in $RUNTIMES; do
 	done
 	RES[$rt]=$(between "$first" "$cur")
 	grep -E "^proffs_(ruby|java|js)_" "$W/mp/metrics" >"$W/metrics.on_$rt" 2>/dev/null || true
-	kill -TERM "$D"; wait "$D" || true
-	pkill -f "^sleep 3599.5" 2>/dev/null || true
-	for p in "${PIDS[@]:PIDS0}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]:PIDS0}"; do wait "$p" 2>/dev/null || true; done
+	stop_phase
 	log "$rt: ${RES[$rt]} (windows: ${WIN[$rt]})"
 	# the daemon's CPU with BUSYN busy processes of the runtime alone
 	case $rt in ruby) busyn=4 ;; node) busyn=10 ;; java) busyn=4 ;; esac
@@ -151,37 +166,26 @@ for rt in $RUNTIMES; do
 	PIDS0=${#PIDS[@]}
 	for _ in $(seq "$busyn"); do busy "$rt"; done
 	sleep 3
-	rm -rf "$W/store"; mkdir -p "$W/mp"
-	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
-	D=$!; PIDS+=("$D")
-	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	start_daemon
 	sleep 10
-	a=$(cat /proc/"$D"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'); t0=$EPOCHREALTIME
+	a=$(cpu_ns "$D"); t0=$EPOCHREALTIME
 	sleep 30
-	b=$(cat /proc/"$D"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'); t1=$EPOCHREALTIME
+	b=$(cpu_ns "$D"); t1=$EPOCHREALTIME
 	BUSYCPU[$rt]="$(awk -v a="$a" -v b="$b" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.3f", 100 * (b - a) / 1e9 / (y - x) }')% of a core with $busyn busy"
-	kill -TERM "$D"; wait "$D" || true
-	pkill -f "^sleep 3599.5" 2>/dev/null || true
-	for p in "${PIDS[@]:PIDS0}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]:PIDS0}"; do wait "$p" 2>/dev/null || true; done
+	stop_phase
 	log "$rt: ${BUSYCPU[$rt]}"
 	case $rt in ruby) many=50 ;; node) many=20 ;; java) many=20 ;; esac
 	log "$rt memory: $many processes"
-	mem_pids=()
-	for _ in $(seq "$many"); do idle "$rt"; mem_pids+=("$BUSY"); done
-	rm -rf "$W/store"; mkdir -p "$W/mp"
-	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
-	D=$!; PIDS+=("$D")
-	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	PIDS0=${#PIDS[@]}
+	for _ in $(seq "$many"); do idle "$rt"; done
+	start_daemon
 	sleep 20
 	MEM[$rt]=$(daemon_mem_bytes "$D")
 	ANON[$rt]=$(( $(awk '/^RssAnon:/ { print $2 }' "/proc/$D/status") * 1024 + $(bpf_memlock "$D") ))
 	case $rt in ruby) pfx=proffs_ruby ;; java) pfx=proffs_java ;; node) pfx=proffs_js ;; esac
 	WALKED[$rt]=$(awk -v k="${pfx}_processes_total{state=\"walked\"}" '$1 == k { print $2 }' "$W/mp/metrics")
 	WALKED[$rt]="${WALKED[$rt]:-0} of $many"
-	kill -TERM "$D"; wait "$D" || true
-	pkill -f "^sleep 3599.5" 2>/dev/null || true
-	kill "${mem_pids[@]}" 2>/dev/null || true; wait "${mem_pids[@]}" 2>/dev/null || true
+	stop_phase
 done
 
 cat <<MD
