@@ -98,6 +98,12 @@ static __always_inline __u64 wake_flag(const struct prof_sample_ev *ev)
 			break;
 		k &= 0xff; /* for the verifier: frames[] is followed by ustack[] */
 		h = (ev->frames[k] ^ (ev->frames[k + 1] >> 32 << 32 | ev->tgid)) * 0x9e3779b97f4a7c15ULL;
+		/* A product's low bits see only the low bits of what was
+		 * multiplied: without the fold, records of one object at other
+		 * depths or stamps (slot 0's top byte, slot 1's high half) all
+		 * fell in one set and pushed each other out (a busy JVM: 30% of
+		 * its samples woke the daemon; 224 tags in all). */
+		h ^= h >> 32;
 		set = (__u32)(h >> 20) & (RT_SEEN_SETS - 1);
 		tag = (__u32)(h >> 32) | 1;
 		if (sn->tag[2 * set] == tag || sn->tag[2 * set + 1] == tag)

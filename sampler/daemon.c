@@ -184,6 +184,9 @@ static void metrics_cb(struct buf *out, void *ctx)
 
 	profiler__stats(r->prof, &st);
 	prom__counter(out, "proffs_samples_total", "CPU samples stored in batches.", st.samples);
+	prom__counter(out, "proffs_samples_repeated_total",
+		      "Samples and off-CPU blocks stored as a record seen before in their batch (not symbolized again).",
+		      st.memo_hits);
 	prom__counter(out, "proffs_bpf_samples_total", "Samples the BPF program took (idle excluded).",
 		      st.bpf_samples);
 	prom__counter(out, "proffs_idle_samples_total", "Samples of idle CPUs (counted, not stored).",

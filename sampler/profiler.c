@@ -55,6 +55,7 @@ struct profiler {
 	struct pending *pend;
 	bool unw_running; /* unwinder__run() was called */
 	uint64_t samples, nomem, offcpu_samples;
+	uint64_t memo_hits; /* records added by the batch's memo (batch.h) */
 	uint64_t uends[PROF_UE_MAX];
 	struct deferred *deferred, **deferred_tail;
 	size_t ndeferred;
@@ -79,6 +80,66 @@ static bool waits_for_load(const struct proc *p, const struct frame *fr, int n)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The memo's key (batch.h): two hashes, of different seeds, of what
+ * decides a record's stack and labels: its process (pid, image, cgroup,
+ * leader's name, its runtime's state), its flags and ends, and every frame
+ * slot (native addresses, runtime records with their stamps). Its time,
+ * CPU, thread and period do not count: they never change the stack.
+ */
+static void record_key(const struct prof_sample_ev *ev, const struct proc *p, uint64_t key[2])
+{
+	struct {
+		uint64_t cgroup, gen;
+		uint32_t type, tgid, flags;
+		uint16_t nkern, nuser, nrt;
+		uint8_t uend, rtend, rtkind, kind, state;
+		char comm[PROF_COMM_LEN];
+	} h;
+	size_t nf = prof_sample_slots(ev);
+
+	memset(&h, 0, sizeof(h));
+	h.cgroup = ev->cgroup_id;
+	h.gen = p->gen;
+	h.type = ev->type;
+	h.tgid = ev->tgid;
+	h.flags = ev->flags;
+	h.nkern = ev->nkern;
+	h.nuser = ev->nuser;
+	h.nrt = ev->nrt;
+	h.uend = ev->uend;
+	h.rtend = ev->rtend;
+	h.rtkind = ev->rtkind;
+	h.kind = p->rt.kind;
+	h.state = p->rt.state;
+	memcpy(h.comm, ev->comm, PROF_COMM_LEN);
+	if (nf > 2 * PROF_MAX_FRAMES)
+		nf = 2 * PROF_MAX_FRAMES;
+	key[0] = hash64(ev->frames, nf * sizeof(ev->frames[0]), hash64(&h, sizeof(h), 0x6d656d6f));
+	key[1] = hash64(ev->frames, nf * sizeof(ev->frames[0]), hash64(&h, sizeof(h), 0x2b7e1516));
+}
+
+/* Would an equal record later get the same stack? Not while a frame
+ * waits for its process's maps, its file's symbols, or a perf map. */
+static bool settled(const struct frame *fr, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct frame *f = &fr[i];
+
+		if (f->kernel || f->marker || f->rt)
+			continue;
+		if (!f->vma)
+			return false;
+		if (f->vma->file) {
+			if (f->vma->dso && __atomic_load_n(&f->vma->dso->state, __ATOMIC_ACQUIRE) != DSO_DONE)
+				return false;
+		} else if (!f->name && f->vma->path[0] != '[') {
+			return false;
+		}
+	}
+	return true;
 }
 
 /* Keeps a copy of ev for later; false when too many wait already. */
@@ -124,6 +185,13 @@ static void touch_tables(struct profiler *pr, const struct prof_sample_ev *ev, i
 	unwinder__unlock(pr->unw);
 }
 
+/* How ev's user walk ended, counted (cpu samples). */
+static void count_end(struct profiler *pr, const struct prof_sample_ev *ev)
+{
+	if (ev->type != OFFCPU_EV_SAMPLE)
+		pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
+}
+
 /*
  * Symbolizes a record, a cpu sample or an off-CPU block (OFFCPU_EV_SAMPLE),
  * and counts it in its type's batch. A record whose frames wait for the
@@ -134,39 +202,64 @@ static void touch_tables(struct profiler *pr, const struct prof_sample_ev *ev, i
  */
 static void add_record(struct profiler *pr, const struct prof_sample_ev *ev, int64_t due_ns)
 {
-	bool off = ev->type == OFFCPU_EV_SAMPLE;
+	bool off = ev->type == OFFCPU_EV_SAMPLE, memo;
 	struct proc *p = procs__get(pr->ps, ev->tgid, ev->comm, ev->cgroup_id);
-	/* nn native frames in pr->frames; n stored (Python frames merged) */
-	int nn = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES), n = nn;
 	/* An off-CPU interval is filed under the minute it ended in (when
 	 * the thread ran again: the time the event carries); a wait across a
 	 * minute boundary is not split, as the earlier minute may be stored. */
 	struct batch *b = minutes__batch(off ? pr->omins : pr->mins,
 					 wallclock__wall(&pr->wc, (int64_t)ev->time_ns));
+	const int64_t vals[2] = { 1, off ? (int64_t)ev->period : b ? batch__period(b) : 0 };
+	struct rt_merged m = { 0 };
 	const struct frame *fr = pr->frames;
 	char comm[PROF_COMM_LEN + 1];
-	int err;
+	uint64_t key[2];
+	uint32_t tag;
+	int nn, n, err;
 
-	if (due_ns && waits_for_load(p, pr->frames, nn) && defer(pr, ev, due_ns))
-		return;
-	if (pr->rts && p && ev->nrt) {
-		n = runtimes__merge(pr->rts, p, ev, pr->frames, nn, pr->rtframes, STACK_MAX_FRAMES);
-		fr = pr->rtframes;
+	/* A record this batch has seen: its sample again (batch.c's memo),
+	 * unless this one is due a look for a runtime to set up. */
+	memo = b && p && !runtimes__wants_look(pr->rts, p, (int64_t)ev->time_ns);
+	if (memo) {
+		record_key(ev, p, key);
+		if (batch__memo_hit(b, key, vals, &tag)) {
+			m.kind = (uint8_t)(tag & 0xff);
+			m.frames = tag >> 8;
+			runtimes__count(pr->rts, &m);
+			pr->memo_hits++;
+			count_end(pr, ev);
+			if (off)
+				pr->offcpu_samples++;
+			else
+				pr->samples++;
+			return;
+		}
 	}
-	if (!off)
-		pr->uends[ev->uend < PROF_UE_MAX ? ev->uend : PROF_UE_NONE]++;
+	/* nn native frames in pr->frames; n stored (runtime frames merged) */
+	nn = stack__symbolize(pr->ps, pr->sym, p, ev, pr->frames, 2 * PROF_MAX_FRAMES);
+	n = nn;
+	if (waits_for_load(p, pr->frames, nn)) {
+		if (due_ns && defer(pr, ev, due_ns))
+			return;
+		memo = false; /* stored with what is loaded: not for reuse */
+	}
+	if (pr->rts && p && ev->nrt) {
+		n = runtimes__merge(pr->rts, p, ev, pr->frames, nn, pr->rtframes, STACK_MAX_FRAMES, &m);
+		fr = pr->rtframes;
+		memo = memo && !m.unsure;
+	}
+	count_end(pr, ev);
 	touch_tables(pr, ev, nn);
 	memcpy(comm, ev->comm, PROF_COMM_LEN);
 	comm[PROF_COMM_LEN] = 0;
 	if (!b) {
 		err = -ENOMEM;
 	} else if (off) {
-		const int64_t vals[2] = { 1, (int64_t)ev->period };
 		const char *state = offcpu__state_name(ev->flags);
 
 		err = batch__add_values(b, p, ev->tgid, comm, fr, n, vals, state ? "state" : NULL, state);
 	} else {
-		err = batch__add(b, p, ev->tgid, comm, fr, n);
+		err = batch__add_values(b, p, ev->tgid, comm, fr, n, vals, NULL, NULL);
 	}
 	if (err)
 		pr->nomem++;
@@ -174,6 +267,8 @@ static void add_record(struct profiler *pr, const struct prof_sample_ev *ev, int
 		pr->offcpu_samples++;
 	else
 		pr->samples++;
+	if (!err && memo && m.frames < (1u << 24) && settled(fr, n))
+		batch__memo_put(b, key, (uint32_t)m.kind | m.frames << 8);
 	/* A process not set up from its maps at exec (it ran before us, or
 	 * loaded its interpreter later) is, from whichever record shows its
 	 * interpreter first. Last: it may re-read p's maps, which frees the
@@ -386,6 +481,7 @@ static void update_stats(struct profiler *pr)
 	symbolizer__stats(pr->sym, &ss);
 	st.samples = pr->samples;
 	st.lost_nomem = pr->nomem;
+	st.memo_hits = pr->memo_hits;
 	st.procs = procs__count(pr->ps);
 	st.dsos = ss.dsos;
 	st.symtabs = ss.symtabs;

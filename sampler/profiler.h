@@ -35,6 +35,7 @@ struct profiler_opts {
 
 struct profiler_stats {
 	uint64_t samples;      /* samples aggregated into batches */
+	uint64_t memo_hits;    /* ... of them (and off-CPU blocks) added as a record seen before */
 	uint64_t bpf_samples;  /* samples the BPF program took (idle excluded) */
 	uint64_t idle;
 	uint64_t lost_ring_full, lost_events, kstack_errors, ustack_errors;

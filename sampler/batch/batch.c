@@ -5,6 +5,16 @@
  * lookups each; two per-batch caches keep the common case to one: labels
  * per (pid, proc generation, comm) and location ids per (pid, address) -
  * per (address) for kernel frames, which every process shares.
+ *
+ * A third, the memo, skips even those: a busy process repeats its raw
+ * stacks (a hot loop's few leaf addresses under the same callers), and the
+ * sampler thread's cost per sample was the symbolizing, the naming of
+ * runtime frames and these lookups, all redone for a record seen seconds
+ * before (issues 28, 29: 4 busy JVMs, 10 busy nodes). The caller hashes
+ * what decides a record's stack and labels (profiler.c: record_key) and,
+ * once a record's result is final (nothing waited for a load or failed
+ * to read), remembers which sample it went to; an equal record later in
+ * the batch adds its values there. Per batch, as the locations are.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +44,16 @@ struct batch {
 	struct hmap locs;   /* hash(pid, gen, addr) / hash(addr) -> loc id */
 	struct hmap bare;   /* hash(mapping id, addr) -> id of a line-less location */
 	uint64_t *stack;    /* scratch: location ids of one sample */
+	/* the memo: open addressing, h == 0 empty */
+	struct memo_ent { uint64_t h, check; uint32_t at, tag; } *memo;
+	size_t mcap, mn;
+	uint32_t last_at;   /* the sample the last add went to */
+	bool last_ok;
 };
+
+/* Records remembered per batch at most (24 bytes each, twice for room). */
+#define MEMO_MAX 16384u
+#define MEMO_FIRST 256u
 
 static void batch__reset_caches(struct batch *b)
 {
@@ -44,6 +63,10 @@ static void batch__reset_caches(struct batch *b)
 	hmap__fini(&b->labels);
 	hmap__fini(&b->locs);
 	hmap__fini(&b->bare);
+	if (b->memo)
+		memset(b->memo, 0, b->mcap * sizeof(*b->memo));
+	b->mn = 0;
+	b->last_ok = false;
 	b->kmap = 0;
 	b->umap = 0;
 }
@@ -100,7 +123,13 @@ void batch__free(struct batch *b)
 	batch__reset_caches(b);
 	profile__free(b->p);
 	free(b->stack);
+	free(b->memo);
 	free(b);
+}
+
+int64_t batch__period(const struct batch *b)
+{
+	return b->period_ns;
 }
 
 uint64_t batch__count(const struct batch *b)
@@ -340,6 +369,7 @@ int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *co
 			return -ENOMEM;
 		nl++;
 	}
+	b->last_ok = false;
 	for (int i = 0; i < n && k < STACK_MAX_FRAMES; i++) {
 		uint64_t id = location_for(b, p, pid, &fr[i]);
 
@@ -347,10 +377,63 @@ int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *co
 			return -ENOMEM;
 		b->stack[k++] = id;
 	}
-	if (profile__add_sample(b->p, b->stack, k, l, nl, vals))
+	if (profile__add_sample_at(b->p, b->stack, k, l, nl, vals, &b->last_at))
 		return -ENOMEM;
+	b->last_ok = true;
 	b->count++;
 	return 0;
+}
+
+static struct memo_ent *memo_slot(struct memo_ent *m, size_t cap, uint64_t h)
+{
+	size_t i = h & (cap - 1);
+
+	while (m[i].h && m[i].h != h)
+		i = (i + 1) & (cap - 1);
+	return &m[i];
+}
+
+void batch__memo_put(struct batch *b, const uint64_t key[2], uint32_t tag)
+{
+	uint64_t h = key[0] ? key[0] : 1;
+	struct memo_ent *e;
+
+	if (!b->last_ok || b->mn >= MEMO_MAX)
+		return;
+	if (2 * (b->mn + 1) > b->mcap) {
+		size_t cap = b->mcap ? 2 * b->mcap : MEMO_FIRST;
+		struct memo_ent *m = calloc(cap, sizeof(*m));
+
+		if (!m)
+			return;
+		for (size_t i = 0; i < b->mcap; i++)
+			if (b->memo[i].h)
+				*memo_slot(m, cap, b->memo[i].h) = b->memo[i];
+		free(b->memo);
+		b->memo = m;
+		b->mcap = cap;
+	}
+	e = memo_slot(b->memo, b->mcap, h);
+	if (e->h)
+		return; /* a record of another check with this hash: the first keeps it */
+	*e = (struct memo_ent){ h, key[1], b->last_at, tag };
+	b->mn++;
+}
+
+bool batch__memo_hit(struct batch *b, const uint64_t key[2], const int64_t vals[2], uint32_t *tag)
+{
+	struct memo_ent *e;
+
+	if (!b->mn)
+		return false;
+	e = memo_slot(b->memo, b->mcap, key[0] ? key[0] : 1);
+	if (!e->h || e->check != key[1])
+		return false;
+	for (uint32_t v = 0; v < b->p->nvalues && v < 2; v++)
+		b->p->samples[e->at].values[v] += vals[v];
+	b->count++;
+	*tag = e->tag;
+	return true;
 }
 
 int batch__take(struct batch *b, int64_t start_ns, int64_t duration_ns, struct profile **out)

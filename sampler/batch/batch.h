@@ -11,6 +11,7 @@
 #ifndef PROFFS_BATCH_H
 #define PROFFS_BATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sampler/proc/procinfo.h"
@@ -40,6 +41,22 @@ int batch__add(struct batch *b, struct proc *p, pid_t pid, const char *comm,
 int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *comm,
 		      const struct frame *fr, int n, const int64_t vals[2], const char *key,
 		      const char *value);
+
+/*
+ * The memo (batch.c): key is two independent 64-bit hashes of everything
+ * that decides a record's stack and labels, computed by the caller.
+ * batch__memo_put remembers that the sample the last batch__add or
+ * batch__add_values added (successfully) is key's, with tag (the
+ * caller's, given back on a hit); call it only for a result that a later
+ * equal record would get too. batch__memo_hit adds vals to key's sample
+ * if this batch remembers one, and returns true with *tag. Cleared with
+ * the batch (batch__take); bounded, a full memo remembers nothing more.
+ */
+void batch__memo_put(struct batch *b, const uint64_t key[2], uint32_t tag);
+bool batch__memo_hit(struct batch *b, const uint64_t key[2], const int64_t vals[2], uint32_t *tag);
+
+/* The period one sample stands for (batch__new's period_ns). */
+int64_t batch__period(const struct batch *b);
 
 /* Samples in the open batch. */
 uint64_t batch__count(const struct batch *b);

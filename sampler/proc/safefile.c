@@ -28,6 +28,7 @@ static const char *const reason_names[SF_R_MAX] = {
 	[SF_R_OWNER] = "owner",         [SF_R_PERMISSION] = "permission",
 	[SF_R_TOO_BIG] = "too_big",     [SF_R_LINE] = "line_too_long",
 	[SF_R_FORMAT] = "bad_format",   [SF_R_TIMEOUT] = "timeout",
+	[SF_R_STALE] = "stale",
 };
 
 const char *safefile__reason_name(enum sf_reason r)
@@ -60,6 +61,49 @@ void safefile__refuse(enum sf_reason r, const char *path, dev_t dev, ino_t ino)
 	pthread_mutex_unlock(&logged_lock);
 	if (first)
 		pr_debug("safefile: refused %s: %s", path ? path : "?", reason_names[r]);
+}
+
+int64_t safefile__started_ns(pid_t pid)
+{
+	static int64_t boot_s = -1;
+	unsigned long long start = 0;
+	char p[64], buf[1024], *rp;
+	long hz = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+	int fd;
+
+	if (__atomic_load_n(&boot_s, __ATOMIC_RELAXED) < 0) {
+		FILE *f = fopen("/proc/stat", "re");
+		long long b = -1;
+		char line[256];
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %lld", &b) == 1)
+				break;
+		if (f)
+			fclose(f);
+		if (b < 0)
+			return -EIO;
+		__atomic_store_n(&boot_s, (int64_t)b, __ATOMIC_RELAXED);
+	}
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	/* after the comm, which may hold spaces and parentheses: field 22 is
+	 * the 20th after ')' */
+	rp = strrchr(buf, ')');
+	if (!rp || hz <= 0 ||
+	    sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &start) != 1)
+		return -EIO;
+	return boot_s * 1000000000LL + (int64_t)(start / (unsigned long long)hz) * 1000000000LL +
+	       (int64_t)(start % (unsigned long long)hz) * (1000000000LL / hz);
 }
 
 int safefile__cred(pid_t pid, struct sf_cred *c, pid_t *nspid)

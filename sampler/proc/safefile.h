@@ -41,8 +41,14 @@ enum sf_reason {
 	SF_R_LINE,        /* a line over SF_PERFMAP_LINE_MAX (the line is skipped) */
 	SF_R_FORMAT,      /* not what it claims to be (corrupt ELF) */
 	SF_R_TIMEOUT,     /* a read that did not finish in time, abandoned */
+	SF_R_STALE,       /* perf map written before its process started (a dead one's, same pid) */
 	SF_R_MAX
 };
+
+/* When pid started, as CLOCK_REALTIME ns (boot time plus /proc/PID/stat's
+ * start time: to the second, boot time being given in seconds); -errno
+ * if it cannot be read. */
+int64_t safefile__started_ns(pid_t pid);
 
 /* "symlink", "not_regular", ... for the metric's reason label. */
 const char *safefile__reason_name(enum sf_reason r);

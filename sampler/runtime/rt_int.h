@@ -23,6 +23,7 @@ struct rt_counts {
 	uint64_t frames;	/* runtime frames stored */
 	uint64_t stale;		/* frames stored as a marker: the object was freed */
 	uint64_t unreadable;	/* ... it could not be read */
+	uint64_t unsettled;	/* frames named short of what a later merge may find */
 };
 
 /* Its name cache's, taken at the snapshot. */

@@ -521,12 +521,16 @@ int runtimes__due(struct runtimes *rts, int64_t now_ns)
 	return next <= now_ns ? 0 : (int)((next - now_ns + 999999) / 1000000);
 }
 
+bool runtimes__wants_look(const struct runtimes *rts, const struct proc *p, int64_t now_ns)
+{
+	return rts && p && !p->exit_ns && (p->rt.state == RTS_UNKNOWN || p->rt.state == RTS_WAIT) &&
+	       now_ns >= p->rt.next_ns;
+}
+
 void runtimes__see(struct runtimes *rts, struct proc *p, const struct frame *fr, int n,
 		   int64_t now_ns)
 {
-	if (!rts || !p || p->exit_ns)
-		return;
-	if ((p->rt.state != RTS_UNKNOWN && p->rt.state != RTS_WAIT) || now_ns < p->rt.next_ns)
+	if (!runtimes__wants_look(rts, p, now_ns))
 		return;
 	for (int i = 0; i < n; i++) {
 		const struct vma *v = fr[i].vma;
@@ -559,10 +563,12 @@ int runtimes__twin_step(struct runtimes *rts, struct proc *p, struct twin_regs *
 }
 
 int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_sample_ev *ev,
-		    const struct frame *fr, int n, struct frame *out, int max)
+		    const struct frame *fr, int n, struct frame *out, int max, struct rt_merged *m)
 {
 	int k = p ? p->rt.kind : RT_NONE;
+	struct rt_counts before, *c;
 
+	*m = (struct rt_merged){ 0 };
 	if (!rts || !p || p->rt.state != RTS_WALKED || !ev->nrt || ev->rtkind != k || k <= RT_NONE ||
 	    k >= RT_NKINDS) {
 		if (n > max)
@@ -570,7 +576,20 @@ int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_samp
 		memcpy(out, fr, (size_t)n * sizeof(*fr));
 		return n;
 	}
-	return ops_of[k]->merge(rts->st[k], p, ev, fr, n, out, max, &rts->cnt[k]);
+	c = &rts->cnt[k];
+	before = *c;
+	n = ops_of[k]->merge(rts->st[k], p, ev, fr, n, out, max, c);
+	m->kind = (uint8_t)k;
+	m->frames = (uint32_t)(c->frames - before.frames);
+	m->unsure = c->stale != before.stale || c->unreadable != before.unreadable ||
+		    c->unsettled != before.unsettled;
+	return n;
+}
+
+void runtimes__count(struct runtimes *rts, const struct rt_merged *m)
+{
+	if (rts && m->kind > RT_NONE && m->kind < RT_NKINDS)
+		rts->cnt[m->kind].frames += m->frames;
 }
 
 void runtimes__forget(struct runtimes *rts, pid_t pid)

@@ -123,14 +123,32 @@ void runtimes__see(struct runtimes *rts, struct proc *p, const struct frame *fr,
  * Sampler thread (the poll loop's timer). */
 int runtimes__due(struct runtimes *rts, int64_t now_ns);
 
+/* Would runtimes__see look at a sample of p taken at now_ns? (A caller
+ * that skips the frames of a sample it has seen before must not skip
+ * this look.) */
+bool runtimes__wants_look(const struct runtimes *rts, const struct proc *p, int64_t now_ns);
+
+/* What one merge named: frames of runtime kind, and whether a later
+ * merge of the same record could name it otherwise (an object unreadable
+ * or freed, code not found yet): then its result is not to be reused. */
+struct rt_merged {
+	uint8_t kind;
+	bool unsure;
+	uint32_t frames;
+};
+
 /*
  * The stack to store: fr[0..n) (leaf first) with ev's runtime frames,
  * named now, in place of the runtime's anchor frames. out has room for
- * max frames; returns the count written. Names in out live until the
- * next call. Sampler thread.
+ * max frames; returns the count written and fills *m. Names in out live
+ * until the next call. Sampler thread.
  */
 int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_sample_ev *ev,
-		    const struct frame *fr, int n, struct frame *out, int max);
+		    const struct frame *fr, int n, struct frame *out, int max, struct rt_merged *m);
+
+/* Counts m's frames as a merge would have (a caller that reused a
+ * merge's result instead of merging again). */
+void runtimes__count(struct runtimes *rts, const struct rt_merged *m);
 
 /*
  * The pending walk (sampler/unwind/pending.c) of a sample of p meets the

@@ -600,6 +600,8 @@ out:
 	return t;
 }
 
+#define STALE_SLACK_NS (2 * 1000000000LL)
+
 /* Reads pid's perf map into r, unless it is the file r->size and
  * r->mtime_ns describe on entry (-1: none), which sets r->unchanged.
  * Returns 0 or -errno. s (NULL: no budget) holds the perf map budget. */
@@ -612,7 +614,7 @@ static int perfmap_read(struct symbolizer *s, pid_t pid, int64_t deadline_ns,
 	size_t len, nlong = 0;
 	char *buf;
 	pid_t nspid;
-	int64_t mtime;
+	int64_t mtime, started;
 	int fd, rfd, err;
 
 	err = safefile__cred(pid, &c, &nspid);
@@ -628,6 +630,15 @@ static int perfmap_read(struct symbolizer *s, pid_t pid, int64_t deadline_ns,
 	if (fd < 0)
 		return fd;
 	mtime = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	/* A map last written before the process started is a dead process's
+	 * whose pid this one got: its names are not this process's code. (The
+	 * start is known to the second.) */
+	started = safefile__started_ns(pid);
+	if (started > 0 && mtime < started - STALE_SLACK_NS) {
+		safefile__refuse(SF_R_STALE, p, st.st_dev, st.st_ino);
+		close(fd);
+		return -ENOENT;
+	}
 	if (r->size == (int64_t)st.st_size && r->mtime_ns == mtime) {
 		r->unchanged = true;
 		close(fd);

@@ -416,6 +416,9 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 			fr = f2;
 			goto named;
 		}
+		/* the function alone; its code may be found once more is learnt */
+		if (r->vp->learns < LEARN_MAX)
+			r->cnt->unsettled++;
 	}
 	n = v8names__frame(r->names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
 			   (void *)(intptr_t)r->pid, &fr, ret, r->nf, V8RT_MAX_INLINE);

@@ -576,6 +576,15 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 			const struct prof_label *labels, uint32_t nlabels,
 			const int64_t *values)
 {
+	uint32_t at;
+
+	return profile__add_sample_at(p, locs, nlocs, labels, nlabels, values, &at);
+}
+
+int profile__add_sample_at(struct profile *p, const uint64_t *locs, uint32_t nlocs,
+			   const struct prof_label *labels, uint32_t nlabels,
+			   const int64_t *values, uint32_t *at)
+{
 	struct prof_label stackbuf[8], *sorted;
 	struct samplekey k = { locs, nlocs, NULL, nlabels };
 	struct prof_sample s = { .nlocs = nlocs, .nlabels = nlabels };
@@ -592,6 +601,7 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	if (i != UINT32_MAX) {
 		for (uint32_t v = 0; v < p->nvalues; v++)
 			p->samples[i].values[v] += values[v];
+		*at = i;
 		err = 0;
 		goto out;
 	}
@@ -609,6 +619,7 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 	    push_sample(p, s, sorted, values, shared == UINT32_MAX, true))
 		goto out;
 	p->idx->nindexed = p->nsamples;
+	*at = p->nsamples - 1;
 	/* (no room to remember it: the next sample of this stack copies it) */
 	if (nlocs && shared == UINT32_MAX)
 		hidx__insert(&p->idx->stacks, hs, p->nsamples - 1);

@@ -148,6 +148,12 @@ uint64_t profile__add_location(struct profile *p, const struct prof_location *l)
 int profile__add_sample(struct profile *p, const uint64_t *locs, uint32_t nlocs,
 			const struct prof_label *labels, uint32_t nlabels,
 			const int64_t *values);
+/* profile__add_sample that also gives the sample's index in p->samples
+ * (*at; valid while p lives: samples are never removed or reordered), so
+ * a caller may add to its values again without the lookup. */
+int profile__add_sample_at(struct profile *p, const uint64_t *locs, uint32_t nlocs,
+			   const struct prof_label *labels, uint32_t nlabels,
+			   const int64_t *values, uint32_t *at);
 
 /* Appends a sample the caller knows p lacks (no sample with equal
  * locations and labels; a merge of distinct store rows), without the

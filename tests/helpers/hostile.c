@@ -8,7 +8,8 @@
  *       /tmp/perf-PID.map hostile: MODE fifo (a FIFO), sparse (a 100 GB
  *       sparse file), link (a symlink to TARGET: /dev/zero, a root-only
  *       file), rewrite (a valid map naming the loop "jit_rewritten",
- *       rewritten in place 1000 times a second by a thread).
+ *       rewritten in place 1000 times a second by a thread), stale (a
+ *       valid map naming it "jit_stale_name", dated an hour before).
  *   hostile maps N SECS     maps N one-page executable regions (each
  *       different from its neighbours so none merge), runs in the last.
  *   hostile comm SECS       renames itself to a comm holding ';', a
@@ -141,6 +142,20 @@ static int jit(int argc, char **argv)
 	} else if (!strcmp(mode, "rewrite")) {
 		if (pthread_create(&t, NULL, rewriter, NULL))
 			return 1;
+	} else if (!strcmp(mode, "stale")) {
+		/* a well-formed map dated an hour before this process: as a dead
+		 * process's map left in /tmp looks to one that got its pid */
+		struct timespec old[2];
+		FILE *f = fopen(map_path, "w");
+
+		if (!f || fprintf(f, "%lx %zx jit_stale_name\n", (unsigned long)fn_addr, sizeof(code)) < 0 ||
+		    fclose(f))
+			return perror("hostile: stale map"), 1;
+		clock_gettime(CLOCK_REALTIME, &old[0]);
+		old[0].tv_sec -= 3600;
+		old[1] = old[0];
+		if (utimensat(AT_FDCWD, map_path, old, 0))
+			return perror("hostile: utimensat"), 1;
 	} else {
 		fprintf(stderr, "hostile: bad jit mode %s\n", mode);
 		return 2;

@@ -48,7 +48,17 @@ restore_sysctl() { [[ -n $OLD_PS ]] && echo "$OLD_PS" >$PS_SYSCTL 2>/dev/null; }
 declare -A CASE=()
 # The cases are killed, so their perf maps in /tmp (a FIFO, a 100 GB sparse
 # file, links) are not removed by them: the trap does.
-rm_perfmaps() { local p; for p in "${CASE[@]}"; do rm -f "/tmp/perf-$p.map"; done; }
+# The cases stop first: the rewrite case's thread writes its map anew
+# every millisecond (145 stale maps piled up in /tmp, one read whenever a
+# new process got a pid of theirs).
+rm_perfmaps() {
+	local p i
+	for p in "${CASE[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for p in "${CASE[@]}"; do
+		for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		rm -f "/tmp/perf-$p.map"
+	done
+}
 trap 'rc=$?; restore_sysctl; rm_perfmaps; (exit $rc); s_cleanup' EXIT
 [[ -n $OLD_PS ]] && { echo 0 >$PS_SYSCTL || skip "cannot set fs.protected_symlinks"; }
 
@@ -61,6 +71,7 @@ chmod 755 "$WORK/bin/hostile"
 "$WORK/bin/hostile" badelf "$WORK/bin/badelf" || die "hostile badelf"
 SECRET=ROOTONLY$RANDOM$RANDOM
 A_FIFO=500001000000 A_SPARSE=500002000000 A_ZERO=500003000000 A_ROOT=500004000000 A_RW=500005000000
+A_STALE=500006000000
 ROOTFILE=$WORK/rootonly.map
 {
 	for a in $A_FIFO $A_SPARSE $A_ZERO $A_ROOT $A_RW; do
@@ -103,6 +114,7 @@ start_case sparse "$H" jit $A_SPARSE $CASE_SECS sparse
 start_case devzero "$H" jit $A_ZERO $CASE_SECS link /dev/zero
 start_case rootlink "$H" jit $A_ROOT $CASE_SECS link "$ROOTFILE"
 start_case rewrite "$H" jit $A_RW $CASE_SECS rewrite
+start_case stale "$H" jit $A_STALE $CASE_SECS stale
 start_case comm "$H" comm $CASE_SECS
 start_case badelf "$WORK/bin/badelf" spin $CASE_SECS
 # Copies of the mount in other mount namespaces (nobody's own user
@@ -159,6 +171,7 @@ check_refusal "symlink to /dev/zero" symlink "tmp/perf-${CASE[devzero]}.map"
 check_refusal "symlink to a root-only file" symlink "tmp/perf-${CASE[rootlink]}.map"
 check_refusal "60,000 mappings" too_big "/proc/${CASE[maps]}/maps"
 check_refusal "corrupt ELF" bad_format "$WORK/bin/badelf"
+check_refusal "perf map older than its process" stale "tmp/perf-${CASE[stale]}.map"
 
 # The rewritten map: read again only when it changed and a JIT frame
 # missed, at most once a second (the only perf map here that is read at
@@ -183,10 +196,15 @@ for n in "${!CASE[@]}"; do
 	((s >= 50)) || fail "case $n: only $s samples (was it sampled?)"
 done
 ok "every case sampled (>= 50 samples each)"
-for n in fifo sparse devzero rootlink; do
+for n in fifo sparse devzero rootlink stale; do
 	grep -q '\[jit\]+0x' "$WORK/$n.folded" || { fail "case $n: JIT frames not shown as [jit]+0x..."; head -3 "$WORK/$n.folded"; }
 done
 ok "JIT frames of refused perf maps show as [jit]+0xOFFSET"
+if grep -q jit_stale_name "$WORK/stale.folded"; then
+	fail "a stale perf map named the frames of the process that got its pid"
+else
+	ok "a perf map older than its process names nothing"
+fi
 
 # --- nothing of the root-only file in the tree ---
 {

@@ -13,6 +13,7 @@ MOUNTS=()  # mountpoints to unmount at exit
 PIDS=()    # processes to kill at exit
 declare -A RUN_LOGS=() # daemon pid -> its log
 CGROUPS=() # cgroup dirs to remove at exit, innermost last
+PERFMAPS=() # pids whose /tmp/perf-PID.map to remove at exit (a JIT leaves it)
 FAILS=0
 
 log() { printf '%s\n' "$*"; }
@@ -35,6 +36,7 @@ s_cleanup() {
 		for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null
 	done
+	for p in "${PERFMAPS[@]}"; do rm -f "/tmp/perf-$p.map"; done
 	for m in "${MOUNTS[@]}"; do
 		if grep -q " $m " /proc/mounts 2>/dev/null; then
 			fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null

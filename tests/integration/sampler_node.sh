@@ -180,7 +180,7 @@ node_run 0 3 "$WORK/withheld.out"; P=$NODE_PID
 # and node's own perf map (--perf-basic-prof): what names its JS then,
 # as JIT frames, ending in _[j]
 # (in the work dir: node leaves its isolate-*-v8.log where it runs)
-(cd "$WORK" && exec /usr/bin/node --perf-basic-prof "$JS" run 5 >"$WORK/perfmap.out" 2>&1) & PM=$!; PIDS+=("$PM")
+(cd "$WORK" && exec /usr/bin/node --perf-basic-prof "$JS" run 5 >"$WORK/perfmap.out" 2>&1) & PM=$!; PIDS+=("$PM"); PERFMAPS+=("$PM")
 # and short-lived workers under node 18 (walked by this daemon)
 LD_LIBRARY_PATH=${LIBS[1]} "${EXES[1]}" "$JS" churn 8 >"$WORK/churn.out" 2>&1 & CH=$!; PIDS+=("$CH")
 wait "$P"

@@ -100,7 +100,7 @@ while (Date.now() - t0 < 5000) s += jsHeavy(1e6);
 console.log(s);
 JS
 # (in the work dir: node leaves its isolate-*-v8.log where it runs)
-(cd "$WORK" && exec node --perf-basic-prof "$WORK/jsheavy.js" >/dev/null) & NP=$!; PIDS+=("$NP")
+(cd "$WORK" && exec node --perf-basic-prof "$WORK/jsheavy.js" >/dev/null) & NP=$!; PIDS+=("$NP"); PERFMAPS+=("$NP")
 in_cgroup "$CG1C" "$TESTS_BIN/deep" 7 4
 in_cgroup "$CG2C" "$TESTS_BIN/deep" 8 4
 in_cgroup "$CG3U" "$TESTS_BIN/deep" 9 4
