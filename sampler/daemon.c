@@ -446,6 +446,9 @@ static void *sampler_thread(void *arg)
 	struct run *r = arg;
 	int64_t cut = next_cut(r, now_ns()), last_expire = 0;
 
+	/* its CPU shows apart in top -H and /proc/PID/task */
+	pthread_setname_np(pthread_self(), "proffs-sampler");
+
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		/* At most POLL_MAX_MS: samples wait in the ring (it holds a second of worst-case records, far more of typical ones)
 		 * and each wakeup costs the daemon more than its records do;

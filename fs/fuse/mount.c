@@ -39,6 +39,9 @@ static void *loop_main(void *arg)
 	struct fuse_loop_config *cfg;
 	int err;
 
+	/* its CPU shows apart in top -H and /proc/PID/task */
+	pthread_setname_np(pthread_self(), "proffs-fuse");
+
 	if (m->on_serve)
 		m->on_serve(m->on_serve_ctx);
 	cfg = fuse_loop_cfg_create();

@@ -279,6 +279,9 @@ static void *scrape_thread(void *arg)
 	struct scraper *s = arg;
 	int64_t next = now_mono_ns();
 
+	/* its CPU shows apart in top -H and /proc/PID/task */
+	pthread_setname_np(pthread_self(), "proffs-scrape");
+
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		int64_t now = now_mono_ns(), wait_ms;
 		int running = 0;

@@ -330,6 +330,9 @@ static void *fetcher_main(void *arg)
 	struct dbgd *d = arg;
 	debuginfod_client *c = lib.begin();
 
+	/* its CPU shows apart in top -H and /proc/PID/task */
+	pthread_setname_np(pthread_self(), "proffs-fetch");
+
 	if (!c)
 		pr_warn("debuginfod: cannot start a client; no debug files are fetched");
 	else {

@@ -22,6 +22,7 @@
  * sampled).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -472,6 +473,9 @@ static void round_(struct namer *n)
 static void *namer_main(void *arg)
 {
 	struct namer *n = arg;
+
+	/* its CPU shows apart in top -H and /proc/PID/task */
+	pthread_setname_np(pthread_self(), "proffs-namer");
 
 	pthread_mutex_lock(&n->lock);
 	while (!n->stop) {

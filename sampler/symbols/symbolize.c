@@ -734,6 +734,9 @@ static void *loader_main(void *arg)
 	struct loader *l = arg;
 	struct symbolizer *s = l->s;
 
+	/* its CPU shows apart in top -H and /proc/PID/task */
+	pthread_setname_np(pthread_self(), "proffs-loader");
+
 	if (pthread_getcpuclockid(pthread_self(), &l->cpu))
 		l->cpu = CLOCK_THREAD_CPUTIME_ID; /* reads as ours: never idle */
 	pthread_mutex_lock(&s->lock);
@@ -984,7 +987,7 @@ void symbolizer__trim(struct symbolizer *s, uint64_t budget)
 
 	s->clock++;
 	budget = budget ? budget : SYM_CACHE_BYTES;
-	keep_from = s->clock > 10 ? s->clock - 10 : 0;
+	keep_from = s->clock > SYM_KEEP_CALLS ? s->clock - SYM_KEEP_CALLS : 0;
 	pthread_mutex_lock(&s->lock);
 	if (s->tab_bytes <= budget)
 		goto out;

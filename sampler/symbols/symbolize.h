@@ -49,6 +49,13 @@ struct symtab {
 /* Symbol tables held at most (bytes), least recently used dropped first
  * (symbolizer__trim); a dropped table is read again at its next use. */
 #define SYM_CACHE_BYTES (8u << 20)
+/* symbolizer__trim calls (about a second each) a table used stays. Longer
+ * than a batch: a stack the batch has seen is not symbolized again
+ * (sampler/batch/batch.c's memo), so a table in use by every sample of a
+ * busy process may be looked up only once a batch; at 10 node's and
+ * libc's tables were dropped and read again every batch (28 loads in 40
+ * s with ten busy nodes, a quarter of the daemon's CPU). */
+#define SYM_KEEP_CALLS 60
 
 /* One file as seen through some mapping: identity and its symbols. */
 struct dso {
@@ -139,7 +146,7 @@ struct dso *symbolizer__dso(struct symbolizer *s, pid_t pid, uint64_t dev,
 /*
  * Drops the least recently used symbol tables while they hold more than
  * budget bytes (0: SYM_CACHE_BYTES), down to 3/4 of it; tables used within
- * the last 10 calls stay. Their files' dsos are loaded again at their next
+ * the last SYM_KEEP_CALLS calls stay. Their files' dsos are loaded again at their next
  * sample. Call from the sampler thread between samples, about once a
  * second (each call is one tick of the clock lookups stamp): names handed
  * out by symbolizer__lookup before it may be freed by it.

@@ -677,6 +677,9 @@ static void *worker(void *arg)
 	struct unwinder *u = arg;
 	int64_t last_gc = now_mono_ns();
 
+	/* its CPU shows apart in top -H and /proc/PID/task */
+	pthread_setname_np(pthread_self(), "proffs-unwind");
+
 	pthread_mutex_lock(&u->lock);
 	while (!u->stop) {
 		struct entry *e = u->q_head;

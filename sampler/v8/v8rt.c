@@ -21,6 +21,7 @@
 #include "sampler/batch/stack.h"
 #include "sampler/proc/procinfo.h"
 #include "sampler/runtime/rt_int.h"
+#include "sampler/runtime/rtmemo.h"
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/symbolize.h"
 #include "sampler/unwind/twin.h"
@@ -70,6 +71,7 @@ struct osr_slot {
 
 struct v8rt {
 	struct v8names *names;
+	struct rt_memo *memo; /* records named before (rtmemo.h) */
 	struct rt_pdata procs; /* pid -> struct v8rtproc */
 	/* one merge's */
 	uint32_t index[V8_MAX_FRAMES];
@@ -77,6 +79,7 @@ struct v8rt {
 	char text[NAMES_BYTES];
 	size_t used;
 	struct v8rtproc *vp;
+	uint64_t gen; /* the process image's (struct proc) */
 	pid_t pid;
 	const uint64_t *rec;
 	struct rt_counts *cnt;
@@ -122,7 +125,8 @@ static void *v8_state_new(void)
 {
 	struct v8rt *r = calloc(1, sizeof(*r));
 
-	if (r && !(r->names = v8names__new(0))) {
+	if (r && (!(r->names = v8names__new(0)) || !(r->memo = rt_memo__new()))) {
+		v8names__free(r->names);
 		free(r);
 		r = NULL;
 	}
@@ -136,6 +140,7 @@ static void v8_state_free(void *st)
 	if (!r)
 		return;
 	v8names__free(r->names);
+	rt_memo__free(r->memo);
 	rt_pdata__free(&r->procs);
 	free(r);
 }
@@ -232,6 +237,7 @@ static const char *keep_display(struct v8rt *r, const char *name, const char *pa
 #define CODE_ALIGN 32		   /* instructions start 32- or 64-byte aligned on x64 */
 #define CODE_SCAN (256u << 10)	   /* a code-space page: an object never spans two */
 #define CODE_READ 4096
+#define HDR_READ 128		   /* a Code's header, as far as refine() reads it */
 
 static int rd64(pid_t pid, uint64_t a, uint64_t *v)
 {
@@ -384,11 +390,23 @@ static bool refine(struct v8rt *r, struct v8_frame *fr, const struct frame *nf, 
 	}
 	if (!code)
 		return false;
-	if (l->code_start_ptr >= 0 ? rd64(r->pid, code + (uint64_t)l->code_start_ptr, &start)
-				   : (start = code + (uint64_t)l->code_start_inline, 0))
-		return false;
-	if (rd32(r->pid, code + (uint64_t)l->code_size, &size) || rd32(r->pid, code + (uint64_t)l->code_flags, &flags))
-		return false;
+	/* the header's fields in one read (they lie within its first bytes) */
+	{
+		int64_t hi = l->code_size + 4 > l->code_flags + 4 ? l->code_size + 4 : l->code_flags + 4;
+		uint8_t hdr[HDR_READ];
+
+		if (l->code_start_ptr >= 0 && l->code_start_ptr + 8 > hi)
+			hi = l->code_start_ptr + 8;
+		if (l->code_size < 0 || l->code_flags < 0 || hi > HDR_READ ||
+		    rt__read(r->pid, code, hdr, (size_t)hi))
+			return false;
+		if (l->code_start_ptr >= 0)
+			memcpy(&start, hdr + l->code_start_ptr, 8);
+		else
+			start = code + (uint64_t)l->code_start_inline;
+		memcpy(&size, hdr + l->code_size, 4);
+		memcpy(&flags, hdr + l->code_flags, 4);
+	}
 	kind = (flags >> l->kind_shift) & l->kind_mask;
 	base = kind == l->kind_baseline;
 	fr->obj = V8_OBJ(base ? sfi : code | 1, base ? V8_FT_BASELINE : V8_FT_OPT, V8_OBJ_INDEX(fr->obj));
@@ -403,8 +421,26 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 	struct v8rt *r = ctx;
 	struct v8_frame fr = { .obj = r->rec[2 * i], .off = (uint32_t)r->rec[2 * i + 1],
 			       .stamp = (uint32_t)(r->rec[2 * i + 1] >> 32) };
+	uint64_t unsettled = r->cnt->unsettled, key[2];
+	bool cut = false;
 	int n;
 
+	/* Named before: the record without the native frame it replaces
+	 * (its depth), with the pc of a frame named by its code's address */
+	{
+		struct {
+			uint64_t obj, off, pc, gen;
+			int32_t pid, ret;
+		} k = { fr.obj & ~(0xffull << 48), r->rec[2 * i + 1],
+			V8_OBJ_TYPE(fr.obj) == V8_FT_FUNC && nf ? nf->addr : 0, r->gen, r->pid, ret };
+
+		key[0] = hash64(&k, sizeof(k), 0x76387265);
+		key[1] = hash64(&k, sizeof(k), 0x6d656d6f);
+		if (max > 0 && (n = rt_memo__get(r->memo, key, out, max)) >= 0) {
+			r->cnt->frames += (uint64_t)n;
+			return n;
+		}
+	}
 	if (V8_OBJ_TYPE(fr.obj) == V8_FT_FUNC) {
 		struct v8_frame f2 = fr;
 
@@ -438,7 +474,7 @@ named:
 		return 1;
 	}
 	if (n > max)
-		n = max;
+		n = max, cut = true;
 	for (int k = 0; k < n; k++) {
 		const struct v8name_frame *j = &r->nf[k];
 		struct frame *o = &out[k];
@@ -463,6 +499,15 @@ named:
 		o->start_line = j->start_line;
 		r->cnt->frames++;
 	}
+	/* kept when final: every frame named, none cut, nothing to learn */
+	if (r->cnt->unsettled == unsettled && !cut) {
+		int k = 0;
+
+		while (k < n && !out[k].marker)
+			k++;
+		if (k == n)
+			rt_memo__put(r->memo, key, out, n);
+	}
 	return n;
 }
 
@@ -480,6 +525,9 @@ static int v8_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 		return n;
 	}
 	r->pid = p->pid;
+	r->gen = p->gen;
+	/* no frame of the memo is held between merges */
+	rt_memo__trim(r->memo);
 	r->rec = (const uint64_t *)&ev->frames[ev->nkern + ev->nuser];
 	r->cnt = cnt;
 	r->used = 0;

@@ -74,11 +74,11 @@ idle() {
 	PIDS+=("$BUSY")
 }
 
-# start_daemon: a daemon (99 Hz, 5 s batches) on a fresh store in $W;
+# start_daemon: a daemon (99 Hz, default flags otherwise) on a fresh store in $W;
 # its pid in D (and PIDS), once its tree is mounted.
 start_daemon() {
 	rm -rf "$W/store"; mkdir -p "$W/mp"
-	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 --batch-interval 5s >"$W/run.log" 2>&1 &
+	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 >"$W/run.log" 2>&1 &
 	D=$!; PIDS+=("$D")
 	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
 }
