@@ -187,13 +187,13 @@ int main(void)
 			close(fd);
 	}
 
-	/* The symbol cache's bound: tables unused for 10 ticks go when over
-	 * budget, and come back at their next use. */
+	/* The symbol cache's bound: tables unused for SYM_KEEP_CALLS ticks go
+	 * when over budget, and come back at their next use. */
 	{
 		struct symbolizer_stats st0, st1, st2;
 
 		symbolizer__stats(sym, &st0);
-		for (int i = 0; i < 11; i++)
+		for (int i = 0; i < SYM_KEEP_CALLS + 1; i++)
 			symbolizer__trim(sym, 1);
 		symbolizer__stats(sym, &st1);
 		name = v ? symbolizer__lookup(sym, v->dso, a - v->start + v->pgoff) : NULL;
