@@ -78,6 +78,8 @@ static int64_t clock_ns(clockid_t c)
 /* Build ids whose debug file arrived, queued for the sampler thread. */
 #define CHANGED_MAX 64
 
+#define LOOK_SLOTS 2048
+
 struct symbolizer {
 	char *debug_root;
 	char *debug_cache;            /* issue 30: debuginfod's cache, or NULL */
@@ -90,6 +92,20 @@ struct symbolizer {
 	struct hmap dsos;    /* hash(dev, ino) -> struct dso *; sampler thread */
 	uint64_t hits, misses; /* sampler thread */
 	uint64_t clock;        /* symbolizer__trim calls; sampler thread */
+	/* Lookups lately, direct-mapped by (dso, offset): a busy process's
+	 * frames repeat, and a lookup in a big table (node's: 100k symbols,
+	 * 17 steps of a binary search through megabytes) was a tenth of the
+	 * sampler thread's time. An entry holds while its dso has the same
+	 * table and no table was dropped since (tabgen). Sampler thread. */
+	struct look {
+		const struct dso *d;
+		const struct symtab *t;
+		uint64_t off, gen;
+		const char *name, *file;
+		int line;
+		bool line_done, has_line;
+	} look[LOOK_SLOTS];
+	uint64_t tabgen; /* tables dropped: bumped under lock by the sampler thread */
 
 	pthread_mutex_t lock; /* guards what follows */
 	pthread_cond_t wake;  /* work queued, or stop */
@@ -910,6 +926,7 @@ static void drop_table(struct symbolizer *s, struct symtab *t)
 
 		hmap__del(&s->symtabs, bk ? bk : 1);
 	}
+	s->tabgen++; /* lookups remembered may name from t */
 	uncount_free(s, t);
 }
 
@@ -1023,16 +1040,38 @@ out:
 	free(cand);
 }
 
+/* The remembered lookup of (d, off) in t, fresh or not. */
+static struct look *look_slot(struct symbolizer *s, const struct dso *d, uint64_t off)
+{
+	return &s->look[hash_pair64((uint64_t)(uintptr_t)d, off) & (LOOK_SLOTS - 1)];
+}
+
+static bool look_holds(const struct symbolizer *s, const struct look *e, const struct dso *d,
+		       const struct symtab *t, uint64_t off)
+{
+	return e->d == d && e->t == t && e->off == off && e->gen == s->tabgen;
+}
+
 const char *symbolizer__lookup(struct symbolizer *s, struct dso *d, uint64_t off)
 {
 	struct symtab *t = dso__tab(d);
 	const char *name = NULL;
+	struct look *e;
 	uint64_t vaddr;
 
-	if (t)
-		t->used = s->clock;
-	if (t && elfsym__off_to_vaddr(&t->elf, off, &vaddr))
-		name = elfsym__lookup(&t->elf, vaddr);
+	if (!t) {
+		s->misses++;
+		return NULL;
+	}
+	t->used = s->clock;
+	e = look_slot(s, d, off);
+	if (look_holds(s, e, d, t, off)) {
+		name = e->name;
+	} else {
+		if (elfsym__off_to_vaddr(&t->elf, off, &vaddr))
+			name = elfsym__lookup(&t->elf, vaddr);
+		*e = (struct look){ .d = d, .t = t, .off = off, .gen = s->tabgen, .name = name };
+	}
 	if (name)
 		s->hits++;
 	else
@@ -1044,10 +1083,26 @@ bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const c
 		      int *line)
 {
 	struct symtab *t = dso__tab(d);
+	struct look *e;
 	uint64_t vaddr;
+	bool ok;
 
-	return t && t->dw && elfsym__off_to_vaddr(&t->elf, off, &vaddr) &&
-	       dwline__lookup(t->dw, vaddr, file, line);
+	if (!t || !t->dw)
+		return false;
+	e = look_slot(s, d, off);
+	if (look_holds(s, e, d, t, off) && e->line_done) {
+		*file = e->file;
+		*line = e->line;
+		return e->has_line;
+	}
+	ok = elfsym__off_to_vaddr(&t->elf, off, &vaddr) && dwline__lookup(t->dw, vaddr, file, line);
+	if (look_holds(s, e, d, t, off)) {
+		e->line_done = true;
+		e->has_line = ok;
+		e->file = ok ? *file : NULL;
+		e->line = ok ? *line : 0;
+	}
+	return ok;
 }
 
 void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st)
