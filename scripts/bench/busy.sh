@@ -102,6 +102,7 @@ set_kv rss_anon_kib "$(mem RssAnon)"
 set_kv rss_file_kib "$(mem RssFile)"
 set_kv hwm_kib "$(mem VmHWM)"
 set_kv bpf_kib "$(($(bpf_memlock "$DAEMON") / 1024))"
+set_kv bpf_largest "$(bpf_largest "$DAEMON" 6)"
 cp "$MP/metrics" "$W/metrics" 2>/dev/null || true
 set_kv procs "$(awk '$1 == "proffs_processes_tracked" { print $2 }' "$W/metrics")"
 set_kv samples "$(awk '$1 == "proffs_samples_total" { print $2 }' "$W/metrics")"
@@ -163,6 +164,7 @@ Everything below is measured with the load still running.
 | pprof -proto / first read of profile.pb | $(ratio "$(v pprof_first_ms)" "$(v read_profile_first_ms)")x | >= 200x: $(goal "$(ratio "$(v pprof_first_ms)" "$(v read_profile_first_ms)")" ">=" 200) |
 | daemon CPU over 30 s | $(v cpu_pct)% of one core | <= 0.3%: $(goal "$(v cpu_pct)" "<=" 0.3) |
 | RssAnon + BPF maps (memlock) | $(v rss_anon_kib) + $(v bpf_kib) KiB = $(( ($(v rss_anon_kib) + $(v bpf_kib)) / 1024 )) MiB | <= 32 MB: $(goal $(( ($(v rss_anon_kib) + $(v bpf_kib)) * 1024 )) "<=" 32000000) |
+| BPF maps, the largest | $(v bpf_largest) | reported |
 | VmHWM (peak resident) | $(v hwm_kib) KiB | <= 48 MB: $(goal $(( $(v hwm_kib) * 1024 )) "<=" 48000000) |
 | RssFile (LMDB, the render cache file: page cache) | $(v rss_file_kib) KiB | reported |
 | processes tracked / samples so far / lost | $(v procs) / $(v samples) / $(v lost) | |

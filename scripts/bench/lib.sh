@@ -162,6 +162,17 @@ bpf_memlock() {
 	done | sort -u -k1,1 | awk '{ s += $2 } END { print s + 0 }'
 }
 
+# bpf_largest PID N: the N largest BPF maps process PID holds, "name KiB"
+# comma-separated (which map grew, where the sum alone does not say).
+bpf_largest() {
+	local fd
+	for fd in /proc/"$1"/fdinfo/*; do
+		awk '/^map_id:/ { id = $2 } /^memlock:/ { m = $2 } END { if (id != "") print id, m }' "$fd" 2>/dev/null
+	done | sort -u -k1,1 | sort -k2,2 -n -r | head -n "$2" | while read -r id m; do
+		printf '%s %d KiB, ' "$(bpftool map show id "$id" 2>/dev/null | awk 'NR == 1 { for (i = 1; i < NF; i++) if ($i == "name") print $(i + 1) }')" $((m / 1024))
+	done | sed 's/, $//'
+}
+
 # daemon_mem_bytes PID: VmRSS plus the BPF maps' memlock, counting once
 # the map pages the process mmaps (unwind rows, ring buffer), which are in
 # both.

@@ -19,7 +19,7 @@ static struct frame rtf(uint64_t addr, const char *name, const char *sys, const 
 int main(void)
 {
 	struct rt_memo *m = rt_memo__new();
-	char name[64] = "heavy (known.js)", path[64] = "/srv/app/known.js";
+	char name[64] = "heavy (known.js)", path[64] = "/srv/app/known.js", nm[32];
 	struct frame in[2], out[4];
 	const uint64_t ka[2] = { 5, 55 }, kb[2] = { 6, 66 }, ka2[2] = { 5, 99 }, kc[2] = { 5 + 1024, 77 };
 	int n, puts = 0;
@@ -54,8 +54,6 @@ int main(void)
 	/* fill: frames until refused */
 	in[1] = rtf(0x3000, "x (y.js)", "x", path, 1);
 	for (uint64_t i = 0; i < 5000; i++) {
-		char nm[32];
-
 		snprintf(nm, sizeof(nm), "f%llu (y.js)", (unsigned long long)i);
 		in[0] = rtf(0x4000 + i, nm, "f", path, 2);
 		puts += rt_memo__put(m, (const uint64_t[2]){ 100 + i, i }, in, 2);
