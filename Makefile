@@ -163,13 +163,17 @@ $(BUILD)/tests/truth_stripped: tests/helpers/truth.c
 
 # Java workloads of sampler/java/'s tests: Known.class (for JDK 17 and
 # newer) and its JNI library, built like Debian's libraries (no frame
-# pointers).
+# pointers); Unload.class with the template of its generations.
 JDK17 ?= /usr/lib/jvm/java-17-openjdk-amd64
-JAVA_HELPERS := $(BUILD)/tests/java/Known.class $(BUILD)/tests/java/libknownjni.so
+JAVA_HELPERS := $(BUILD)/tests/java/Known.class $(BUILD)/tests/java/libknownjni.so \
+	$(BUILD)/tests/java/Unload.class
 all: $(JAVA_HELPERS)
 $(BUILD)/tests/java/Known.class: tests/helpers/java/Known.java
 	$(call msg,JAVAC,$<)
 	$(Q)mkdir -p $(dir $@) && $(JDK17)/bin/javac --release 17 -d $(dir $@) $<
+$(BUILD)/tests/java/Unload.class: tests/helpers/java/Unload.java tests/helpers/java/Wk0000.java
+	$(call msg,JAVAC,$<)
+	$(Q)mkdir -p $(dir $@) && $(JDK17)/bin/javac --release 17 -d $(dir $@) $^
 $(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -fPIC -shared -Wall -Werror \
@@ -190,7 +194,7 @@ FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/ruby/rbline.c sampler/ruby/rbcode.c sampler/ruby/rblayout.c sampler/ruby/rbfile.c \
 	sampler/v8/v8file.c sampler/v8/v8layout.c sampler/v8/v8pos.c sampler/v8/v8name.c sampler/v8/v8walk.c \
 	sampler/java/hsdecode.c sampler/java/hsmem.c sampler/java/vmtables.c \
-	sampler/java/hslayout.c sampler/java/hsvm.c sampler/java/hsname.c sampler/java/hswalk.c
+	sampler/java/hslayout.c sampler/java/hsvm.c sampler/java/hsperf.c sampler/java/hsname.c sampler/java/hswalk.c
 # The library part is compiled once (fuzzer-no-link: instrumented, no
 # main) and linked into every target; compiling it per target was ~500
 # compiles, the larger part of make test's build.

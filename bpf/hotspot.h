@@ -21,13 +21,25 @@
  *   slot 1: bits 0..31  bci (interpreted; HS_BCI_NONE if unknown) or the
  *                       pc's offset from the blob's code begin (compiled,
  *                       stub; for a deoptimized frame its original pc's)
- *           bits 32..63 the stamp: ConstMethod* >> 3 (interpreted), the
- *                       compile id (compiled), the low half of the name
+ *           bits 32..63 the stamp: ConstMethod* >> 3 (interpreted),
+ *                       the compile id (compiled), each folded with the
+ *                       unload epoch (hs_stamp); the low half of the name
  *                       pointer (stub)
  *
  * No strings are read in BPF: user space names the object later and the
  * stamp tells whether the object at that address is still the one that
  * was sampled (a freed and reused nmethod has another compile id).
+ *
+ * A Method has no id of its own: a class unloaded and another of the same
+ * shape loaded lays its Methods and ConstMethods out where the old ones
+ * were (tests/helpers/java/Unload does it in a few lines), and a freed
+ * nmethod's memory still shows its compile id until it is reused, with
+ * its Methods' addresses, now the newcomer's. So the stamps of Java
+ * frames also hold the JVM's unload epoch, a counter that moves whenever
+ * classes may have been unloaded (hs_proc.epoch_addr), read once a
+ * sample: a frame sampled before an unload and named after it has
+ * another stamp than the object there now and shows as freed, and what
+ * user space read in one epoch names only that epoch's samples.
  */
 #ifndef PROFFS_BPF_HOTSPOT_H
 #define PROFFS_BPF_HOTSPOT_H
@@ -97,7 +109,18 @@ struct hs_proc {
 	 * method -3, bcp -8, sender sp -1). */
 	__s8 if_method, if_bcp, if_sender_sp;
 	__u8 pad;
+	/* Where the unload epoch's low 32 bits are: the perf data counter
+	 * java.cls.unloadedClasses, or (without perf data) the heap's count
+	 * of collections, which every unload goes with */
+	__u64 epoch_addr;
 };
+
+/* A Java frame's stamp: what proves its object (ConstMethod* >> 3, a
+ * compile id) under the JVM's unload epoch (0 before any: the id alone). */
+static inline __u32 hs_stamp(__u32 id, __u32 epoch)
+{
+	return id ^ epoch * 0x9e3779b1u;
+}
 
 /* A frame's registers as the step sees and leaves them: pc, sp, rbp,
  * and r13, where the interpreter keeps its bcp (meaningful in the leaf

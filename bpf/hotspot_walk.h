@@ -55,6 +55,8 @@ struct hs_scratch {
 	__u64 rec[2 * HS_MAX_FRAMES];
 	__u32 n;	      /* records written */
 	__u32 active;	      /* c is set: the sampled process is a JVM */
+	__u32 epoch;	      /* the JVM's unload epoch (bpf/hotspot.h), */
+	__u32 epoch_read;     /* read for this sample's first Java frame */
 };
 
 struct {
@@ -111,16 +113,15 @@ struct {
 
 /*
  * A Method's ConstMethod (what its bcp counts from, and its stamp),
- * cached per CPU by Method*: an interpreted frame then costs one read.
- * Not checked: a Method freed and its memory reused gives the old
- * ConstMethod, whose stamp user space finds stale (the frame shows as
- * freed), never another method's name.
+ * cached per CPU by Method* and the unload epoch it was read in: an
+ * interpreted frame then costs one read (of the epoch, once a sample).
+ * A Method can be freed only with its class, which moves the epoch.
  */
 #define HS_MCACHE_N 256
 
 struct hs_mfacts {
 	__u64 method, cm;
-	__u32 tgid, pad;
+	__u32 tgid, epoch;
 };
 
 struct hs_mcache_v {
@@ -190,6 +191,7 @@ static __always_inline int hs_begin(__u32 tgid, const struct hs_proc *p)
 	__builtin_memcpy(&s->c, p, sizeof(s->c));
 	s->tgid = tgid;
 	s->active = 1;
+	s->epoch_read = 0;
 	return 1;
 }
 
@@ -281,6 +283,18 @@ static __always_inline int hs_record(struct hs_scratch *s, __u64 r0, __u64 r1)
 	return HS_E_OK;
 }
 
+/* The sample's unload epoch into s->epoch: read at its first Java frame
+ * (unreadable: 0, which a moved epoch never matches). */
+static __always_inline __u32 hs_epoch(struct hs_scratch *s)
+{
+	if (!s->epoch_read) {
+		if (!s->c.epoch_addr || HS_READ_USER(&s->epoch, 4, s->c.epoch_addr))
+			s->epoch = 0;
+		s->epoch_read = 1;
+	}
+	return s->epoch;
+}
+
 static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __u32 leaf,
 				     __u32 index)
 {
@@ -311,10 +325,11 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 	bcp = leaf ? r->r13 : s->w[ib & 7];
 	if (!method)
 		return HS_E_INTERP;
+	hs_epoch(s);
 	key = (__u32)(((method >> 3) ^ s->tgid) * 0x9e3779b1u) >> 24;
 	mv = bpf_map_lookup_elem(&hs_mcache, &zero);
 	mf = mv ? &mv->e[key & (HS_MCACHE_N - 1)] : 0;
-	if (mf && mf->method == method && mf->tgid == s->tgid) {
+	if (mf && mf->method == method && mf->tgid == s->tgid && mf->epoch == s->epoch) {
 		cm = mf->cm;
 	} else {
 		if (HS_READ_USER(&cm, 8, method + (__s64)s->c.m_const_method))
@@ -322,6 +337,7 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 		if (mf) {
 			mf->method = method;
 			mf->tgid = s->tgid;
+			mf->epoch = s->epoch;
 			mf->cm = cm;
 		}
 	}
@@ -345,7 +361,7 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 		r->pc = s->c.call_stub_ra;
 		r->sp = sender;
 		return hs_record(s, hs_rec0(method, HS_K_INTERP, HS_R_EXACT, index),
-				 hs_rec1(HS_BCI_NONE, (__u32)(cm >> 3)));
+				 hs_rec1(HS_BCI_NONE, hs_stamp((__u32)(cm >> 3), s->epoch)));
 	}
 	if (sender < r->bp + 16 || sender - (r->bp + 16) > HS_INTERP_MAX_FRAME)
 		sender = r->bp + 16;
@@ -355,7 +371,7 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 	r->bp = link;
 	r->sp = sender;
 	return hs_record(s, hs_rec0(method, HS_K_INTERP, leaf ? HS_R_EXACT : 0, index),
-			 hs_rec1((__u32)bci, (__u32)(cm >> 3)));
+			 hs_rec1((__u32)bci, hs_stamp((__u32)(cm >> 3), s->epoch)));
 }
 
 /* The leaf's frame state from s->code (the 16 bytes around its pc). */
@@ -612,7 +628,8 @@ static __always_inline int hs_blob_step(struct hs_scratch *s, struct hs_regs *r,
 	if (r->sp <= sp0 || !r->pc)
 		return HS_E_BAD_FRAME;
 	return hs_record(s, hs_rec0(f->blob, kind, flags, index),
-			 hs_rec1((__u32)(pc - f->begin), f->stamp));
+			 hs_rec1((__u32)(pc - f->begin),
+				 kind == HS_K_COMPILED ? hs_stamp(f->stamp, hs_epoch(s)) : f->stamp));
 }
 
 /*

@@ -221,13 +221,17 @@ static uint64_t user_mapping(struct batch *b, const struct vma *v)
 	return profile__add_mapping(b->p, &m);
 }
 
-/* A runtime's frame (Python, Ruby): one location per (object, line) of a
- * process, its function the display name ("qualname (file)") with the
- * file's full path and first line, so pprof's -lines and -list work. No
+/* A runtime's frame (Python, Ruby, Java, JavaScript): one location per
+ * (object, line, name) of a process, its function the display name
+ * ("qualname (file)") with the file's full path and first line, so
+ * pprof's -lines and -list work. The name is part of the key: a freed
+ * object's address comes back as another function's (a class unloaded
+ * and its successor's code at the same address, in one batch). No
  * mapping: the code is not in a file's text. */
 static uint64_t rt_location(struct batch *b, struct proc *p, pid_t pid, const struct frame *f)
 {
-	uint64_t key[4] = { (uint64_t)pid + 1, p ? p->gen : 0, f->addr, (uint32_t)f->line };
+	uint64_t key[5] = { (uint64_t)pid + 1, p ? p->gen : 0, f->addr, (uint32_t)f->line,
+			    f->name ? hash64(f->name, strlen(f->name), 0x6e7) : 0 };
 	uint64_t k = hash64(key, sizeof(key), 0x9e7), id;
 	struct prof_function fn = { 0 };
 	struct prof_location loc = { 0 };

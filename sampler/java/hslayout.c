@@ -187,6 +187,14 @@ static uint64_t sfld(struct ctx *c, const char *type, const char *names)
 	return 0;
 }
 
+/* The address of a static field that a JVM may lack: 0 then. */
+static uint64_t sfld_if(struct ctx *c, const char *type, const char *name)
+{
+	const struct vmt_field *e = vmtables__field(c->t, type, name);
+
+	return e && e->is_static ? e->address : 0;
+}
+
 static int64_t cst(struct ctx *c, const char *names, bool needed)
 {
 	char n[96];
@@ -336,6 +344,12 @@ int hslayout__build(const struct vmtables *t, struct hslayout *l, char *why, siz
 	l->v_security = sfld(&c, "Abstract_VM_Version", "_vm_security_version");
 	l->v_build = sfld(&c, "Abstract_VM_Version", "_vm_build_number");
 	l->v_release = sfld(&c, "Abstract_VM_Version", "_s_vm_release");
+	/* The unload epoch */
+	l->perf_start = sfld_if(&c, "PerfMemory", "_start");
+	l->heap = sfld(&c, "Universe", "_collectedHeap");
+	l->heap_collections = fld(&c, "CollectedHeap", "_total_collections", W_INT, true);
+	if (!c.err && l->heap_collections.size != 4)
+		fail(&c, "CollectedHeap::_total_collections is not 4 bytes");
 	return c.err;
 }
 

@@ -77,6 +77,11 @@ struct hslayout {
 	/* The version, static addresses of ints (and the release string's
 	 * char*) */
 	uint64_t v_major, v_minor, v_security, v_build, v_release;
+	/* The unload epoch (bpf/hotspot.h): PerfMemory::_start's address
+	 * (0: no such field), Universe::_collectedHeap's and the heap's
+	 * count of collections (the epoch without perf data) */
+	uint64_t perf_start, heap;
+	struct hsf heap_collections;
 };
 
 /*

@@ -378,7 +378,8 @@ static struct hsline *read_lines(const struct hsmem *m, uint64_t addr, unsigned 
 	return t;
 }
 
-/* Loads the Method at addr whose ConstMethod has stamp `stamp`. */
+/* Loads the Method at addr whose stamp (its ConstMethod under the unload
+ * epoch, hs_stamp) is `stamp`. */
 static int load_method(struct hsnames *c, const struct hsmem *m, const struct hsvm *vm,
 		       uint64_t addr, uint32_t stamp, struct entry **out)
 {
@@ -387,6 +388,7 @@ static int load_method(struct hsnames *c, const struct hsmem *m, const struct hs
 	uint64_t cm, cp, holder, kname, tags, cplen, srcidx, flags, code_size, name_idx;
 	size_t ncls, nmeth, nsrc, dirlen;
 	struct entry *e;
+	uint32_t epoch;
 	char *s, *slash;
 	int err;
 
@@ -394,9 +396,11 @@ static int load_method(struct hsnames *c, const struct hsmem *m, const struct hs
 	if (l->cm_sizeof > HDR_MAX || l->cp_sizeof > HDR_MAX)
 		return -EBADMSG;
 	err = rd_f(m, addr, &l->m_const_method, &cm);
+	if (!err)
+		err = hsvm__epoch(m, vm, &epoch);
 	if (err)
 		return err;
-	if ((uint32_t)(cm >> 3) != stamp)
+	if (hs_stamp((uint32_t)(cm >> 3), epoch) != stamp)
 		return -ESTALE;
 	err = rd(m, cm, cmh, l->cm_sizeof);
 	if (err)
@@ -553,19 +557,23 @@ static int load_nmethod(const struct hsmem *m, const struct hsvm *vm, uint64_t a
 	const struct hslayout *l = &vm->l;
 	uint64_t pcs_lo, pcs_hi, data_lo, data_hi, meta_lo, meta_hi;
 	uint8_t hdr[HDR_MAX], *pcs = NULL;
-	uint32_t npcsb = 0;
+	uint32_t npcsb = 0, epoch;
 	struct entry *e;
 	size_t n;
 	int err;
 
 	*out = NULL;
 	err = read_blob(m, vm, addr, hdr, &n);
+	if (!err)
+		err = hsvm__epoch(m, vm, &epoch);
 	if (err)
 		return err;
 	err = is_nmethod(m, vm, hdr, n);
 	if (err <= 0)
 		return err ? err : -ESTALE; /* another blob lives there now */
-	if ((uint32_t)get(&l->nm_compile_id, hdr, n) != stamp)
+	/* (another compile id there, or classes unloaded since the sample:
+	 * a freed nmethod's bytes outlive it) */
+	if (hs_stamp((uint32_t)get(&l->nm_compile_id, hdr, n), epoch) != stamp)
 		return -ESTALE;
 	if (l->nm_immutable.off >= 0) {
 		uint64_t imm = get(&l->nm_immutable, hdr, n);
@@ -692,22 +700,36 @@ static void method_frame(const struct entry *me, int32_t bci, uint8_t kind, bool
 	f->inlined = inlined;
 }
 
+/* A Method's stamp now (hs_stamp), as meta_stamp keeps it: bit 32 set. */
+static int stamp_now(const struct hsmem *m, const struct hsvm *vm, uint64_t method,
+		     uint64_t *kept)
+{
+	uint64_t cm;
+	uint32_t epoch;
+	int err;
+
+	err = rd_f(m, method, &vm->l.m_const_method, &cm);
+	if (!err)
+		err = hsvm__epoch(m, vm, &epoch);
+	if (!err)
+		*kept = 1ull << 32 | hs_stamp((uint32_t)(cm >> 3), epoch);
+	return err;
+}
+
 /* The Method of metadata index k (1-based) of nmethod e, with its stamp
  * (read from the process the first time). */
 static int meta_method(const struct hsmem *m, const struct hsvm *vm, struct entry *e, uint32_t k,
 		       uint64_t *method, uint32_t *stamp)
 {
-	uint64_t cm;
 	int err;
 
 	if (!k || k > e->nmeta)
 		return -EBADMSG;
 	*method = e->meta[k - 1];
 	if (!(e->meta_stamp[k - 1] >> 32)) {
-		err = rd_f(m, *method, &vm->l.m_const_method, &cm);
+		err = stamp_now(m, vm, *method, &e->meta_stamp[k - 1]);
 		if (err)
 			return err;
-		e->meta_stamp[k - 1] = 1ull << 32 | (uint32_t)(cm >> 3);
 	}
 	*stamp = (uint32_t)e->meta_stamp[k - 1];
 	return 0;
@@ -762,10 +784,9 @@ static int compiled_frames(struct hsnames *c, pid_t pid, const struct hsmem *m,
 	/* No scope for that pc (a native wrapper, a pc outside any
 	 * PcDesc's reach): the nmethod's own method, no line. */
 	if (!(nm->own_stamp >> 32)) {
-		err = rd_f(m, nm->method, &vm->l.m_const_method, &method);
+		err = stamp_now(m, vm, nm->method, &nm->own_stamp);
 		if (err)
 			return err;
-		nm->own_stamp = 1ull << 32 | (uint32_t)(method >> 3);
 	}
 	err = get_method(c, pid, m, vm, nm->method, (uint32_t)nm->own_stamp, &me);
 	if (err)
@@ -859,15 +880,15 @@ int hsnames__method(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
 		    uint32_t *code_size)
 {
 	struct entry *e;
-	uint64_t cm;
+	uint64_t kept;
 	int err;
 
 	if (pid <= 0 || !method)
 		return -EINVAL;
 	trim(c);
-	err = rd_f(m, method, &vm->l.m_const_method, &cm);
+	err = stamp_now(m, vm, method, &kept);
 	if (!err)
-		err = get_method(c, pid, m, vm, method, (uint32_t)(cm >> 3), &e);
+		err = get_method(c, pid, m, vm, method, (uint32_t)kept, &e);
 	if (err)
 		return err;
 	*sysname = e->sysname;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/java/hsperf.h"
 #include "sampler/java/hsvm.h"
 #include "sampler/java/vmtables.h"
 
@@ -112,6 +113,48 @@ static int read_heaps(const struct hsmem *m, const struct hslayout *l, struct hs
 	return 0;
 }
 
+/*
+ * Where the unload epoch (bpf/hotspot.h) is: the perf data's count of
+ * classes unloaded when the JVM keeps perf data (its default), else the
+ * heap's count of collections: classes are unloaded only by a
+ * collection, so it moves with every unload (and with every other
+ * collection: interpreted frames sampled across one show as freed).
+ */
+static int epoch_addr(const struct hsmem *m, const struct hslayout *l, uint64_t *out,
+		      char *why, size_t whylen)
+{
+	uint8_t pro[HSPERF_PROLOGUE], *b;
+	uint64_t start = 0, heap;
+	uint32_t used = 0, off;
+	int err = -ENOENT;
+
+	*out = 0;
+	if (l->perf_start && !rd(m, l->perf_start, &start, 8) && start && !rd(m, start, pro, sizeof(pro))) {
+		err = hsperf__used(pro, sizeof(pro), &used);
+		if (err == -EAGAIN)
+			return say(why, whylen, -EAGAIN, "perf data not accessible yet");
+	}
+	if (start && !err) {
+		b = malloc(used);
+		if (!b)
+			return -ENOMEM;
+		err = rd(m, start, b, used);
+		if (!err)
+			err = hsperf__find(b, used, "java.cls.unloadedClasses", &off);
+		free(b);
+		if (!err) {
+			*out = start + off;
+			return 0;
+		}
+	}
+	if (rd(m, l->heap, &heap, 8))
+		return say(why, whylen, -EFAULT, "Universe::_collectedHeap unreadable");
+	if (!heap)
+		return say(why, whylen, -EAGAIN, "no heap yet");
+	*out = heap + (uint64_t)l->heap_collections.off;
+	return 0;
+}
+
 static int fill_bpf(const struct hsmem *m, struct hsvm *vm, char *why, size_t whylen)
 {
 	const struct hslayout *l = &vm->l;
@@ -190,7 +233,15 @@ static int fill_bpf(const struct hsmem *m, struct hsvm *vm, char *why, size_t wh
 	c->if_method = (int8_t)l->if_method;
 	c->if_bcp = (int8_t)l->if_bcp;
 	c->if_sender_sp = (int8_t)l->if_sender_sp;
-	return 0;
+	err = epoch_addr(m, l, &q, why, whylen);
+	c->epoch_addr = q;
+	return err;
+}
+
+int hsvm__epoch(const struct hsmem *m, const struct hsvm *vm, uint32_t *epoch)
+{
+	*epoch = 0;
+	return vm->bpf.epoch_addr ? rd(m, vm->bpf.epoch_addr, epoch, 4) : 0;
 }
 
 int hsvm__open(const struct hsmem *m, const struct jvmfile *jf, uint64_t bias, struct hsvm *vm,

@@ -46,4 +46,10 @@ struct hsvm {
 int hsvm__open(const struct hsmem *m, const struct jvmfile *jf, uint64_t bias, struct hsvm *vm,
 	       char *why, size_t whylen);
 
+/*
+ * The JVM's unload epoch now (bpf/hotspot.h): what a Method's stamp is
+ * made with (hs_stamp). 0 and *epoch, or a read's -errno.
+ */
+int hsvm__epoch(const struct hsmem *m, const struct hsvm *vm, uint32_t *epoch);
+
 #endif

@@ -79,11 +79,20 @@ static bool owns(const struct hs_proc *c, uint64_t a)
 	return a >= c->code_lo && a < c->code_hi;
 }
 
+/* The unload epoch as BPF reads it (0 when unreadable). */
+static uint32_t epoch_of(const struct hsmem *m, const struct hs_proc *c)
+{
+	uint32_t e;
+
+	return c->epoch_addr && !rd(m, c->epoch_addr, &e, 4) ? e : 0;
+}
+
 static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs *r, bool leaf,
 		  uint32_t index, uint64_t rec[2])
 {
 	/* rbp-64 .. rbp+16: the slots from the bcp's up to the return address */
 	uint64_t w[10], method, bcp, cm, sender, code, bci = HS_BCI_NONE;
+	uint32_t epoch;
 	int lo = c->if_bcp, skip;
 
 	if (r->bp < r->sp || r->bp - r->sp > HS_INTERP_MAX_FRAME || lo > -3 || lo < -10 ||
@@ -102,6 +111,7 @@ static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs
 	sender = w[c->if_sender_sp - lo];
 	if (!method || rd(m, method + (uint64_t)c->m_const_method, &cm, 8))
 		return HS_E_INTERP;
+	epoch = epoch_of(m, c);
 	code = cm + c->cm_size;
 	/* The leaf's r13 is the bcp only while the interpreter runs
 	 * bytecodes; elsewhere its frame slot is. */
@@ -117,13 +127,13 @@ static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs
 		if (sender > r->bp)
 			return HS_E_INTERP;
 		rec[0] = hs_rec0(method, HS_K_INTERP, HS_R_EXACT, index);
-		rec[1] = hs_rec1(HS_BCI_NONE, (uint32_t)(cm >> 3));
+		rec[1] = hs_rec1(HS_BCI_NONE, hs_stamp((uint32_t)(cm >> 3), epoch));
 		r->pc = c->call_stub_ra;
 		r->sp = sender;
 		return HS_E_OK;
 	}
 	rec[0] = hs_rec0(method, HS_K_INTERP, leaf ? HS_R_EXACT : 0, index);
-	rec[1] = hs_rec1((uint32_t)bci, (uint32_t)(cm >> 3));
+	rec[1] = hs_rec1((uint32_t)bci, hs_stamp((uint32_t)(cm >> 3), epoch));
 	/* The caller's unextended sp: what a compiled caller's frame size
 	 * counts from (a c2i adapter extended it for the arguments). */
 	if (sender < r->bp + 16 || sender - (r->bp + 16) > HS_INTERP_MAX_FRAME)
@@ -273,7 +283,7 @@ int hswalk__step(const struct hsmem *m, const struct hs_proc *c, struct hs_regs 
 	}
 	if (type == B_NMETHOD) {
 		kind = HS_K_COMPILED;
-		stamp = f32(blob, c->nm_compile_id);
+		stamp = hs_stamp(f32(blob, c->nm_compile_id), epoch_of(m, c));
 		deopt = c->flags & HS_P_CODE_OFFSETS ? addr + (int32_t)f32(blob, c->nm_deopt)
 						     : f64(blob, c->nm_deopt);
 		if (!leaf && pc == deopt) {

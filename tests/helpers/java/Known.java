@@ -24,7 +24,9 @@
  *    implementation: "deopt" loads Circle, and HotSpot deoptimizes the
  *    parked compiled frames (their return addresses now lead to the
  *    deopt handler, their original pcs saved in the frame);
- *  - k-holder holds a lock and sleeps; k-blocked waits for that lock.
+ *  - k-holder holds a lock and sleeps; k-blocked waits for that lock;
+ *  - k-parker parks 20 ms at a time (LockSupport.parkNanos, the way
+ *    java.util.concurrent waits), off CPU nearly all its life.
  *
  * Commands on stdin: "dump" prints every thread's Java stack as the JVM
  * sees it (Thread.getAllStackTraces), "times" the CPU totals of heavy
@@ -37,6 +39,7 @@ import java.lang.management.ThreadMXBean;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
 
 public class Known {
     static native long down(long n, boolean park);
@@ -176,6 +179,11 @@ public class Known {
         }
     }
 
+    static void parker() {
+        for (;;)
+            LockSupport.parkNanos(20_000_000L);
+    }
+
     static Thread start(String name, Runnable r) {
         Thread t = new Thread(r, name);
         t.setDaemon(true);
@@ -191,6 +199,7 @@ public class Known {
         start("k-holder", Known::holder);
         Thread.sleep(50);
         start("k-blocked", Known::blocked);
+        start("k-parker", Known::parker);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         System.out.println("ready");
         System.out.flush();
