@@ -28,6 +28,10 @@
 #include "sampler/unwind/twin.h"
 #include "store/util/util.h"
 
+/* Looks at a JVM whose layout check fails before it counts as failed
+ * (the looks back off from 5 ms: the last after ~0.3 s). */
+#define HS_PROTO_LOOKS 7
+
 /* Bytes of display names one merge may write. */
 #define NAMES_BYTES (64u << 10)
 
@@ -115,6 +119,12 @@ static int hs_setup(void *st, struct runtimes *rts, struct proc *p, const struct
 		free(vm);
 		if (why[0])
 			pr_debug("java: pid %d: %s", (int)p->pid, why);
+		/* A JVM caught starting (50 at once) is still writing what
+		 * we check: a table entry without its name, a code heap
+		 * whose segment map is not reserved yet. Its first looks'
+		 * failures are looked at again, later ones are final. */
+		if (err == -EPROTO && p->rt.tries < HS_PROTO_LOOKS)
+			return RTS_WAIT;
 		return err == -EAGAIN ? RTS_WAIT : err == -EOPNOTSUPP ? RTS_UNSUPPORTED :
 		       err == -EPROTO ? RTS_LAYOUT : RTS_WAIT;
 	}

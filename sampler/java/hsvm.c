@@ -273,6 +273,8 @@ int hsvm__open(const struct hsmem *m, const struct jvmfile *jf, uint64_t bias, s
 	vm->build = v[3];
 	if (!rd(m, vm->l.v_release, &rel, 8) && rel)
 		hsmem__str(m, rel, vm->release, sizeof(vm->release));
+	if (!vm->major) /* set as the VM starts, after the tables */
+		return say(why, whylen, -EAGAIN, "no version yet");
 	if (vm->major < HSVM_MIN_MAJOR || vm->major > HSVM_MAX_MAJOR)
 		return say(why, whylen, -EOPNOTSUPP, "JDK %d (%s): not a release we name",
 			   vm->major, vm->release);

@@ -19,8 +19,15 @@
 #    jniLoop's the line of `s += down(s, false);` (down, a native method,
 #    has none): HotSpot's own line tables at the PcDesc of the call;
 #  - /prof/metrics: two JVMs walked, steps and frames counted;
-#  - a second daemon that withholds JDK 17 (PROFFS_HS_WITHHOLD): native
-#    frames only, the JVM counted as unsupported_version.
+#  - a second daemon, at the default rate with --offcpu, started after a
+#    Temurin 25 Known that has run and compiled for a second: the known
+#    answer again at 19 Hz over 25 s (>= 400 samples); its stacks whole;
+#    the off-CPU blocks of its k-parker thread (LockSupport.parkNanos)
+#    under Known.parker and the JDK's Java frames down to Unsafe_Park
+#    and the futex wait, adding up to the thread's life under the daemon;
+#    after it exits, its names forgotten (metrics);
+#  - that daemon withholds JDK 17 (PROFFS_HS_WITHHOLD): a JDK 17 JVM
+#    shows native frames only, counted as unsupported_version.
 # alone: yes (shares are judged on samples: beside three other tests a hot
 # thread got ~430 samples in 24 s)
 # One JVM at a time: with both JVMs' four busy threads time-sliced on two
@@ -151,11 +158,81 @@ for k in 'proffs_java_steps_total{end="ok"}' 'proffs_java_frames_total'; do
 done
 run_stop "$RUN_PID" "$MP"
 
+# --- a JVM started before the daemon: the default rate, off-CPU ---
+# Temurin 25's Known starts, compiles (a second of spinning) and only then
+# does a daemon start, at the default rate with --offcpu: the JVM's set-up
+# comes from a running JVM's tables, not from its start. k-hot spins
+# PRE_MS under it; the JVM's own figure is the difference of its totals
+# around that time. Then the JVM exits and the daemon goes on.
+PRE_MS=25000
+PRE_MIN_N=400 # ~19 a second for 25 s: a 3-sigma band of 4.2 pp at 91%
+mkfifo "$WORK/pre.in"
+"${JDKS[1]}/bin/java" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Known::heavy \
+	-XX:CompileCommand=dontinline,Known::light -cp "$JDIR" Known "$JDIR/libknownjni.so" \
+	<"$WORK/pre.in" >"$WORK/pre.out" 2>&1 &
+PRE=$!
+PIDS+=("$PRE")
+exec 7>"$WORK/pre.in"
+# answer N: waits for the JVM's Nth "end" line (its answer to a command).
+answer() { local i; for i in $(seq 200); do (($(grep -c '^end$' "$WORK/pre.out") >= $1)) && return 0; sleep 0.1; done; return 1; }
+echo "spin 1000" >&7 && answer 1 || die "Known under Temurin 25 did not answer: $(tail -3 "$WORK/pre.out")"
+sleep 1.2
+echo times >&7 && answer 2 || die "no times from Known"
+h0=$(awk '$1 == "heavy" { v = $2 } END { print v }' "$WORK/pre.out")
+l0=$(awk '$1 == "light" { v = $2 } END { print v }' "$WORK/pre.out")
+pre_tb=$EPOCHREALTIME
+PROFFS_HS_WITHHOLD=17 run_start "$STORE" "$MP" --offcpu
+pre_t0=$EPOCHREALTIME
+echo "spin $PRE_MS" >&7
+sleep "$(awk -v m=$PRE_MS 'BEGIN { print m / 1000 + 0.3 }')"
+echo times >&7 && answer 4 || die "no times from Known after its spin"
+h1=$(awk '$1 == "heavy" { v = $2 } END { print v }' "$WORK/pre.out")
+l1=$(awk '$1 == "light" { v = $2 } END { print v }' "$WORK/pre.out")
+echo quit >&7
+exec 7>&-
+wait "$PRE" || fail "Known under Temurin 25 (started first) exited with an error: $(tail -3 "$WORK/pre.out")"
+# (at least from the mount, at most from before the daemon started)
+pre_life=$(awk -v a="$pre_t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+pre_most=$(awk -v a="$pre_tb" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+
 # --- an unknown JDK: native frames, counted ---
-PROFFS_HS_WITHHOLD=17 run_start "$STORE" "$MP" --hz $HZ
 jvm "${JDKS[0]}" "$WORK/withheld.out" 3000; P=$JVM_PID
 wait "$P"
 sleep 12
+kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
+
+F=$WORK/pre.folded
+cp "$MP/merged/cpu/pid=$PRE/$R/folded.txt" "$F" || fail "read the first JVM's folded.txt"
+want=$(awk -v h=$((h1 - h0)) -v l=$((l1 - l0)) 'BEGIN { if (h + l > 0) printf "%.1f", 100 * h / (h + l) }')
+h=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.heavy \(Known\.java\)(;|$)')
+l=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.light \(Known\.java\)(;|$)')
+got=$(pct "$h" $((h + l)))
+tol=$(band "${want:-0}" $((h + l)))
+[[ -n $want ]] && ((h + l >= PRE_MIN_N)) &&
+	within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
+	ok "started before the daemon, default rate: Known.heavy is $got% of heavy + light's $((h + l)) samples (the JVM: $want% +- $tol pp)" ||
+	fail "started before the daemon, default rate: Known.heavy is $got% of heavy + light's $((h + l)) samples, the JVM says ${want:-nothing}% (+- $tol pp, >= $PRE_MIN_N samples)"
+j=$(fsum "$F" ' \([A-Za-z0-9_$]+\.java\)(;|$)')
+jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \([A-Za-z0-9_$]+\.java\)(;|$)/ && /^java;__GI___clone3;start_thread;/ && !/;\[/ { s += n } END { print s + 0 }' "$F")
+((j > 0 && jr == j)) && ok "started before the daemon: all $j samples with a Java frame reach the thread's root, no marker" ||
+	{ fail "started before the daemon: $jr of $j samples with a Java frame reach clone3;start_thread without a marker"
+	  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -E ';\[|^java;__GI___clone3;start_thread;' -v | head -2 | cut -c1-500; }
+
+# Off-CPU: k-parker parks 20 ms at a time all its life; its blocks carry
+# the Java frames that parked it above libjvm's and the kernel's.
+O=$WORK/pre.offcpu
+cp "$MP/merged/offcpu/pid=$PRE/$R/folded.txt" "$O" || fail "read the first JVM's offcpu folded.txt"
+park=';Known\.parker \(Known\.java\);java\.util\.concurrent\.locks\.LockSupport\.parkNanos \(LockSupport\.java\);jdk\.internal\.misc\.Unsafe\.park \(Unsafe\.java\);Unsafe_Park;(.*;)?__futex_abstimed_wait_common;'
+pk=$(fsum "$O" ';Known\.parker \(Known\.java\)(;|$)')
+pw=$(awk -v re="$park" '{ n = $NF; sub(/ [0-9]+$/, "") } $0 ~ re && /^java;__GI___clone3;start_thread;/ && !/;\[/ { s += n } END { printf "%.0f", s }' "$O")
+# The blocks add up to the time the thread lived under the daemon (less
+# its first moments while the daemon set the JVM up, and the ~1% it runs).
+pk_s=$(awk -v n="$pw" 'BEGIN { printf "%.1f", n / 1e6 }') # (folded.txt of offcpu: microseconds)
+((pk > 0 && pw == pk)) && within "$pk_s" "$(awk -v t="$pre_life" 'BEGIN { print 0.8 * t }')" "$pre_most" &&
+	ok "off-CPU: k-parker's blocks ($pk_s s of its $pre_life s under the daemon) all under Known.parker;LockSupport.parkNanos;Unsafe.park;Unsafe_Park;...;futex, from the thread's root" ||
+	{ fail "off-CPU: $pw of $pk us of Known.parker's blocks under Known.parker;LockSupport.parkNanos;Unsafe.park;Unsafe_Park;...;futex from the root ($pk_s s, want 80% of $pre_life s to $pre_most s)"
+	  grep 'Known\.parker' "$O" | head -2 | cut -c1-900; }
+
 F=$WORK/withheld.folded
 cp "$MP/merged/cpu/pid=$P/$R/folded.txt" "$F" || fail "read the withheld run's folded.txt"
 n=$(fsum "$F"); j=$(fsum "$F" '\.java\)(;|$)')
@@ -164,5 +241,10 @@ n=$(fsum "$F"); j=$(fsum "$F" '\.java\)(;|$)')
 	fail "JDK 17 withheld: $n samples, $j with Java frames (want none), libjvm's frames $(grep -c 'JavaCalls::call_helper' "$F") stacks"
 u=$(metric 'proffs_java_processes_total{state="unsupported_version"}')
 ((${u:-0} >= 1)) && ok "metrics: the JVM counted as unsupported_version ($u)" || fail "metrics: unsupported_version is ${u:-missing}"
+# Both JVMs have exited: the walked one's names are forgotten.
+b=$(metric 'proffs_java_name_cache_bytes')
+w=$(metric 'proffs_java_processes_total{state="walked"}')
+((${w:-0} == 1 && ${b:-1} == 0)) && ok "metrics: the JVM walked, and its names forgotten since it exited (name cache 0 bytes)" ||
+	fail "metrics: ${w:-no} JVMs walked (want 1), ${b:-no} bytes of names kept after it exited (want 0)"
 run_stop "$RUN_PID" "$MP"
 finish
