@@ -185,7 +185,7 @@ $(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
 # processes' memory (Python line tables and strings).
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
-	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c \
+	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c sampler/proc/pidstat.c \
 	sampler/symbols/debugfile.c sampler/symbols/dwline.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \

@@ -51,6 +51,9 @@ int batch__add_values(struct batch *b, struct proc *p, pid_t pid, const char *co
  * equal record would get too. batch__memo_hit adds vals to key's sample
  * if this batch remembers one, and returns true with *tag. Cleared with
  * the batch (batch__take); bounded, a full memo remembers nothing more.
+ * The key is not the record: a wrong hit needs two different records of
+ * one batch to agree on both hashes, for the 16,384 keys a batch holds at
+ * most about 16384^2 / 2^129, 2^-101 a batch.
  */
 void batch__memo_put(struct batch *b, const uint64_t key[2], uint32_t tag);
 bool batch__memo_hit(struct batch *b, const uint64_t key[2], const int64_t vals[2], uint32_t *tag);

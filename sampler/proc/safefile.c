@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "sampler/proc/pidstat.h"
 #include "sampler/proc/safefile.h"
 #include "store/util/util.h"
 
@@ -66,11 +67,10 @@ void safefile__refuse(enum sf_reason r, const char *path, dev_t dev, ino_t ino)
 int64_t safefile__started_ns(pid_t pid)
 {
 	static int64_t boot_s = -1;
-	unsigned long long start = 0;
-	char p[64], buf[1024], *rp;
+	unsigned long long start;
 	long hz = sysconf(_SC_CLK_TCK);
-	ssize_t n;
-	int fd;
+	struct pidstat st;
+	int err;
 
 	if (__atomic_load_n(&boot_s, __ATOMIC_RELAXED) < 0) {
 		FILE *f = fopen("/proc/stat", "re");
@@ -86,22 +86,12 @@ int64_t safefile__started_ns(pid_t pid)
 			return -EIO;
 		__atomic_store_n(&boot_s, (int64_t)b, __ATOMIC_RELAXED);
 	}
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	err = pidstat__read(pid, &st);
+	if (err)
+		return err;
+	if (hz <= 0)
 		return -EIO;
-	buf[n] = 0;
-	/* after the comm, which may hold spaces and parentheses: field 22 is
-	 * the 20th after ')' */
-	rp = strrchr(buf, ')');
-	if (!rp || hz <= 0 ||
-	    sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-		   &start) != 1)
-		return -EIO;
+	start = st.start_ticks;
 	return boot_s * 1000000000LL + (int64_t)(start / (unsigned long long)hz) * 1000000000LL +
 	       (int64_t)(start % (unsigned long long)hz) * (1000000000LL / hz);
 }

@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "sampler/proc/pidstat.h"
 #include "sampler/proc/safefile.h"
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/unwinder.h"
@@ -507,36 +508,15 @@ static int open_mapped(const struct entry *e, const struct src *src)
 
 static bool requester_gone(pid_t pid)
 {
-	char p[64], buf[512], *rp, *q;
-	unsigned long flags = 0;
-	ssize_t n;
-	int fd;
+	struct pidstat st;
+	int err;
 
 	if (kill(pid, 0) && errno == ESRCH)
 		return true;
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	rp = strrchr(buf, ')'); /* comm may hold anything */
-	if (!rp || rp[1] != ' ')
-		return false;
-	if (rp[2] == 'Z' || rp[2] == 'X')
-		return true;
-	/* state ppid pgrp session tty_nr tpgid flags */
-	q = rp + 2;
-	for (int i = 0; i < 6 && q; i++) {
-		q = strchr(q, ' ');
-		q = q ? q + 1 : NULL;
-	}
-	if (q)
-		flags = strtoul(q, NULL, 10);
-	return flags & PF_EXITING_FLAG;
+	err = pidstat__read(pid, &st);
+	if (err)
+		return err == -ENOENT || err == -ESRCH;
+	return st.state == 'Z' || st.state == 'X' || (st.flags & PF_EXITING_FLAG);
 }
 
 /* Takes e out of the queue; false when it is not in it (the worker has

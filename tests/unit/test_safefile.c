@@ -2,15 +2,20 @@
  * reason and counted, what the daemon must not read: symlinks, FIFOs
  * (without blocking), devices, files over the cap, perf maps owned by
  * another user, files the process's user could not read; the perf map
- * parser skips long lines and cleans names. */
+ * parser skips long lines and cleans names; /proc/PID/stat read for a
+ * process running, a zombie and one gone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "sampler/proc/pidstat.h"
 #include "sampler/proc/safefile.h"
 #include "sampler/symbols/perfmap.h"
 #include "tests/test.h"
@@ -148,5 +153,31 @@ int main(void)
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
 	if (system(p))
 		CHECK(0, "cleanup");
+	/* /proc/PID/stat: this process running, started moments ago (boot
+	 * time is to the second); a child exited and not reaped a zombie; a
+	 * reaped one gone. */
+	{
+		struct pidstat st;
+		struct timespec now;
+		int64_t started = safefile__started_ns(getpid()), age;
+		pid_t c;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		age = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - started;
+		CHECK(started > 0 && age > -2000000000LL && age < 60000000000LL,
+		      "started_ns: this process started %.1f s ago", (double)age / 1e9);
+		CHECK(!pidstat__read(getpid(), &st) && st.state == 'R', "pidstat: this process running (%c)",
+		      st.state ? st.state : '?');
+		c = fork();
+		if (c == 0)
+			_exit(0);
+		for (int i = 0; i < 200 && !pidstat__read(c, &st) && st.state != 'Z'; i++)
+			usleep(5000);
+		CHECK(!pidstat__read(c, &st) && st.state == 'Z', "pidstat: an exited child not reaped is a zombie (%c)",
+		      st.state ? st.state : '?');
+		waitpid(c, NULL, 0);
+		CHECK(pidstat__read(c, &st) == -ENOENT && safefile__started_ns(c) == -ENOENT,
+		      "pidstat, started_ns: a reaped child is gone (ENOENT)");
+	}
 	return test_done();
 }
