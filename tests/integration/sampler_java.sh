@@ -53,6 +53,47 @@ for j in "${JDKS[@]}"; do [[ -x $j/bin/java ]] || die "no JDK at $j (JDK 17: dep
 [[ -f $JDIR/Known.class && -f $JDIR/libknownjni.so ]] || die "Known.class or libknownjni.so missing in $JDIR (make all)"
 command -v go >/dev/null || die "go is needed for go tool pprof"
 
+# known_share LABEL F WANT MIN_N HZ HEAVY_NS LIGHT_NS: Known.heavy's share of
+# heavy + light under Known.hot in folded.txt F within a 3-sigma band
+# (>= 3 pp) of the JVM's own WANT%, from at least MIN_N samples; on a
+# failure, each call's samples against what its CPU time predicts at HZ.
+known_share() {
+	local label=$1 f=$2 want=$3 min=$4 hz=$5 hn=$6 ln=$7 h l got tol
+	h=$(fsum "$f" ';Known\.hot \(Known\.java\);Known\.heavy \(Known\.java\)(;|$)')
+	l=$(fsum "$f" ';Known\.hot \(Known\.java\);Known\.light \(Known\.java\)(;|$)')
+	got=$(pct "$h" $((h + l)))
+	tol=$(band "${want:-0}" $((h + l)))
+	if [[ -n $want ]] && ((h + l >= min)) &&
+		within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')"; then
+		ok "$label: Known.heavy (Known.java) is $got% of heavy + light's $((h + l)) samples (the JVM: $want% +- $tol pp)"
+		return
+	fi
+	fail "$label: Known.heavy is $got% of heavy + light's $((h + l)) samples, the JVM says ${want:-nothing}% (+- ${tol:-?} pp, >= $min samples)"
+	awk -v h="$h" -v l="$l" -v hn="$hn" -v ln="$ln" -v hz="$hz" 'BEGIN { if (hn > 0 && ln > 0)
+		printf "    heavy %d samples of %.0f due (%.0f%%), light %d of %.0f (%.0f%%)\n",
+		  h, hn * hz / 1e9, 100 * h / (hn * hz / 1e9), l, ln * hz / 1e9, 100 * l / (ln * hz / 1e9) }'
+	awk '{ print $NF "\t" $0 }' "$f" | sort -nr | head -3 | cut -c1-400
+}
+
+# java_rooted LABEL F: every sample of folded.txt F with a Java frame
+# reaches the thread's root (clone3, start_thread) with no marker (a frame
+# that starts with "[": [truncated], [unwind: ...], [java: ...], [jit]+0x...).
+java_rooted() {
+	local label=$1 f=$2 j jr
+	j=$(fsum "$f" ' \([A-Za-z0-9_$]+\.java\)(;|$)')
+	jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \([A-Za-z0-9_$]+\.java\)(;|$)/ && /^java;__GI___clone3;start_thread;/ && !/;\[/ { s += n } END { print s + 0 }' "$f")
+	if ((j > 0 && jr == j)); then
+		ok "$label: all $j samples with a Java frame reach the thread's root, no marker"
+		return
+	fi
+	fail "$label: $jr of $j samples with a Java frame reach clone3;start_thread without a marker"
+	grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$f" | grep -Ev '^java;__GI___clone3;start_thread;' | head -2 | cut -c1-500
+	grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$f" | grep -E ';\[' | head -2 | cut -c1-500
+	# each marker with the two frames above it, and how often
+	grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$f" | grep -oE '([^;]*;){1,2}\[[^];]*\][^; ]*' | sort | uniq -c | sort -rn | head -5 | cut -c1-300
+	grep -E '^proffs_unwind_(pending_total|builds_queued)' "$MP/metrics"
+}
+
 # jvm JDK OUT SPIN_MS: starts Known under JDK, lets k-hot and k-jni run
 # SPIN_MS, asks for its CPU figures, quits. Its pid in JVM_PID.
 jvm() {
@@ -95,18 +136,7 @@ for i in 0 1; do
 		{ fail "$jdk: $bad lines of folded.txt are not UTF-8 text"; LC_ALL=C.UTF-8 grep -axv '.*' "$F" | head -2 | cut -c1-300 | od -c | tail -4; }
 
 	# --- the known answer ---
-	h=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.heavy \(Known\.java\)(;|$)')
-	l=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.light \(Known\.java\)(;|$)')
-	got=$(pct "$h" $((h + l)))
-	tol=$(band "$want" $((h + l)))
-	((h + l >= MIN_N)) && within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
-		ok "$jdk: Known.heavy (Known.java) is $got% of heavy + light's $((h + l)) samples (the JVM: $want% +- $tol pp)" ||
-		{ fail "$jdk: Known.heavy is $got% of heavy + light's $((h + l)) samples, the JVM says $want% (+- ${tol:-?} pp, >= $MIN_N samples)"
-		  # each call's samples against what its CPU time predicts at HZ
-		  awk -v h="$h" -v l="$l" -v hn="$hn" -v ln="$ln" -v hz=$HZ 'BEGIN {
-			printf "    heavy %d samples of %.0f due (%.0f%%), light %d of %.0f (%.0f%%)\n",
-			  h, hn * hz / 1e9, 100 * h / (hn * hz / 1e9), l, ln * hz / 1e9, 100 * l / (ln * hz / 1e9) }'
-		  awk '{ print $NF "\t" $0 }' "$F" | sort -nr | head -3 | cut -c1-400; }
+	known_share "$jdk" "$F" "$want" $MIN_N $HZ "$hn" "$ln"
 
 	# --- JNI: Java -> C -> Java ---
 	u=$(fsum "$F" ';Known\.up \(Known\.java\)(;|$)')
@@ -116,17 +146,7 @@ for i in 0 1; do
 		  grep 'Known\.up (Known' "$F" | grep -Ev ';Known\.(jniLoop|d3) \(Known\.java\);Known\.down \(Known\.java\);Java_Known_down;jni_CallStaticLongMethod;' | head -2 | cut -c1-500; }
 
 	# --- whole stacks ---
-	# (a marker is a frame that starts with "[": [truncated], [unwind: ...],
-	# [java: ...], [jit]+0x...)
-	j=$(fsum "$F" ' \([A-Za-z0-9_$]+\.java\)(;|$)')
-	jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \([A-Za-z0-9_$]+\.java\)(;|$)/ && /^java;__GI___clone3;start_thread;/ && !/;\[/ { s += n } END { print s + 0 }' "$F")
-	((j > 0 && jr == j)) && ok "$jdk: all $j samples with a Java frame reach the thread's root, no marker" ||
-		{ fail "$jdk: $jr of $j samples with a Java frame reach clone3;start_thread without a marker"
-		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -Ev '^java;__GI___clone3;start_thread;' | head -2 | cut -c1-500
-		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-500
-		  # each marker with the two frames above it, and how often
-		  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -oE '([^;]*;){1,2}\[[^];]*\][^; ]*' | sort | uniq -c | sort -rn | head -5 | cut -c1-300
-		  grep -E '^proffs_unwind_(pending_total|builds_queued)' "$MP/metrics"; }
+	java_rooted "$jdk" "$F"
 
 	# --- lines ---
 	cp "$MP/merged/cpu/pid=${JP[i]}/$R/profile.pb" "$WORK/jvm$i.pb" || { fail "$jdk: read its profile.pb"; continue; }
@@ -165,6 +185,7 @@ run_stop "$RUN_PID" "$MP"
 # PRE_MS under it; the JVM's own figure is the difference of its totals
 # around that time. Then the JVM exits and the daemon goes on.
 PRE_MS=25000
+PRE_HZ=19 # the default rate (proffs run --help)
 PRE_MIN_N=400 # ~19 a second for 25 s: a 3-sigma band of 4.2 pp at 91%
 mkfifo "$WORK/pre.in"
 "${JDKS[1]}/bin/java" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Known::heavy \
@@ -204,19 +225,8 @@ kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
 F=$WORK/pre.folded
 cp "$MP/merged/cpu/pid=$PRE/$R/folded.txt" "$F" || fail "read the first JVM's folded.txt"
 want=$(awk -v h=$((h1 - h0)) -v l=$((l1 - l0)) 'BEGIN { if (h + l > 0) printf "%.1f", 100 * h / (h + l) }')
-h=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.heavy \(Known\.java\)(;|$)')
-l=$(fsum "$F" ';Known\.hot \(Known\.java\);Known\.light \(Known\.java\)(;|$)')
-got=$(pct "$h" $((h + l)))
-tol=$(band "${want:-0}" $((h + l)))
-[[ -n $want ]] && ((h + l >= PRE_MIN_N)) &&
-	within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
-	ok "started before the daemon, default rate: Known.heavy is $got% of heavy + light's $((h + l)) samples (the JVM: $want% +- $tol pp)" ||
-	fail "started before the daemon, default rate: Known.heavy is $got% of heavy + light's $((h + l)) samples, the JVM says ${want:-nothing}% (+- $tol pp, >= $PRE_MIN_N samples)"
-j=$(fsum "$F" ' \([A-Za-z0-9_$]+\.java\)(;|$)')
-jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \([A-Za-z0-9_$]+\.java\)(;|$)/ && /^java;__GI___clone3;start_thread;/ && !/;\[/ { s += n } END { print s + 0 }' "$F")
-((j > 0 && jr == j)) && ok "started before the daemon: all $j samples with a Java frame reach the thread's root, no marker" ||
-	{ fail "started before the daemon: $jr of $j samples with a Java frame reach clone3;start_thread without a marker"
-	  grep -E ' \([A-Za-z0-9_$]+\.java\)(;| )' "$F" | grep -E ';\[|^java;__GI___clone3;start_thread;' -v | head -2 | cut -c1-500; }
+known_share "started before the daemon, default rate" "$F" "$want" $PRE_MIN_N $PRE_HZ $((h1 - h0)) $((l1 - l0))
+java_rooted "started before the daemon" "$F"
 
 # Off-CPU: k-parker parks 20 ms at a time all its life; its blocks carry
 # the Java frames that parked it above libjvm's and the kernel's.
