@@ -69,6 +69,7 @@ struct run {
 	struct symbolizer *sym;
 	/* figures for /metrics, written by the sampler thread */
 	uint64_t batches, append_errors, last_batch_samples;
+	int64_t stored_until_ns; /* the store's complete mark, as last set */
 };
 
 static void usage(FILE *f)
@@ -306,6 +307,12 @@ static void metrics_cb(struct buf *out, void *ctx)
 		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",
 		      __atomic_load_n(&r->append_errors, __ATOMIC_RELAXED));
+	/* A reader that wants every sample up to a moment waits for this
+	 * to pass it, instead of for a drain interval and some. */
+	prom__family(out, "proffs_stored_until_seconds", PROM_GAUGE,
+		     "Wall-clock time before which every sample taken is stored and readable.");
+	prom__f64(out, "proffs_stored_until_seconds", NULL, 0,
+		  __atomic_load_n(&r->stored_until_ns, __ATOMIC_RELAXED) / 1e9);
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
 			     ru.ru_stime.tv_usec / 1e6;
@@ -399,7 +406,11 @@ static int flush(struct run *r, int64_t cut_ns, bool all, bool wait)
 	{
 		int64_t held = profiler__held_since(r->prof);
 
-		err = store__set_complete(r->store, held < cut_ns ? held : cut_ns);
+		int64_t mark = held < cut_ns ? held : cut_ns;
+
+		err = store__set_complete(r->store, mark);
+		if (!err && mark > __atomic_load_n(&r->stored_until_ns, __ATOMIC_RELAXED))
+			__atomic_store_n(&r->stored_until_ns, mark, __ATOMIC_RELAXED);
 	}
 	if (err)
 		pr_warn("run: recording the complete mark failed: %s", strerror(-err));

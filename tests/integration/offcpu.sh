@@ -290,7 +290,7 @@ run_start "$S2" "$MP2" --offcpu --offcpu-min 200ms --offcpu-states sleep
 "$T" sleeper 6 >/dev/null & LP2=$!; PIDS+=("$LP2")
 "$T" waits 6 >/dev/null & WP2=$!; PIDS+=("$WP2")
 wait "$LP2" "$WP2"
-sleep 12
+stored "$MP2"
 L2=$(ls "$MP2/offcpu")
 grep -qx state=sleep <<<"$L2" && ! grep -Eqx 'state=(disk|runqueue)' <<<"$L2" &&
 	ok "--offcpu-states sleep: only state=sleep series" || fail "--offcpu-states sleep: states listed: $(grep state= <<<"$L2" | tr '\n' ' ')"

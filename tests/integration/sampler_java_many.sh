@@ -53,7 +53,7 @@ done
 bad=0
 for p in "${MP_PIDS[@]}"; do wait "$p" || bad=$((bad + 1)); done
 ((bad == 0)) || fail "$bad of $MANY JVMs failed: $(cat "$WORK"/many*.out | grep -v '^$' | head -3)"
-sleep 12 # the last batch
+stored # the last batch
 kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
 
 for i in 0 1; do
@@ -74,20 +74,24 @@ for i in 0 1; do
 			  grep -o 'Unload\.drive[A-Za-z]* (Unload\.java);[^;]*' "$F" | sort | uniq -c; }
 	done
 	# Nothing under a driver but its own generations: the frame right
-	# under it is its generations' Wk<n>.run or a native one (the VM's,
-	# when a loop goes compiled), never another Java name (a name read
-	# from a freed class would be Wk<other parity> or garbage).
+	# under it is its generations' Wk<n>.run, the loop's own clock
+	# (System.nanoTime, a native method: a frame of its own while the
+	# driver runs interpreted, as after each new generation's
+	# deoptimization), or a native one (the VM's, when a loop goes
+	# compiled), never another Java name (a name read from a freed class
+	# would be Wk<other parity> or garbage).
 	for d in Odd Even; do
 		if [[ $d == Odd ]]; then re='^Wk000[135]\.run \(Wk000[135]\.java\)$'; else re='^Wk000[246]\.run \(Wk000[246]\.java\)$'; fi
-		read -r t own other < <(awk -v d="Unload.drive$d (Unload.java)" -v re="$re" '
+		read -r t own other clock < <(awk -v d="Unload.drive$d (Unload.java)" -v re="$re" '
 			{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
 			  for (i = 1; i < k; i++) if (f[i] == d) {
 				t += n
 				if (f[i + 1] ~ re) own += n
+				else if (f[i + 1] == "java.lang.System.nanoTime (System.java)") clock += n
 				else if (f[i + 1] ~ / \([^;]*\.java\)$/) { other += n; print f[i + 1] > "/dev/stderr" }
 				break } }
-			END { print t + 0, own + 0, other + 0 }' "$F" 2>"$WORK/other$i$d")
-		((t > 0 && own > 0 && other == 0)) && ok "$jdk: under Unload.drive$d only its generations' Java code ($own of $t samples; the rest in the VM)" ||
+			END { print t + 0, own + 0, other + 0, clock + 0 }' "$F" 2>"$WORK/other$i$d")
+		((t > 0 && own > 0 && other == 0)) && ok "$jdk: under Unload.drive$d only its generations' Java code ($own of $t samples, $clock in System.nanoTime; the rest in the VM)" ||
 			{ fail "$jdk: under Unload.drive$d $own of $t samples its own generations', $other another Java frame's"
 			  sort "$WORK/other$i$d" | uniq -c | head -3; }
 	done

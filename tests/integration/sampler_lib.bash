@@ -27,6 +27,19 @@ die() {
 skip() { printf 'SKIP: %s\n' "$*"; exit 77; }
 # metric NAME [FILE]: the value of one series of /prof/metrics (or FILE).
 metric() { awk -v k="$1" '$1 == k { print $2 }' "${2:-$MP/metrics}"; }
+# stored [MP]: waits until every sample taken before now is stored and
+# readable in the tree: the daemon's proffs_stored_until_seconds passes
+# this moment at its next cut (at most a drain interval away) once no walk
+# is still parked for its table. At most 30 s; dies if it never does.
+stored() {
+	local m=${1:-$MP}/metrics t=$EPOCHREALTIME u i
+	for i in $(seq 300); do
+		u=$(metric proffs_stored_until_seconds "$m")
+		awk -v u="${u:-0}" -v t="$t" 'BEGIN { exit !(u >= t) }' && return 0
+		sleep 0.1
+	done
+	die "nothing stored past $t in 30 s (proffs_stored_until_seconds ${u:-missing})"
+}
 
 s_cleanup() {
 	local rc=$? m p i

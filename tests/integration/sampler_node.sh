@@ -73,7 +73,7 @@ log "daemon up (pid $RUN_PID)"
 NP=()
 for i in 0 1; do node_run "$i" $SECS "$WORK/node$i.out"; NP[i]=$NODE_PID; done
 for i in 0 1; do wait "${NP[i]}" || fail "known.js under ${NAMES[i]} failed: $(tail -3 "$WORK/node$i.out")"; done
-sleep 12 # the last batch
+stored # the last batch
 kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
 R=last-15m
 
@@ -186,7 +186,7 @@ LD_LIBRARY_PATH=${LIBS[1]} "${EXES[1]}" "$JS" churn 8 >"$WORK/churn.out" 2>&1 & 
 wait "$P"
 wait "$PM" || fail "node --perf-basic-prof failed: $(tail -3 "$WORK/perfmap.out")"
 wait "$CH" || fail "known.js churn failed: $(tail -3 "$WORK/churn.out")"
-sleep 12
+stored
 # --- short-lived workers: named while their heap lives ---
 # A worker frees its heap milliseconds after its last JS frame; BPF wakes
 # the daemon for a record with code it has not seen, so that code is

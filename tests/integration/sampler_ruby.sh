@@ -51,7 +51,7 @@ spin_short(t)' & BURST+=($!); PIDS+=($!)
 done
 wait "${BURST[@]}"
 kill "${HOGS[@]}" 2>/dev/null
-sleep 12 # the last batch
+stored # the last batch
 kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
 R=last-15m
 
@@ -152,7 +152,7 @@ run_stop "$RUN_PID" "$MP"
 PROFFS_RB_WITHHOLD=3.1 run_start "$STORE" "$MP" --hz $HZ
 "$RUBY" "$HELP/rb_known.rb" 4 >/dev/null & KP=$!; PIDS+=("$KP")
 wait "$KP"
-sleep 12
+stored
 F=$WORK/withheld.folded
 cp "$MP/merged/cpu/pid=$KP/$R/folded.txt" "$F" || fail "read the withheld run's folded.txt"
 n=$(FOLDED_SCALE=1 fsum "$F"); r=$(FOLDED_SCALE=1 fsum "$F" '\.rb\)(;| )')
