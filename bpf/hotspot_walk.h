@@ -374,6 +374,14 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 			 hs_rec1((__u32)bci, hs_stamp((__u32)(cm >> 3), s->epoch)));
 }
 
+/* Whether p is `cmp qword [r15 + 8], 0`: a native wrapper's check for a
+ * pending exception, after its `leave` (sampler/java/hswalk.c says more). */
+static __always_inline int hs_pending_check(const __u8 *p)
+{
+	return p[0] == 0x49 && p[1] == 0x81 && p[2] == 0x7f && p[3] == 0x08 && !p[4] && !p[5] && !p[6] &&
+	       !p[7];
+}
+
 /* The leaf's frame state from s->code (the 16 bytes around its pc). */
 static __always_inline int hs_leaf_state(const __u8 *b, int prologue)
 {
@@ -403,6 +411,10 @@ static __always_inline int hs_leaf_state(const __u8 *b, int prologue)
 	if (p[0] == 0x0f && p[1] == 0x87 &&
 	    ((b[1] == 0x49 && b[2] == 0x3b && b[3] == 0xa7) ||
 	     (b[4] == 0x49 && b[5] == 0x3b && b[6] == 0x67)))
+		return HS_F_NOTHING;
+	if (b[7] == 0xc9 && hs_pending_check(p))
+		return HS_F_NOTHING;
+	if (p[0] == 0x0f && p[1] == 0x85 && hs_pending_check(b))
 		return HS_F_NOTHING;
 	return HS_F_FULL;
 }

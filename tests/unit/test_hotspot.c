@@ -749,6 +749,18 @@ static void t_leaf(const char *dir)
 	const uint8_t nat[] = { 0xc9, 0xc3 };
 	const int nat_at[] = { 0, 1 };
 	const int nat_want[] = { HSWALK_RBP_FRAME, HSWALK_NOTHING };
+	/* A native wrapper's on JDK 17, as a stop of k-jni found it: leave;
+	 * cmp qword [r15+8],0 (an exception pending?); jne +1; ret; jmp */
+	const uint8_t nex[] = { 0xc9, 0x49, 0x81, 0x7f, 0x08, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x85,
+				0x01, 0x00, 0x00, 0x00, 0xc3, 0xe9, 0x29, 0xd6, 0xa6, 0xff };
+	const int nex_at[] = { 0, 1, 9, 15 };
+	const int nex_want[] = { HSWALK_RBP_FRAME, HSWALK_NOTHING, HSWALK_NOTHING, HSWALK_NOTHING };
+	/* The same compare in a body (no leave before it), and a jne after
+	 * another compare: the frame is whole */
+	const uint8_t body[] = { 0x90, 0x49, 0x81, 0x7f, 0x08, 0x00, 0x00, 0x00, 0x00, 0x48, 0x39,
+				 0xc8, 0x0f, 0x85, 0x10, 0x00, 0x00, 0x00 };
+	const int body_at[] = { 1, 12 };
+	const int body_want[] = { HSWALK_FULL, HSWALK_FULL };
 	/* A ja elsewhere in a body: no poll before it */
 	const uint8_t ja[] = { 0x48, 0x39, 0xc8, 0x0f, 0x87, 0x10, 0x00, 0x00, 0x00 };
 	const int ja_at[] = { 3 };
@@ -761,6 +773,9 @@ static void t_leaf(const char *dir)
 	leaf_case("epilogue", epi, sizeof(epi), epi_at, epi_want, 5, false);
 	leaf_case("native wrapper epilogue", nat, sizeof(nat), nat_at, nat_want, 2, false);
 	leaf_case("a ja in a body", ja, sizeof(ja), ja_at, ja_want, 1, false);
+	leaf_case("native wrapper epilogue with the exception check", nex, sizeof(nex), nex_at, nex_want, 4,
+		  false);
+	leaf_case("the exception check's compare in a body", body, sizeof(body), body_at, body_want, 2, false);
 }
 
 static const struct test_scenario scenarios[] = {
