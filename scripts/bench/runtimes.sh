@@ -80,7 +80,9 @@ start_daemon() {
 	rm -rf "$W/store"; mkdir -p "$W/mp"
 	"$PROFFS" run --store "$W/store" --mount "$W/mp" --hz 99 >"$W/run.log" 2>&1 &
 	D=$!; PIDS+=("$D")
-	for _ in $(seq 200); do [[ -e $W/mp/README ]] && break; sleep 0.05; done
+	for _ in $(seq 200); do [[ -e $W/mp/README ]] && return 0; kill -0 "$D" 2>/dev/null || break; sleep 0.05; done
+	echo "bench: the daemon did not start: $(tail -3 "$W/run.log")" >&2
+	exit 1
 }
 
 # stop_phase: stops the daemon D and the processes started since
