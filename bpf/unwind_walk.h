@@ -76,7 +76,6 @@ struct walk {
 	__u64 fino;
 	__u32 mc_seq; /* the mm's mm_lock_seq when the walk began */
 	__u64 mc_mm;  /* the mm, as a number */
-	__u64 win_lo, win_hi; /* what unw_win holds: [win_lo, win_hi); 0: nothing */
 };
 
 /*
@@ -112,27 +111,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct map_cache);
 } map_cache SEC(".maps");
-
-/*
- * The stack window of table steps: a frame's read of its saved rbp and
- * return address takes the rest of their page, up to UNW_WIN bytes, and
- * the frames above it that fall inside are read from that copy. A read of
- * user memory costs ~100 ns whether it copies 16 bytes or a kilobyte.
- * Never past the page the pair is on (unless the pair straddles two): that
- * page is present, the next may not be, and a failed read costs a fault.
- */
-#define UNW_WIN 1024
-
-struct unw_win {
-	__u8 b[UNW_WIN];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct unw_win);
-} unw_win SEC(".maps");
 
 /* The walk's state lives here, not on the stack: with the runtimes'
  * steps below it, offcpu's chain of calls (its task work, the walk's
@@ -369,35 +347,6 @@ static __always_inline int read_pair(__u64 *lo, __u64 *hi, __u64 addr)
 	return read_u64(hi, addr + 8) || read_u64(lo, addr);
 }
 
-/* The 16 bytes at addr, through the stack window. Returns 0 or -errno. */
-static __always_inline int win_pair(struct walk *w, __u64 *pair, __u64 addr)
-{
-	__u32 zero = 0;
-	struct unw_win *b = bpf_map_lookup_elem(&unw_win, &zero);
-	__u64 off;
-
-	if (!b)
-		return bpf_probe_read_user(pair, 16, (const void *)addr);
-	if (addr < w->win_lo || addr + 16 > w->win_hi) {
-		__u64 hi = ((addr + 15) | 4095) + 1, len;
-
-		if (hi - addr > UNW_WIN)
-			hi = addr + UNW_WIN;
-		len = hi - addr;
-		w->win_hi = 0;
-		if (len < 16 || len > UNW_WIN || bpf_probe_read_user(b->b, len, (const void *)addr))
-			return bpf_probe_read_user(pair, 16, (const void *)addr);
-		w->win_lo = addr;
-		w->win_hi = hi;
-	}
-	off = addr - w->win_lo;
-	if (off > UNW_WIN - 16)
-		return bpf_probe_read_user(pair, 16, (const void *)addr);
-	pair[0] = *(__u64 *)(b->b + off);
-	pair[1] = *(__u64 *)(b->b + off + 8);
-	return 0;
-}
-
 static __always_inline int fp_step(struct walk *w)
 {
 	__u64 ra, nbp;
@@ -532,7 +481,7 @@ apply:
 	/* The common frame: rbp saved just below the return address. */
 	if (r->ra == UNW_RA_CFA && r->bp == UNW_BP_CFA && r->bp_off + 8 == r->ra_off &&
 	    cfa + (__s64)r->bp_off >= w->sp) {
-		if (!win_pair(w, pair, cfa + (__s64)r->bp_off)) {
+		if (!bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa + (__s64)r->bp_off))) {
 			w->bp = pair[0];
 			w->bp_ok = 1;
 			ra = pair[1];
