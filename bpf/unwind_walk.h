@@ -389,13 +389,12 @@ __noinline int table_step(struct walk *w, __u64 look)
 		__u32 set = slot & (RULE_CACHE_N / 2 - 1);
 		struct rule_cache_ent *e0 = &rcs->e[2 * set], *e1 = &rcs->e[2 * set + 1];
 
-		if (e0->ino && e0->ino == w->fino && e0->off == (__u32)off && e0->dev == w->fdev) {
-			r = &e0->r;
-			goto apply;
-		}
-		if (e1->ino && e1->ino == w->fino && e1->off == (__u32)off && e1->dev == w->fdev) {
-			r = &e1->r;
-			goto apply;
+		for (int way = 0; way < 2; way++) {
+			rc = way ? e1 : e0;
+			if (rc->ino && rc->ino == w->fino && rc->off == (__u32)off && rc->dev == w->fdev) {
+				r = &rc->r;
+				goto apply;
+			}
 		}
 		/* the newest in way 0, the one it displaces in way 1 */
 		*e1 = *e0;

@@ -57,44 +57,6 @@ struct {
 	__type(value, struct v8_buf);
 } v8_scratch SEC(".maps");
 
-/*
- * What this CPU's walks read of interpreted frames' JSFunctions lately:
- * (process, function, the frame's context and BytecodeArray slots) -> the
- * function's SharedFunctionInfo. A busy node's sample has ~12 JS frames,
- * most of them interpreted (the module loader's, a server's set-up) and
- * the same sample after sample, and the JSFunction's read was ~100 ns a
- * frame. The record of a frame named from here carries the stamp of the
- * frame's own BytecodeArray, which user space holds against the SFI's, as
- * for one read now; a function found at another's address (collected and
- * the address reused) would have to come with the same context and
- * BytecodeArray slots too. An entry serves V8_FN_TTL_NS at most: an SFI
- * the collector moved since leaves its old address behind, and the cache
- * must not keep handing that out for longer than a record waits to be
- * named. Compiled frames read their function each time: their Code moves
- * too, and a moved Code's old copy still spans the pc. Two ways a set,
- * the newest in way 0.
- */
-#define V8_FN_TTL_NS 1000000000ULL
-#define V8_FN_CACHE_N 256
-
-struct v8_fn_ent {
-	__u64 jsf, ctx, ba; /* the key */
-	__u64 sfi;
-	__u64 born; /* bpf_ktime_get_ns() when read */
-	__u32 tgid, pad;
-};
-
-struct v8_fn_cache {
-	struct v8_fn_ent e[V8_FN_CACHE_N];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct v8_fn_cache);
-} v8_fn_cache SEC(".maps");
-
 /* JS walks by how they ended (enum v8_end), per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -111,8 +73,6 @@ struct v8_walk {
 	__u32 end; /* enum v8_end */
 	__u32 pad;
 	__u64 win_lo, win_hi; /* what v8_scratch.win holds; win_hi 0: nothing */
-	__u32 tgid, pad2;
-	__u64 now; /* the walk's start (bpf_ktime_get_ns) */
 };
 
 /* c: the process's set-up (its rt_procs entry's), NULL when it runs no V8. */
@@ -124,8 +84,6 @@ static __always_inline void v8_begin(struct v8_walk *v, const struct v8_proc *c)
 	v->win_hi = 0;
 	if (!c)
 		return;
-	v->tgid = bpf_get_current_pid_tgid() >> 32;
-	v->now = bpf_ktime_get_ns();
 	v->c = *c;
 	v->on = 1;
 	v->end = V8_END_OK;
@@ -187,7 +145,7 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 {
 	__u32 zero = 0, n;
 	struct v8_buf *b = bpf_map_lookup_elem(&v8_scratch, &zero);
-	__u64 fp, jsf, ctx, sfi = 0, code = 0, start, ba, bo, ra, nfp, lo, woff;
+	__u64 fp, jsf, ctx, sfi, code, start, ba, bo, ra, nfp, lo, woff;
 	const __u64 *fr;
 	__u64 *pc, *sp, *bp;
 	__u32 size, kind, type = 0, off = 0, stamp = 0;
@@ -229,60 +187,19 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 	jsf = v8_slot(fr, v->c.fp_function);
 	ctx = v8_slot(fr, v->c.fp_context);
 	if (v8_heap_object(ctx) && v8_heap_object(jsf)) {
-		int builtins = *pc >= v->c.code_lo && *pc < v->c.code_hi, hit = 0;
-		struct v8_fn_cache *fc = 0;
-		struct v8_fn_ent *e = 0;
+		int builtins = *pc >= v->c.code_lo && *pc < v->c.code_hi;
 
-		ba = bo = 0;
-		if (builtins) {
-			ba = v8_slot(fr, v->c.fp_bytecode_array);
-			bo = v8_slot(fr, v->c.fp_bytecode_offset);
-			if (v8_heap_object(ba) && !(bo & 1))
-				fc = bpf_map_lookup_elem(&v8_fn_cache, &zero);
+		if (V8_READ(b->jsf, V8_JSF_READ, jsf - 1 + v->c.jsf_read_off)) {
+			v->end = V8_END_READ;
+			goto step;
 		}
-		if (fc) {
-			__u64 h = (jsf ^ ctx * 0x9e3779b97f4a7c15ULL ^ ba * 0xc2b2ae3d27d4eb4fULL ^ v->tgid) *
-				  0xff51afd7ed558ccdULL;
-			__u32 set = (__u32)(h >> 57) & (V8_FN_CACHE_N / 2 - 1);
-
-			e = &fc->e[2 * set];
-			if (e->jsf == jsf && e->ctx == ctx && e->ba == ba && e->tgid == v->tgid &&
-			    v->now - e->born < V8_FN_TTL_NS) {
-				hit = 1;
-				sfi = e->sfi;
-			} else {
-				e = &fc->e[2 * set + 1];
-				if (e->jsf == jsf && e->ctx == ctx && e->ba == ba && e->tgid == v->tgid &&
-				    v->now - e->born < V8_FN_TTL_NS) {
-					hit = 1;
-					sfi = e->sfi;
-				} else {
-					fc->e[2 * set + 1] = fc->e[2 * set];
-					e = &fc->e[2 * set];
-				}
-			}
-		}
-		if (!hit) {
-			if (V8_READ(b->jsf, V8_JSF_READ, jsf - 1 + v->c.jsf_read_off)) {
-				v->end = V8_END_READ;
-				if (e)
-					e->jsf = 0;
-				goto step;
-			}
-			sfi = v8_u64(b->jsf, v->c.jsf_shared, V8_JSF_READ);
-			code = v8_u64(b->jsf, v->c.jsf_code, V8_JSF_READ);
-			if (e) {
-				e->jsf = v8_heap_object(sfi) ? jsf : 0;
-				e->ctx = ctx;
-				e->ba = ba;
-				e->sfi = sfi;
-				e->born = v->now;
-				e->tgid = v->tgid;
-			}
-		}
+		sfi = v8_u64(b->jsf, v->c.jsf_shared, V8_JSF_READ);
+		code = v8_u64(b->jsf, v->c.jsf_code, V8_JSF_READ);
 		if (!v8_heap_object(sfi))
 			goto step;
 		if (builtins) {
+			ba = v8_slot(fr, v->c.fp_bytecode_array);
+			bo = v8_slot(fr, v->c.fp_bytecode_offset);
 			if (v8_heap_object(ba) && !(bo & 1)) {
 				type = V8_FT_INTERP;
 				obj = sfi;
@@ -308,7 +225,7 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 				stamp = v8_stamp(base ? code : sfi, (__u64)size << 8 | kind);
 			}
 		}
-		if (!type) { /* (a cached SFI never comes here: its frame is interpreted) */
+		if (!type) {
 			if (V8_READ(b->sfi, V8_SFI_READ, sfi - 1 + v->c.sfi_read_off)) {
 				v->end = V8_END_READ;
 				goto step;
