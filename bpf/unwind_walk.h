@@ -477,10 +477,12 @@ apply:
 	default:
 		return PROF_UE_BAD_FRAME;
 	}
-	/* The common frame: rbp saved just below the return address. */
+	/* The common frame: rbp saved just below the return address (in a
+	 * V8 process through the stack window its JS frames use). */
 	if (r->ra == UNW_RA_CFA && r->bp == UNW_BP_CFA && r->bp_off + 8 == r->ra_off &&
 	    cfa + (__s64)r->bp_off >= w->sp) {
-		if (!bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa + (__s64)r->bp_off))) {
+		v = cfa + (__s64)r->bp_off;
+		if (w->v8.on ? !v8_pair(&w->v8, pair, v) : !bpf_probe_read_user(pair, sizeof(pair), (const void *)v)) {
 			w->bp = pair[0];
 			w->bp_ok = 1;
 			ra = pair[1];
@@ -692,7 +694,7 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 		wp->mc_ok = !(wp->mc_seq & 1);
 	}
 	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
-	v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0);
+	v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0, ev->time_ns);
 	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);
 	ev->uend = wp->end;
 	ev->ustack_len = 0;
@@ -731,6 +733,19 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 		}
 	}
 	return wp->n;
+}
+
+/* After unwind_user: the signature of the sample's runtime records
+ * (bpf/v8_walk.h, V8 only), or 0 when it has none. */
+static __always_inline __u64 unwind_rt_sig(const struct prof_sample_ev *ev)
+{
+	__u32 zero = 0;
+	struct walk *w;
+
+	if (ev->rtkind != RT_V8 || !ev->nrt)
+		return 0;
+	w = bpf_map_lookup_elem(&walk_state, &zero);
+	return w && w->v8.on ? w->v8.sig : 0;
 }
 
 #endif

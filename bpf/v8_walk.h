@@ -16,7 +16,11 @@
  * frame (saved rbp and return address are in it; most frames come from
  * the window a frame below them read), so a JS frame costs the
  * JSFunction's read (and the Code's, for compiled code) and a share of a
- * window's: one to three reads; other V8 frames none or one.
+ * window's: one to three reads; other V8 frames none or one. An
+ * interpreted frame seen lately takes its SharedFunctionInfo from a
+ * per-CPU cache instead (v8_fn_cache); the twin reads it each time, so
+ * the two differ only in an SFI the collector moved since (its old
+ * address), which names the same function or none (test_v8walk).
  *
  * V8_READ(dst, len, src) reads user memory; bpf_probe_read_user unless
  * the includer says otherwise.
@@ -57,6 +61,50 @@ struct {
 	__type(value, struct v8_buf);
 } v8_scratch SEC(".maps");
 
+/*
+ * What this CPU's walks read of interpreted frames' JSFunctions lately:
+ * (process, function, the frame's context and BytecodeArray slots) -> the
+ * function's SharedFunctionInfo. A busy node's sample has ~12 JS frames,
+ * most of them interpreted and the same sample after sample (the module
+ * loader's under a script's main loop, a server's set-up), and the
+ * JSFunction's read is ~100 ns a frame.
+ *
+ * Why a stale entry names nothing wrong: the record of a frame named from
+ * here carries the stamp of the frame's own BytecodeArray (read from the
+ * stack, never cached), and user space names the record only if the SFI
+ * it reads at that address has that bytecode. The collector may move the
+ * SFI while the function and its bytecode stay (a compaction of the SFI's
+ * page alone); the cache then hands out the old address. Its old copy
+ * still has that bytecode while intact, and user space's names, kept by
+ * (address, stamp), named that address a moment before; once the memory
+ * is reused, no other function's SFI points at this bytecode, so the
+ * frame is [js: moved], counted. An entry serves V8_FN_TTL_NS at most, so
+ * an old address is not handed out longer than a record waits to be
+ * named. Compiled frames read their function each time: their record's
+ * object is the Code, whose old copy would still span the pc with no
+ * stamp from the stack to tell. Two ways a set, the newest in way 0.
+ */
+#define V8_FN_TTL_NS 1000000000ULL
+#define V8_FN_CACHE_N 256
+
+struct v8_fn_ent {
+	__u64 jsf, ctx, ba; /* the key (jsf 0: empty) */
+	__u64 sfi;
+	__u64 born; /* bpf_ktime_get_ns() when read */
+	__u32 tgid, pad;
+};
+
+struct v8_fn_cache {
+	struct v8_fn_ent e[V8_FN_CACHE_N];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct v8_fn_cache);
+} v8_fn_cache SEC(".maps");
+
 /* JS walks by how they ended (enum v8_end), per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -64,6 +112,10 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } v8_ends SEC(".maps");
+
+/* The leaf-most records v8_emit folds into v8_walk.sig (profile.bpf.c's
+ * wake check looks at as many). */
+#define V8_SIG_RECORDS 16
 
 /* Per sample (a member of the walk's state): scalars only. */
 struct v8_walk {
@@ -73,17 +125,24 @@ struct v8_walk {
 	__u32 end; /* enum v8_end */
 	__u32 pad;
 	__u64 win_lo, win_hi; /* what v8_scratch.win holds; win_hi 0: nothing */
+	__u64 sig; /* v8_emit: the leaf-most records' identities, folded */
+	__u64 now; /* the walk's start (bpf_ktime_get_ns) */
+	__u32 tgid, pad2;
 };
 
-/* c: the process's set-up (its rt_procs entry's), NULL when it runs no V8. */
-static __always_inline void v8_begin(struct v8_walk *v, const struct v8_proc *c)
+/* c: the process's set-up (its rt_procs entry's), NULL when it runs no V8;
+ * now: the sample's clock reading (bpf_ktime_get_ns). */
+static __always_inline void v8_begin(struct v8_walk *v, const struct v8_proc *c, __u64 now)
 {
 	v->on = 0;
 	v->njs = 0;
 	v->end = V8_END_NONE;
 	v->win_hi = 0;
+	v->sig = 0;
 	if (!c)
 		return;
+	v->tgid = bpf_get_current_pid_tgid() >> 32;
+	v->now = now;
 	v->c = *c;
 	v->on = 1;
 	v->end = V8_END_OK;
@@ -128,6 +187,57 @@ static __always_inline __u32 v8_u32(const __u8 *p, __u32 off, __u32 size)
 	return *(const __u32 *)(p + (off & 63));
 }
 
+/*
+ * The len bytes at lo (len a constant, at most V8_FRAME_READ), from the
+ * stack window: when they lie outside it, the window is taken again from
+ * lo (to the end of lo's page, at most V8_WIN bytes). Returns them inside
+ * b->win, or NULL when that read failed (the caller then reads what it
+ * needs alone). Table steps of a V8 process use it too (v8_pair): node's
+ * C++ frames under the JS ones lie as close together as V8's own.
+ */
+static __always_inline const __u64 *v8_win(struct v8_walk *v, struct v8_buf *b, __u64 lo, __u32 len)
+{
+	__u64 woff;
+
+	if (lo < v->win_lo || lo + len > v->win_hi) {
+		__u64 hi = ((lo + len - 1) | 4095) + 1, n;
+
+		if (hi - lo > V8_WIN)
+			hi = lo + V8_WIN;
+		n = hi - lo;
+		v->win_hi = 0;
+		if (n < len || n > V8_WIN || V8_READ(b->win, n, lo))
+			return 0;
+		v->win_lo = lo;
+		v->win_hi = hi;
+	}
+	woff = lo - v->win_lo;
+	if (woff > V8_WIN - len)
+		return 0;
+	return (const __u64 *)(b->win + woff);
+}
+
+/*
+ * A table step's saved rbp and return address (the 16 bytes at addr) in
+ * a V8 process, through the window. Only there: CRuby's frames lie far
+ * apart (vm_exec under rb_yield), and a window that serves one pair costs
+ * more than the pair's own read (DESIGN-NOTES, "What a node sample costs
+ * in BPF"). Returns 0 or -errno.
+ */
+static __always_inline int v8_pair(struct v8_walk *v, __u64 *pair, __u64 addr)
+{
+	__u32 zero = 0;
+	struct v8_buf *b = bpf_map_lookup_elem(&v8_scratch, &zero);
+	const __u64 *p = b ? v8_win(v, b, addr, 16) : 0;
+
+	if (p) {
+		pair[0] = p[0];
+		pair[1] = p[1];
+		return 0;
+	}
+	return bpf_probe_read_user(pair, 16, (const void *)addr);
+}
+
 /* A frame's registers, as the step reads and leaves them. */
 struct v8_regs {
 	__u64 pc, sp, bp;
@@ -145,7 +255,7 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 {
 	__u32 zero = 0, n;
 	struct v8_buf *b = bpf_map_lookup_elem(&v8_scratch, &zero);
-	__u64 fp, jsf, ctx, sfi, code, start, ba, bo, ra, nfp, lo, woff;
+	__u64 fp, jsf, ctx, sfi = 0, code = 0, start, ba, bo, ra, nfp, lo;
 	const __u64 *fr;
 	__u64 *pc, *sp, *bp;
 	__u32 size, kind, type = 0, off = 0, stamp = 0;
@@ -162,22 +272,8 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 	if (fp < *sp)
 		return PROF_UE_BAD_FRAME;
 	lo = fp - V8_FRAME_BELOW;
-	if (lo < v->win_lo || lo + V8_FRAME_READ > v->win_hi) {
-		__u64 hi = ((lo + V8_FRAME_READ - 1) | 4095) + 1, len;
-
-		if (hi - lo > V8_WIN)
-			hi = lo + V8_WIN;
-		len = hi - lo;
-		v->win_hi = 0;
-		if (len >= V8_FRAME_READ && len <= V8_WIN && !V8_READ(b->win, len, lo)) {
-			v->win_lo = lo;
-			v->win_hi = hi;
-		}
-	}
-	woff = lo - v->win_lo;
-	if (v->win_hi && woff <= V8_WIN - V8_FRAME_READ) {
-		fr = (const __u64 *)(b->win + woff);
-	} else { /* (a window that failed: the frame alone) */
+	fr = v8_win(v, b, lo, V8_FRAME_READ);
+	if (!fr) { /* (a window that failed: the frame alone) */
 		if (V8_READ(b->fr, V8_FRAME_READ, lo))
 			return PROF_UE_BAD_FRAME;
 		fr = b->fr;
@@ -187,19 +283,57 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 	jsf = v8_slot(fr, v->c.fp_function);
 	ctx = v8_slot(fr, v->c.fp_context);
 	if (v8_heap_object(ctx) && v8_heap_object(jsf)) {
-		int builtins = *pc >= v->c.code_lo && *pc < v->c.code_hi;
+		int builtins = *pc >= v->c.code_lo && *pc < v->c.code_hi, hit = 0;
+		struct v8_fn_cache *fc = 0;
+		struct v8_fn_ent *e = 0;
 
-		if (V8_READ(b->jsf, V8_JSF_READ, jsf - 1 + v->c.jsf_read_off)) {
-			v->end = V8_END_READ;
-			goto step;
-		}
-		sfi = v8_u64(b->jsf, v->c.jsf_shared, V8_JSF_READ);
-		code = v8_u64(b->jsf, v->c.jsf_code, V8_JSF_READ);
-		if (!v8_heap_object(sfi))
-			goto step;
+		ba = bo = 0;
 		if (builtins) {
 			ba = v8_slot(fr, v->c.fp_bytecode_array);
 			bo = v8_slot(fr, v->c.fp_bytecode_offset);
+			if (v8_heap_object(ba) && !(bo & 1))
+				fc = bpf_map_lookup_elem(&v8_fn_cache, &zero);
+		}
+		if (fc) {
+			__u64 h = (jsf ^ ctx * 0x9e3779b97f4a7c15ULL ^ ba * 0xc2b2ae3d27d4eb4fULL ^ v->tgid) *
+				  0xff51afd7ed558ccdULL;
+			__u32 set = (__u32)(h >> 57) & (V8_FN_CACHE_N / 2 - 1);
+
+			for (int way = 0; way < 2; way++) {
+				e = &fc->e[2 * set + way];
+				if (e->jsf == jsf && e->ctx == ctx && e->ba == ba && e->tgid == v->tgid &&
+				    v->now - e->born < V8_FN_TTL_NS) {
+					hit = 1;
+					sfi = e->sfi;
+					break;
+				}
+			}
+			if (!hit) {
+				fc->e[2 * set + 1] = fc->e[2 * set];
+				e = &fc->e[2 * set];
+			}
+		}
+		if (!hit) {
+			if (V8_READ(b->jsf, V8_JSF_READ, jsf - 1 + v->c.jsf_read_off)) {
+				v->end = V8_END_READ;
+				if (e)
+					e->jsf = 0;
+				goto step;
+			}
+			sfi = v8_u64(b->jsf, v->c.jsf_shared, V8_JSF_READ);
+			code = v8_u64(b->jsf, v->c.jsf_code, V8_JSF_READ);
+			if (e) {
+				e->jsf = v8_heap_object(sfi) ? jsf : 0;
+				e->ctx = ctx;
+				e->ba = ba;
+				e->sfi = sfi;
+				e->born = v->now;
+				e->tgid = v->tgid;
+			}
+		}
+		if (!v8_heap_object(sfi))
+			goto step;
+		if (builtins) {
 			if (v8_heap_object(ba) && !(bo & 1)) {
 				type = V8_FT_INTERP;
 				obj = sfi;
@@ -225,7 +359,7 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 				stamp = v8_stamp(base ? code : sfi, (__u64)size << 8 | kind);
 			}
 		}
-		if (!type) {
+		if (!type) { /* (a cached SFI never comes here: its frame is interpreted) */
 			if (V8_READ(b->sfi, V8_SFI_READ, sfi - 1 + v->c.sfi_read_off)) {
 				v->end = V8_END_READ;
 				goto step;
@@ -284,6 +418,12 @@ static __always_inline int v8_emit(struct v8_walk *v, __u64 *frames, __u32 at)
 		}
 		frames[s] = b->out[j].obj;
 		frames[s + 1] = (__u64)b->out[j].stamp << 32 | b->out[j].off;
+		/* What the wake check keys a record on: the object and type
+		 * (not the native frame's index) and the stamp (not the
+		 * position). */
+		if (j < V8_SIG_RECORDS)
+			v->sig = (v->sig ^ (b->out[j].obj & ~(0xffull << 48)) ^ (__u64)b->out[j].stamp << 32) *
+				 0x9e3779b97f4a7c15ull + j;
 		n++;
 	}
 	cnt = bpf_map_lookup_elem(&v8_ends, &v->end);

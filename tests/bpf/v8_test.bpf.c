@@ -120,7 +120,7 @@ static __always_inline void walk(struct pt_regs *regs, __u32 tgid, int hardirq)
 
 	if (!r)
 		return;
-	v8_begin(&s.v, bpf_map_lookup_elem(&v8_procs, &tgid));
+	v8_begin(&s.v, bpf_map_lookup_elem(&v8_procs, &tgid), bpf_ktime_get_ns());
 	s.pc = PT_REGS_IP(regs);
 	s.sp = PT_REGS_SP(regs);
 	s.bp = PT_REGS_FP(regs);
