@@ -99,6 +99,7 @@ static void record_key(const struct prof_sample_ev *ev, const struct proc *p, ui
 		char comm[PROF_COMM_LEN];
 	} h;
 	size_t nf = prof_sample_slots(ev);
+	uint64_t seeds[2];
 
 	memset(&h, 0, sizeof(h));
 	h.cgroup = ev->cgroup_id;
@@ -117,8 +118,8 @@ static void record_key(const struct prof_sample_ev *ev, const struct proc *p, ui
 	memcpy(h.comm, ev->comm, PROF_COMM_LEN);
 	if (nf > 2 * PROF_MAX_FRAMES)
 		nf = 2 * PROF_MAX_FRAMES;
-	key[0] = hash64(ev->frames, nf * sizeof(ev->frames[0]), hash64(&h, sizeof(h), 0x6d656d6f));
-	key[1] = hash64(ev->frames, nf * sizeof(ev->frames[0]), hash64(&h, sizeof(h), 0x2b7e1516));
+	hash64_pair(&h, sizeof(h), 0x6d656d6f, 0x2b7e1516, seeds);
+	hash64_pair(ev->frames, nf * sizeof(ev->frames[0]), seeds[0], seeds[1], key);
 }
 
 /* Would an equal record later get the same stack? Not while a frame

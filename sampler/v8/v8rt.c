@@ -434,8 +434,7 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 		} k = { fr.obj & ~(0xffull << 48), r->rec[2 * i + 1],
 			V8_OBJ_TYPE(fr.obj) == V8_FT_FUNC && nf ? nf->addr : 0, r->gen, r->pid, ret };
 
-		key[0] = hash64(&k, sizeof(k), 0x76387265);
-		key[1] = hash64(&k, sizeof(k), 0x6d656d6f);
+		hash64_pair(&k, sizeof(k), 0x76387265, 0x6d656d6f, key);
 		if (max > 0 && (n = rt_memo__get(r->memo, key, out, max)) >= 0) {
 			r->cnt->frames += (uint64_t)n;
 			return n;

@@ -57,6 +57,29 @@ uint64_t hash64(const void *p, size_t n, uint64_t seed)
 	return mix64(h ^ w ^ ((uint64_t)n << 56));
 }
 
+void hash64_pair(const void *p, size_t n, uint64_t seed0, uint64_t seed1, uint64_t out[2])
+{
+	const uint8_t *b = p;
+	uint64_t h0 = seed0 ^ (0x9e3779b97f4a7c15ULL * (n + 1));
+	uint64_t h1 = seed1 ^ (0x9e3779b97f4a7c15ULL * (n + 1));
+	uint64_t w;
+
+	/* hash64's steps, both chains in one loop: each is a chain of
+	 * dependent multiplies, so the two run side by side */
+	while (n >= 8) {
+		memcpy(&w, b, 8);
+		h0 = mix64(h0 ^ w) + 0x632be59bd9b4e019ULL;
+		h1 = mix64(h1 ^ w) + 0x632be59bd9b4e019ULL;
+		b += 8;
+		n -= 8;
+	}
+	w = 0;
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)b[i] << (8 * i);
+	out[0] = mix64(h0 ^ w ^ ((uint64_t)n << 56));
+	out[1] = mix64(h1 ^ w ^ ((uint64_t)n << 56));
+}
+
 uint64_t hash_mix64(uint64_t key)
 {
 	return mix64(key);

@@ -22,6 +22,9 @@ void log_msg(int level, const char *fmt, ...)
 /* 64-bit non-cryptographic hash (stable across runs and hosts: inode
  * numbers and on-disk keys depend on it). */
 uint64_t hash64(const void *p, size_t n, uint64_t seed);
+/* hash64(p, n, seed0) and hash64(p, n, seed1) in one pass over p, into
+ * out[0] and out[1] (two independent hashes of one record: the memo keys). */
+void hash64_pair(const void *p, size_t n, uint64_t seed0, uint64_t seed1, uint64_t out[2]);
 /* Spreads an integer key over all 64 bits (hash64's final mix), for
  * in-memory tables indexed by the low bits. Not stable API for on-disk
  * data: use hash64 there. */
