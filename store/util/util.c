@@ -39,45 +39,54 @@ static inline uint64_t mix64(uint64_t x)
 	return x;
 }
 
+/* hash64's parts: its start, the step per whole word, the last word
+ * (the tail's bytes, low first) and its end. */
+static inline uint64_t hash_start(uint64_t seed, size_t n)
+{
+	return seed ^ (0x9e3779b97f4a7c15ULL * (n + 1));
+}
+
+static inline uint64_t hash_step(uint64_t h, const uint8_t *b)
+{
+	uint64_t w;
+
+	memcpy(&w, b, 8);
+	return mix64(h ^ w) + 0x632be59bd9b4e019ULL;
+}
+
+static inline uint64_t hash_tail(const uint8_t *b, size_t n)
+{
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)b[i] << (8 * i);
+	return w ^ ((uint64_t)n << 56);
+}
+
 uint64_t hash64(const void *p, size_t n, uint64_t seed)
 {
 	const uint8_t *b = p;
-	uint64_t h = seed ^ (0x9e3779b97f4a7c15ULL * (n + 1));
-	uint64_t w;
+	uint64_t h = hash_start(seed, n);
 
-	while (n >= 8) {
-		memcpy(&w, b, 8);
-		h = mix64(h ^ w) + 0x632be59bd9b4e019ULL;
-		b += 8;
-		n -= 8;
-	}
-	w = 0;
-	for (size_t i = 0; i < n; i++)
-		w |= (uint64_t)b[i] << (8 * i);
-	return mix64(h ^ w ^ ((uint64_t)n << 56));
+	for (; n >= 8; b += 8, n -= 8)
+		h = hash_step(h, b);
+	return mix64(h ^ hash_tail(b, n));
 }
 
 void hash64_pair(const void *p, size_t n, uint64_t seed0, uint64_t seed1, uint64_t out[2])
 {
 	const uint8_t *b = p;
-	uint64_t h0 = seed0 ^ (0x9e3779b97f4a7c15ULL * (n + 1));
-	uint64_t h1 = seed1 ^ (0x9e3779b97f4a7c15ULL * (n + 1));
-	uint64_t w;
+	uint64_t h0 = hash_start(seed0, n), h1 = hash_start(seed1, n), t;
 
-	/* hash64's steps, both chains in one loop: each is a chain of
-	 * dependent multiplies, so the two run side by side */
-	while (n >= 8) {
-		memcpy(&w, b, 8);
-		h0 = mix64(h0 ^ w) + 0x632be59bd9b4e019ULL;
-		h1 = mix64(h1 ^ w) + 0x632be59bd9b4e019ULL;
-		b += 8;
-		n -= 8;
+	/* both chains in one loop: each is a chain of dependent
+	 * multiplies, so the two run side by side */
+	for (; n >= 8; b += 8, n -= 8) {
+		h0 = hash_step(h0, b);
+		h1 = hash_step(h1, b);
 	}
-	w = 0;
-	for (size_t i = 0; i < n; i++)
-		w |= (uint64_t)b[i] << (8 * i);
-	out[0] = mix64(h0 ^ w ^ ((uint64_t)n << 56));
-	out[1] = mix64(h1 ^ w ^ ((uint64_t)n << 56));
+	t = hash_tail(b, n);
+	out[0] = mix64(h0 ^ t);
+	out[1] = mix64(h1 ^ t);
 }
 
 uint64_t hash_mix64(uint64_t key)
