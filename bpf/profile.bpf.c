@@ -93,7 +93,7 @@ static __always_inline __u64 wake_flag(const struct prof_sample_ev *ev, __u64 si
 	 * bpf/hotspot.h): not the object's identity. With it, one JS chain
 	 * under a leaf one builtin deeper was all new (a busy node woke the
 	 * daemon for 9% of its samples, 17 times a second). */
-	__u64 keep = ev->rtkind == RT_V8 ? ~(0xffull << 48) : ev->rtkind == RT_HOTSPOT ? ~(0xffull << 56) : ~0ull;
+	__u64 keep = ev->rtkind == RT_V8 ? V8_OBJ_IDENT_MASK : ev->rtkind == RT_HOTSPOT ? ~(0xffull << 56) : ~0ull;
 	struct rt_seen *sn;
 	bool fresh = false;
 

@@ -97,6 +97,9 @@ enum v8_frame_type {
 #define V8_OBJ_TYPE(o) ((__u32)((o) & 7))
 #define V8_OBJ_ADDR(o) ((o) & 0x0000fffffffffff8ull)
 #define V8_OBJ_INDEX(o) ((__u32)(((o) >> 48) & 0xff))
+/* A record's object without its native frame's index: what identifies it
+ * (profile.bpf.c's wake check and v8_emit's chain signature key on it). */
+#define V8_OBJ_IDENT_MASK (~(0xffull << 48))
 #define V8_OBJ(addr, type, index) \
 	(((addr) & 0x0000fffffffffff8ull) | (__u64)(type) | ((__u64)((index) & 0xff) << 48))
 

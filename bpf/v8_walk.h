@@ -422,7 +422,7 @@ static __always_inline int v8_emit(struct v8_walk *v, __u64 *frames, __u32 at)
 		 * (not the native frame's index) and the stamp (not the
 		 * position). */
 		if (j < V8_SIG_RECORDS)
-			v->sig = (v->sig ^ (b->out[j].obj & ~(0xffull << 48)) ^ (__u64)b->out[j].stamp << 32) *
+			v->sig = (v->sig ^ (b->out[j].obj & V8_OBJ_IDENT_MASK) ^ (__u64)b->out[j].stamp << 32) *
 				 0x9e3779b97f4a7c15ull + j;
 		n++;
 	}
