@@ -207,9 +207,34 @@ static uint64_t unknown_mapping(struct batch *b)
 	return b->umap;
 }
 
+/*
+ * A file's code is stored at its file offsets, not where this process
+ * mapped it: mapping [pgoff, pgoff + size) at offset pgoff, a frame at
+ * addr - start + pgoff. ASLR puts every exec of a binary (and every
+ * library in it) elsewhere, so runtime addresses made each short-lived
+ * process's frames new mappings, locations and stacks for the store:
+ * on the busy host a sha256sum loop alone added ~100 locations a second,
+ * and the writer's maps, the store and every render of a range carried
+ * them. pprof reads the same file offset from either form
+ * (address - memory_start + file_offset), and merges by it too; so do
+ * the module+0xOFFSET names and late symbols. Anonymous memory (JIT code,
+ * [vdso]) keeps its runtime addresses: it has no file to be offsets in.
+ */
+static uint64_t frame_address(const struct frame *f)
+{
+	const struct vma *v = f->vma;
+
+	return v && v->file && !f->kernel ? f->addr - v->start + v->pgoff : f->addr;
+}
+
 static uint64_t user_mapping(struct batch *b, const struct vma *v)
 {
 	struct prof_mapping m = { .start = v->start, .limit = v->end, .offset = v->pgoff };
+
+	if (v->file) {
+		m.start = v->pgoff;
+		m.limit = v->pgoff + (v->end - v->start);
+	}
 	const struct symtab *t = v->dso ? v->dso->tab : NULL;
 
 	m.file = profile__intern_str(b->p, v->path[0] ? v->path : "[jit]");
@@ -275,7 +300,7 @@ static uint64_t location_for(struct batch *b, struct proc *p, pid_t pid, const s
 		key[2] = f->name ? hash64(f->name, strlen(f->name), 0x3a4) : 0;
 	}
 	uint64_t k = hash64(key, sizeof(key), f->kernel), id;
-	struct prof_location loc = { .address = f->addr };
+	struct prof_location loc = { .address = frame_address(f) };
 	struct prof_line line = { 0 };
 
 	k = k ? k : 1;

@@ -2,7 +2,10 @@
  * its add goes to the same sample again with its own values; a key whose
  * second hash differs, or an unknown key, is a miss; the memo is cleared
  * with the batch, remembers nothing after a take until the next add, and
- * stops remembering at its bound while what it holds still hits. */
+ * stops remembering at its bound while what it holds still hits.
+ * A file's code is stored at its file offsets: two processes that mapped
+ * one library at different addresses (ASLR) share its mapping and
+ * locations; anonymous code keeps its runtime address. */
 #include <stdint.h>
 #include <string.h>
 
@@ -19,6 +22,57 @@ static const struct frame fb[2] = {
 	{ .addr = 0xffffffff81000030ULL, .name = "leaf_b", .kernel = true },
 	{ .addr = 0xffffffff81000020ULL, .name = "root", .kernel = true },
 };
+
+/* Two processes, one library mapped at two addresses, the same code in
+ * each; and a JIT frame in anonymous memory. */
+static void file_offsets(void)
+{
+	char lib[] = "/usr/lib/libx.so", anon[] = "";
+	struct vma va = { .start = 0x7f0000001000ULL, .end = 0x7f0000003000ULL, .pgoff = 0x1000,
+			  .path = lib, .file = true };
+	struct vma vb = { .start = 0x7f5555551000ULL, .end = 0x7f5555553000ULL, .pgoff = 0x1000,
+			  .path = lib, .file = true };
+	struct vma vj = { .start = 0x7e0000000000ULL, .end = 0x7e0000010000ULL, .path = anon };
+	const struct frame f1[2] = { { .addr = va.start + 0x234, .vma = &va, .off = 0x1234 },
+				     { .addr = va.start + 0x10, .name = "main", .vma = &va, .off = 0x1010 } };
+	const struct frame f2[2] = { { .addr = vb.start + 0x234, .vma = &vb, .off = 0x1234 },
+				     { .addr = vb.start + 0x10, .name = "main", .vma = &vb, .off = 0x1010 } };
+	const struct frame f3[1] = { { .addr = vj.start + 0x40, .vma = &vj } };
+	struct batch *b = batch__new(PERIOD);
+	struct profile *p = NULL;
+	uint32_t nfile = 0;
+	bool jit_at_runtime = false;
+
+	CHECK(b && !batch__add(b, NULL, 100, "app", f1, 2) && !batch__add(b, NULL, 200, "app", f2, 2) &&
+		      !batch__add(b, NULL, 200, "app", f3, 1) && !batch__take(b, 0, 10 * 1000000000LL, &p) && p,
+	      "three stacks of two processes");
+	if (!p) {
+		batch__free(b);
+		return;
+	}
+	for (uint32_t i = 0; i < p->nmappings; i++)
+		nfile += !strcmp(p->strs[p->mappings[i].file], lib);
+	CHECK(nfile == 1, "the library is one mapping in both processes (%u)", nfile);
+	CHECK(p->nsamples == 3 && p->samples[0].nlocs == 2 && p->samples[1].nlocs == 2 &&
+		      p->samples[0].locs[0] == p->samples[1].locs[0] &&
+		      p->samples[0].locs[1] == p->samples[1].locs[1],
+	      "their samples share both locations");
+	if (p->nsamples == 3 && p->samples[0].nlocs == 2) {
+		const struct prof_location *l = &p->locations[p->samples[0].locs[0] - 1];
+		const struct prof_mapping *m = &p->mappings[l->mapping_id - 1];
+
+		CHECK(l->address == 0x1234 && l->address - m->start + m->offset == 0x1234 &&
+			      m->start == 0x1000 && m->limit == 0x3000 && m->offset == 0x1000,
+		      "the frame at its file offset: %#llx in [%#llx, %#llx) offset %#llx",
+		      (unsigned long long)l->address, (unsigned long long)m->start,
+		      (unsigned long long)m->limit, (unsigned long long)m->offset);
+	}
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		jit_at_runtime |= p->locations[i].address == vj.start + 0x40;
+	CHECK(jit_at_runtime, "anonymous code keeps its runtime address");
+	profile__free(p);
+	batch__free(b);
+}
 
 int main(void)
 {
@@ -73,5 +127,6 @@ int main(void)
 			tag == (uint32_t)i;
 	CHECK(hits == 16384, "20,000 keys put: the first 16,384 remembered (%d hits)", hits);
 	batch__free(b);
+	file_offsets();
 	return test_done();
 }
