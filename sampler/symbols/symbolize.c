@@ -18,15 +18,11 @@
 #include "sampler/proc/safefile.h"
 #include "sampler/symbols/debugfile.h"
 #include "sampler/symbols/dwline.h"
+#include "sampler/symbols/kallsyms.h"
 #include "sampler/python/pyproc.h"
 #include "sampler/runtime/runtime.h"
 #include "sampler/symbols/symbolize.h"
 #include "store/util/util.h"
-
-struct ksym {
-	uint64_t addr;
-	uint32_t name; /* offset into kstrs */
-};
 
 /* One load for the loader thread. */
 struct job {
@@ -84,9 +80,7 @@ struct symbolizer {
 	char *debug_root;
 	char *debug_cache;            /* issue 30: debuginfod's cache, or NULL */
 	struct symbolizer_hooks hooks; /* set before the loader starts */
-	struct ksym *ksyms;
-	size_t nksyms;
-	char *kstrs;
+	struct kallsyms *ksyms;
 	struct elf_info vdso;
 	bool has_vdso;
 	struct hmap dsos;    /* hash(dev, ino) -> struct dso *; sampler thread */
@@ -123,74 +117,14 @@ struct symbolizer {
 	uint64_t perfmap_bytes, tab_bytes, evicted;
 };
 
-static int ksym_cmp(const void *a, const void *b)
-{
-	const struct ksym *x = a, *y = b;
-
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
 static int load_kallsyms(struct symbolizer *s)
 {
-	FILE *f = fopen("/proc/kallsyms", "r");
-	size_t cap = 0, scap = 0, slen = 0;
-	char line[512];
-	int err = 0;
-
-	if (!f)
+	s->ksyms = kallsyms__load("/proc/kallsyms");
+	if (!s->ksyms)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *sp1, *sp2, *name, *end;
-		uint64_t addr;
-		size_t len;
-
-		addr = strtoull(line, &sp1, 16);
-		if (*sp1 != ' ' || !addr)
-			continue;
-		char t = sp1[1];
-		if (t != 't' && t != 'T' && t != 'w' && t != 'W')
-			continue;
-		sp2 = sp1 + 2;
-		if (*sp2 != ' ')
-			continue;
-		name = sp2 + 1;
-		end = name + strcspn(name, " \t\n");
-		len = end - name;
-		if (s->nksyms == cap) {
-			size_t nc = cap ? cap * 2 : 65536;
-			struct ksym *n = realloc(s->ksyms, nc * sizeof(*n));
-
-			if (!n) {
-				err = -ENOMEM;
-				break;
-			}
-			s->ksyms = n;
-			cap = nc;
-		}
-		if (slen + len + 1 > scap) {
-			size_t nc = scap ? scap * 2 : 1 << 20;
-			char *n = realloc(s->kstrs, nc);
-
-			if (!n) {
-				err = -ENOMEM;
-				break;
-			}
-			s->kstrs = n;
-			scap = nc;
-		}
-		memcpy(s->kstrs + slen, name, len);
-		s->kstrs[slen + len] = 0;
-		s->ksyms[s->nksyms].addr = addr;
-		s->ksyms[s->nksyms].name = slen;
-		s->nksyms++;
-		slen += len + 1;
-	}
-	fclose(f);
-	if (s->nksyms)
-		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
-	else
+	if (!kallsyms__count(s->ksyms))
 		pr_warn("symbolize: no symbols in /proc/kallsyms (kptr_restrict?)");
-	return err;
+	return 0;
 }
 
 /* Our own vDSO: its extent from /proc/self/maps, its image in memory. */
@@ -360,8 +294,7 @@ void symbolizer__free(struct symbolizer *s)
 	hmap__fini(&s->dsos);
 	hmap__fini(&s->symtabs);
 	elfsym__fini(&s->vdso);
-	free(s->ksyms);
-	free(s->kstrs);
+	kallsyms__free(s->ksyms);
 	free(s->debug_root);
 	free(s->debug_cache);
 	pthread_cond_destroy(&s->wake);
@@ -372,12 +305,7 @@ void symbolizer__free(struct symbolizer *s)
 
 const char *symbolizer__kernel(struct symbolizer *s, uint64_t addr)
 {
-	size_t lo = bsearch_u64_upper(s->ksyms, s->nksyms, sizeof(*s->ksyms),
-				      offsetof(struct ksym, addr), addr);
-
-	if (!lo)
-		return NULL;
-	return s->kstrs + s->ksyms[lo - 1].name;
+	return kallsyms__lookup(s->ksyms, addr);
 }
 
 static uint64_t dso_key(uint64_t dev, uint64_t ino, const char *path)
@@ -1108,7 +1036,7 @@ bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const c
 void symbolizer__stats(struct symbolizer *s, struct symbolizer_stats *st)
 {
 	st->dsos = s->dsos.len;
-	st->kernel_symbols = s->nksyms;
+	st->kernel_symbols = kallsyms__count(s->ksyms);
 	st->hits = s->hits;
 	st->misses = s->misses;
 	pthread_mutex_lock(&s->lock);

@@ -128,7 +128,8 @@ bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const c
 		      int *line);
 
 /* Function name for a kernel address, or NULL. The string is the
- * symbolizer's and lives until symbolizer__free(). */
+ * symbolizer's and lives until symbolizer__free(). Sampler thread (it
+ * fills the kernel table's name cache: sampler/symbols/kallsyms.h). */
 const char *symbolizer__kernel(struct symbolizer *s, uint64_t addr);
 
 /*
