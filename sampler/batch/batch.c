@@ -33,6 +33,12 @@ struct label_set {
 	struct prof_label l[LBL_MAX];
 };
 
+/* vma -> mapping id slots per batch. A process's frames miss the batch's
+ * location cache on their first use (it is keyed by process), and each
+ * miss interned the mapping's path and build id again: a twentieth of
+ * the daemon's CPU on the busy host, where new processes are many. */
+#define VMAP_SLOTS 512u
+
 struct batch {
 	int64_t period_ns;
 	const char *const *types, *const *units; /* two sample types; the period's is the last */
@@ -49,6 +55,13 @@ struct batch {
 	size_t mcap, mn;
 	uint32_t last_at;   /* the sample the last add went to */
 	bool last_ok;
+	/* The mapping id of a vma, by the vma's address: direct-mapped, its
+	 * content checked on a hit (a freed vma's memory may hold another) */
+	struct vmap_ent {
+		const struct vma *v;
+		uint64_t start, end, pgoff, ino, dev, id;
+		uint8_t fl;
+	} vmap[VMAP_SLOTS];
 };
 
 /* Records remembered per batch at most (24 bytes each, twice for room). */
@@ -67,6 +80,7 @@ static void batch__reset_caches(struct batch *b)
 		memset(b->memo, 0, b->mcap * sizeof(*b->memo));
 	b->mn = 0;
 	b->last_ok = false;
+	memset(b->vmap, 0, sizeof(b->vmap));
 	b->kmap = 0;
 	b->umap = 0;
 }
@@ -230,20 +244,28 @@ static uint64_t frame_address(const struct frame *f)
 static uint64_t user_mapping(struct batch *b, const struct vma *v)
 {
 	struct prof_mapping m = { .start = v->start, .limit = v->end, .offset = v->pgoff };
+	const struct symtab *t = v->dso ? v->dso->tab : NULL;
+	uint8_t fl = (uint8_t)(1 | (t && t->elf.build_id[0]) << 1 | (t && t->has_syms) << 2);
+	struct vmap_ent *c = &b->vmap[(hash_mix64((uintptr_t)v) >> 7) & (VMAP_SLOTS - 1)];
+	uint64_t id;
 
+	if (c->v == v && c->fl == fl && c->start == v->start && c->end == v->end &&
+	    c->pgoff == v->pgoff && c->ino == v->ino && c->dev == v->dev)
+		return c->id;
 	if (v->file) {
 		m.start = v->pgoff;
 		m.limit = v->pgoff + (v->end - v->start);
 	}
-	const struct symtab *t = v->dso ? v->dso->tab : NULL;
-
 	m.file = profile__intern_str(b->p, v->path[0] ? v->path : "[jit]");
 	if (t && t->elf.build_id[0])
 		m.build_id = profile__intern_str(b->p, t->elf.build_id);
 	m.has_functions = t && t->has_syms;
 	if (m.file == UINT32_MAX || m.build_id == UINT32_MAX)
 		return 0;
-	return profile__add_mapping(b->p, &m);
+	id = profile__add_mapping(b->p, &m);
+	if (id)
+		*c = (struct vmap_ent){ v, v->start, v->end, v->pgoff, v->ino, v->dev, id, fl };
+	return id;
 }
 
 /* A runtime's frame (Python, Ruby, Java, JavaScript): one location per

@@ -122,6 +122,10 @@ void procs__gc(struct procs *ps);
 #define PROCS_REREAD_NS (10 * 1000000LL)
 int procs__reread_due(struct procs *ps, int64_t now_ns);
 
+/* True once a maps read went through the kernel's PROCMAP_QUERY (Linux
+ * 6.11 and later) rather than the text of /proc/PID/maps. */
+bool procs__maps_by_query(void);
+
 /* Processes tracked (alive or in their grace period). */
 size_t procs__count(struct procs *ps);
 
