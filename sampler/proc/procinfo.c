@@ -308,7 +308,7 @@ static void read_comm(pid_t pid, char comm[16])
 
 /* The cgroup path of pid: the unified (0::) line, or the first line that
  * names a container or unit (hybrid hosts keep those in v1 hierarchies). */
-static char *read_cgroup(pid_t pid)
+static char *read_cgroup(pid_t pid, bool *unified)
 {
 	char p[64], *line = NULL, *best = NULL, buf[128];
 	size_t lcap = 0;
@@ -329,6 +329,7 @@ static char *read_cgroup(pid_t pid)
 		if (!strncmp(line, "0::", 3) && strcmp(c, "/")) {
 			free(best);
 			best = strdup(c);
+			*unified = best != NULL;
 			break;
 		}
 		if (!best && (!labels__container_id(c, buf, sizeof(buf)) ||
@@ -345,9 +346,23 @@ static char *read_cgroup(pid_t pid)
 static void proc__fill(struct procs *ps, struct proc *p, const char *comm, uint64_t cgroup_id)
 {
 	char path[64], exe[PATH_MAX], num[24];
-	char *cg;
+	char *cg, *kept[LBL_MAX] = { 0 };
+	bool unified = false;
 	ssize_t n;
 
+	/* An exec keeps its cgroup. When the labels came from the unified
+	 * hierarchy's line and the process is still in that cgroup (the
+	 * sample's id says so), /proc/PID/cgroup would name the same path:
+	 * keep what it gave rather than read and parse it again for every
+	 * exec of a busy host. A process moved since (systemd moves a
+	 * unit's first process between fork and exec) has another id. */
+	bool same_cg = cgroup_id && p->cg_unified && p->cg_id == cgroup_id;
+
+	if (same_cg)
+		for (int i = LBL_UNIT; i < LBL_MAX; i++) {
+			kept[i] = p->labels[i];
+			p->labels[i] = NULL;
+		}
 	proc__free_labels(p);
 	if (comm && *comm)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -364,11 +379,18 @@ static void proc__fill(struct procs *ps, struct proc *p, const char *comm, uint6
 	}
 	snprintf(num, sizeof(num), "%d", (int)p->pid);
 	p->labels[LBL_PID] = strdup(num);
-	cg = read_cgroup(p->pid);
-	if (!cg)
-		cg = labeler__cgroup_path(ps->o.lab, cgroup_id);
-	labeler__from_cgroup(ps->o.lab, cg, p->labels);
-	free(cg);
+	if (same_cg) {
+		for (int i = LBL_UNIT; i < LBL_MAX; i++)
+			p->labels[i] = kept[i];
+	} else {
+		cg = read_cgroup(p->pid, &unified);
+		if (!cg)
+			cg = labeler__cgroup_path(ps->o.lab, cgroup_id);
+		labeler__from_cgroup(ps->o.lab, cg, p->labels);
+		free(cg);
+		p->cg_id = unified ? cgroup_id : 0;
+		p->cg_unified = unified && cgroup_id;
+	}
 	p->gen++;
 }
 
@@ -501,6 +523,9 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 		for (int i = 0; i < LBL_MAX; i++)
 			if (parent->labels[i] && i != LBL_PID && i != LBL_COMM)
 				p->labels[i] = strdup(parent->labels[i]);
+		/* the parent's cgroup, if the child is still in it */
+		p->cg_unified = parent->cg_unified && cgroup_id && parent->cg_id == cgroup_id;
+		p->cg_id = p->cg_unified ? cgroup_id : 0;
 		p->labels[LBL_COMM] = strdup(p->comm);
 		snprintf(num, sizeof(num), "%d", (int)pid);
 		p->labels[LBL_PID] = strdup(num);

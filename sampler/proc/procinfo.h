@@ -47,6 +47,8 @@ struct proc {
 	int64_t exit_ns;             /* 0 while alive */
 	bool own_maps;               /* read from its own /proc (not inherited) */
 	int64_t reread_ns;           /* maps read at exec: read again then (0: no) */
+	uint64_t cg_id;              /* the cgroup its labels were read for... */
+	bool cg_unified;             /* ...from the unified hierarchy's line */
 	struct rtproc rt;            /* its interpreter (sampler/runtime/runtime.h) */
 };
 
