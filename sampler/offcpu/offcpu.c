@@ -290,12 +290,13 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 		goto err;
 	}
 	/* Records are drained every poll (~250 ms) without a wakeup each:
-	 * 2 MiB holds ~5k typical records (~400 B), i.e. ~20k blocks/s of
-	 * at least the minimum, 30x the busy host of scripts/bench/busy.sh
-	 * (~600 a second). It is memory locked for the daemon's life, and
-	 * the consumer maps it twice (wrap-around): 4 MiB, then 8 MiB of
-	 * its RSS once wrapped, were most of the daemon's budget. */
-	ring = o->ring_bytes ? o->ring_bytes : 2u << 20;
+	 * 1 MiB holds ~2.5k typical records (~400 B), i.e. ~10k blocks/s of
+	 * at least the minimum, 15x the busy host of scripts/bench/busy.sh
+	 * (600-700 a second, none lost). It is memory locked for the
+	 * daemon's life, and the consumer maps it twice (wrap-around): each
+	 * MiB is two of the daemon's RSS once wrapped. 4 MiB, then 2, were
+	 * most of the daemon's budget and of its peak (issue 26). */
+	ring = o->ring_bytes ? o->ring_bytes : 1u << 20;
 	for (pow = 1 << 20; pow < ring && pow < (1u << 28); pow <<= 1)
 		;
 	err = bpf_map__set_max_entries(oc->skel->maps.events, pow);
