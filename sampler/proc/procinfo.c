@@ -106,6 +106,10 @@ void procs__free(struct procs *ps)
  * of the address space is unmapped to us (its frames show as addresses)
  * and the refusal counted. */
 #define MAPS_MAX_LINES 32768
+/* The same bound where the kernel lists executable mappings alone
+ * (PROCMAP_QUERY, below): on a typical process a third of the lines are
+ * code, and 16,384 regions of code is still far above any real program. */
+#define MAPS_MAX_EXEC (MAPS_MAX_LINES / 2)
 /* ... and once it was hit, re-read no more often than this. */
 #define MAPS_CAPPED_GAP_NS (10 * SEC_NS)
 
@@ -188,7 +192,7 @@ static int read_maps_query(int fd, struct maps *m, size_t *cap, const char *p)
 
 		if (ioctl(fd, PM_QUERY_IOCTL, &q) < 0)
 			return errno == ENOENT ? 0 : -errno; /* ENOENT: no mapping beyond addr */
-		if (++n > MAPS_MAX_LINES) {
+		if (++n > MAPS_MAX_EXEC) {
 			safefile__refuse(SF_R_TOO_BIG, p, 0, 0);
 			m->capped = true;
 			return 0;
