@@ -360,7 +360,7 @@ static void proc__fill(struct procs *ps, struct proc *p, const char *comm, uint6
 	 * keep what it gave rather than read and parse it again for every
 	 * exec of a busy host. A process moved since (systemd moves a
 	 * unit's first process between fork and exec) has another id. */
-	bool same_cg = cgroup_id && p->cg_unified && p->cg_id == cgroup_id;
+	bool same_cg = cgroup_id && p->cg_id == cgroup_id;
 
 	if (same_cg)
 		for (int i = LBL_UNIT; i < LBL_MAX; i++) {
@@ -393,7 +393,6 @@ static void proc__fill(struct procs *ps, struct proc *p, const char *comm, uint6
 		labeler__from_cgroup(ps->o.lab, cg, p->labels);
 		free(cg);
 		p->cg_id = unified ? cgroup_id : 0;
-		p->cg_unified = unified && cgroup_id;
 	}
 	p->gen++;
 }
@@ -528,8 +527,7 @@ void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint
 			if (parent->labels[i] && i != LBL_PID && i != LBL_COMM)
 				p->labels[i] = strdup(parent->labels[i]);
 		/* the parent's cgroup, if the child is still in it */
-		p->cg_unified = parent->cg_unified && cgroup_id && parent->cg_id == cgroup_id;
-		p->cg_id = p->cg_unified ? cgroup_id : 0;
+		p->cg_id = cgroup_id && parent->cg_id == cgroup_id ? cgroup_id : 0;
 		p->labels[LBL_COMM] = strdup(p->comm);
 		snprintf(num, sizeof(num), "%d", (int)pid);
 		p->labels[LBL_PID] = strdup(num);

@@ -47,8 +47,8 @@ struct proc {
 	int64_t exit_ns;             /* 0 while alive */
 	bool own_maps;               /* read from its own /proc (not inherited) */
 	int64_t reread_ns;           /* maps read at exec: read again then (0: no) */
-	uint64_t cg_id;              /* the cgroup its labels were read for... */
-	bool cg_unified;             /* ...from the unified hierarchy's line */
+	uint64_t cg_id;              /* the cgroup whose unified-hierarchy line gave
+	                              * its labels; 0: read them again at exec */
 	struct rtproc rt;            /* its interpreter (sampler/runtime/runtime.h) */
 };
 

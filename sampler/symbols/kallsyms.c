@@ -42,7 +42,6 @@ struct kallsyms {
 	uint8_t *z;          /* the compressed blocks, back to back */
 	uint32_t *zoff;      /* block i is z[zoff[i], zoff[i + 1]) */
 	size_t nblocks;
-	size_t skipped;      /* symbols not within 4 GiB of the rest: not held */
 	struct hmap names;   /* index + 1 -> name in the arena */
 	struct arena_chunk *arena;
 	char *blk;           /* the last block decompressed, and its index */
@@ -121,7 +120,6 @@ static int pack(struct kallsyms *k, const struct raw *r, size_t n, const char *s
 			bestn = hi - lo;
 		}
 	}
-	k->skipped = n - bestn;
 	r += best;
 	n = bestn;
 	k->base = n ? r[0].addr : 0;
