@@ -231,9 +231,12 @@ static struct maps *read_maps(pid_t pid)
 		if (err == -ENOTTY || err == -EINVAL) {
 			pm_query_gone = true; /* an older kernel: text from now on */
 		} else if (err) {
-			maps__put(m);
-			m = NULL;
-			goto out;
+			/* the process mid-exec or going: what the text says */
+			for (size_t i = 0; i < m->n; i++)
+				if (m->v[i].path != anon_path)
+					free(m->v[i].path);
+			m->n = 0;
+			m->capped = false;
 		} else {
 			pm_query_used = true;
 			goto done;
