@@ -281,6 +281,14 @@ static void flines_free(struct flines *fl)
 	free(fl->rank);
 }
 
+bool render__folded_scaled(const struct profile *p)
+{
+	struct count_unit cu;
+
+	render__count_unit(p, &cu);
+	return cu.div != 1;
+}
+
 int render__folded(const struct profile *p, struct buf *out)
 {
 	struct flines fl = { 0 };
@@ -352,4 +360,72 @@ int render__folded_diff(const struct profile *a, const struct profile *b,
 out:
 	flines_free(&fl);
 	return rc;
+}
+
+/* One line of a folded text at *at: its stack [*stk, + *slen) and count;
+ * *at moves past it. false at the end or for a malformed line (*bad). */
+static bool folded_line(const char *t, size_t len, size_t *at, const char **stk, size_t *slen,
+			int64_t *count, bool *bad)
+{
+	const char *s = t + *at, *nl, *sp;
+	char *end;
+
+	if (*at >= len)
+		return false;
+	nl = memchr(s, '\n', len - *at);
+	if (!nl)
+		goto bad;
+	sp = nl;
+	while (sp > s && sp[-1] != ' ')
+		sp--;
+	if (sp <= s + 1 || sp == nl)
+		goto bad;
+	errno = 0;
+	*count = strtoll(sp, &end, 10);
+	if (end != nl || errno)
+		goto bad;
+	*stk = s;
+	*slen = (size_t)(sp - 1 - s);
+	*at = (size_t)(nl + 1 - t);
+	return true;
+bad:
+	*bad = true;
+	return false;
+}
+
+/* Byte order of two stacks' text, a prefix first (folded.txt's order). */
+static int stack_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+int render__folded_sum(const char *a, size_t alen, const char *b, size_t blen,
+		       struct buf *out)
+{
+	size_t ia = 0, ib = 0, la = 0, lb = 0;
+	const char *sa = NULL, *sb = NULL;
+	int64_t ca = 0, cb = 0;
+	bool bad = false, ha, hb;
+
+	if (!buf__room(out, alen + blen))
+		return out->err;
+	ha = folded_line(a, alen, &ia, &sa, &la, &ca, &bad);
+	hb = folded_line(b, blen, &ib, &sb, &lb, &cb, &bad);
+	while ((ha || hb) && !bad) {
+		int c = !ha ? 1 : !hb ? -1 : stack_cmp(sa, la, sb, lb);
+
+		int64_t v = c < 0 ? ca : c > 0 ? cb : ca + cb;
+
+		if (v > 0) { /* (as render__folded: a stack that counts 0 is left out) */
+			buf__put(out, c <= 0 ? sa : sb, c <= 0 ? la : lb);
+			buf__printf(out, " %" PRId64 "\n", v);
+		}
+		if (c <= 0)
+			ha = folded_line(a, alen, &ia, &sa, &la, &ca, &bad);
+		if (c >= 0)
+			hb = folded_line(b, blen, &ib, &sb, &lb, &cb, &bad);
+	}
+	return bad ? -EINVAL : out->err;
 }

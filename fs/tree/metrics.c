@@ -60,6 +60,12 @@ int tree_metrics__render(struct store *s, const struct tree_counters *c,
 		prom__u64(out, "proffs_render_duration_seconds_count", l, 1, cum);
 	}
 	prom__counter(out, "proffs_merges_total", "Store merges run for renders.", ld(&c->merges));
+	prom__counter(out, "proffs_open_window_renders_total",
+		      "Renders of a window holding the open minute as its complete minutes and the rest.",
+		      ld(&c->open_renders));
+	prom__counter(out, "proffs_open_window_kept_total",
+		      "Of those, renders whose complete minutes were kept from an earlier read.",
+		      ld(&c->closed_hits));
 	prom__family(out, "proffs_merge_seconds_total", PROM_COUNTER, "Time spent in store merges.");
 	prom__f64(out, "proffs_merge_seconds_total", NULL, 0, (double)ld(&c->merge_ns) / 1e9);
 	prom__counter(out, "proffs_lookups_total", "Paths resolved.", ld(&c->resolves));

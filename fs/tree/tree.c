@@ -25,6 +25,7 @@
 #include "store/util/util.h"
 #include "fs/tree/stores.h"
 #include "fs/tree/binaries.h"
+#include "fs/tree/closed.h"
 
 /* Longest name a directory entry may have (NAME_MAX): longer label pairs
  * are left out of listings rather than offered and then refused. */
@@ -42,6 +43,7 @@ struct tree {
 	int64_t last_commit; /* of the store at types_version; 0 = unknown */
 	int64_t born;        /* tree__new() time: mtime when nothing better */
 	struct tree_counters c;
+	struct closed *closed; /* open windows' complete minutes (closed.c) */
 };
 
 #define CNT_ADD(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
@@ -77,6 +79,13 @@ struct tree *tree__new_multi(struct store *const *s, const char *const *nodes, s
 	}
 	t->s = s[0];
 	t->born = now_s();
+	t->closed = closed__new(store__dir(s[0]));
+	if (!t->closed) {
+		stores__fini(&t->st);
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (o)
 		t->o = *o;
 	pthread_mutex_init(&t->lock, NULL);
@@ -88,6 +97,7 @@ void tree__free(struct tree *t)
 	if (!t)
 		return;
 	store__free_strv(t->types, t->ntypes);
+	closed__free(t->closed);
 	stores__fini(&t->st);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -732,6 +742,128 @@ static int render_profile(const struct path_query *q, const struct profile *p,
 	}
 }
 
+/* A hash of p's value types: a part joined to bytes must count alike. */
+static uint64_t vtypes_of(const struct profile *p)
+{
+	uint64_t h = p->nvalues;
+
+	for (uint32_t i = 0; i < p->nvalues; i++) {
+		const char *ty = p->strs[p->sample_types[i].type], *un = p->strs[p->sample_types[i].unit];
+
+		h = hash_pair64(h, hash64(ty, strlen(ty), 7));
+		h = hash_pair64(h, hash64(un, strlen(un), 8));
+	}
+	return h;
+}
+
+/* The complete minutes [from, c) of q's window rendered as q's file, into
+ * cb, and what the open part must know (meta); from the cache, else
+ * rendered and kept. 1: their render cannot be joined to another part
+ * (folded counts that are scaled: the parts' rounding would not add up). */
+static int closed_part(struct tree *t, const struct path_query *q, const struct store_sel *sel,
+		       int64_t from, int64_t c, struct buf *cb, struct closed_meta *meta)
+{
+	uint64_t key = hash_pair64(hash64(q->canon, strlen(q->canon), 0xc1),
+				   hash_pair64((uint64_t)from, (uint64_t)c));
+	uint64_t names = tree__names_version(t);
+	struct profile *p = NULL;
+	uint8_t *pb;
+	size_t len;
+	int err;
+
+	err = closed__get(t->closed, key, names, c, meta, cb);
+	if (!err && !meta->scaled)
+		CNT_ADD(t->c.closed_hits, 1);
+	if (err != -ENOENT)
+		return err ? err : meta->scaled;
+	err = stores__merge(&t->st, sel, from, c, &p);
+	if (err)
+		return err;
+	memset(meta, 0, sizeof(*meta));
+	meta->vtypes = vtypes_of(p);
+	if (q->file == PF_PB) {
+		pprof__ids(p, &meta->ids);
+		err = pprof__encode(p, &pb, &len);
+		if (!err)
+			buf__take(cb, pb, len, len + 1);
+	} else {
+		meta->scaled = render__folded_scaled(p);
+		err = meta->scaled ? 1 : render__folded(p, cb);
+	}
+	err = err ? err : cb->err;
+	if (!err || meta->scaled) /* (scaled: remembered as such, no bytes) */
+		closed__put(t->closed, key, names, c, meta, cb->data, meta->scaled ? 0 : cb->len);
+	profile__free(p);
+	return err;
+}
+
+/*
+ * A profile.pb or folded.txt of a window that holds the open minute: its
+ * complete minutes from closed.c, the rest rendered now and joined to them
+ * (closed.c). Returns 1 when the window is not of that kind (the caller
+ * renders it whole), else 0 or -errno.
+ */
+static int render_open(struct tree *t, const struct path_query *q, int64_t now, struct buf *out)
+{
+	struct buf cb = { 0 }, ob = { 0 };
+	struct profile *op = NULL;
+	struct closed_meta meta;
+	struct sel_hold h;
+	int64_t from, to, c;
+	uint8_t *pb;
+	size_t len;
+	int err;
+
+	if (q->area == AREA_DIFF || !q->has_ra || (q->file != PF_PB && q->file != PF_FOLDED))
+		return 1;
+	path_range__window(&q->ra, now, &from, &to);
+	/* complete in every store of the tree (each writer's mark) */
+	c = now;
+	for (size_t i = 0; i < t->st.n; i++) {
+		int64_t mark;
+
+		if (!store__complete(t->st.v[i].s, &mark) && mark / 1000000000LL < c)
+			c = mark / 1000000000LL;
+	}
+	c -= c % 60;
+	/* nothing open, or too little complete to be worth a part */
+	if (c >= to || c - from < 2 * 60)
+		return 1;
+	err = sel_build(q->type, q->a.m, q->a.nm, &h);
+	if (err)
+		return err;
+	err = closed_part(t, q, &h.sel, from, c, &cb, &meta);
+	if (!err)
+		err = stores__merge(&t->st, &h.sel, c, to, &op);
+	if (!err && op->nsamples && vtypes_of(op) != meta.vtypes)
+		err = 1; /* another store of the tree counts otherwise */
+	if (err)
+		goto out;
+	op->time_nanos = from * 1000000000LL;
+	op->duration_nanos = (to - from) * 1000000000LL;
+	if (q->file == PF_PB) {
+		err = pprof__encode_after(op, &meta.ids, &pb, &len);
+		if (err)
+			goto out;
+		buf__take(out, cb.data, cb.len, cb.cap);
+		cb = (struct buf){ 0 };
+		buf__put(out, pb, len);
+		free(pb);
+		err = out->err;
+	} else {
+		err = render__folded(op, &ob);
+		if (!err)
+			err = render__folded_sum(cb.data, cb.len, ob.data, ob.len, out);
+	}
+	CNT_ADD(t->c.open_renders, 1);
+out:
+	sel_release(&h);
+	profile__free(op);
+	buf__free(&cb);
+	buf__free(&ob);
+	return err;
+}
+
 static int render_file(struct tree *t, const struct path_query *q, struct buf *out)
 {
 	struct profile *a = NULL, *b = NULL, *d = NULL;
@@ -740,6 +872,10 @@ static int render_file(struct tree *t, const struct path_query *q, struct buf *o
 	int64_t now = now_s();
 	int err;
 
+	err = render_open(t, q, now, out);
+	if (err <= 0)
+		return err;
+	out->len = 0;
 	err = merge(t, q->type, q->a.m, q->a.nm, &q->ra, now, &a);
 	if (err)
 		goto out;

@@ -21,6 +21,8 @@ struct tree_counters {
 	uint64_t renders[RK_N], errors[RK_N], bytes[RK_N], ns[RK_N];
 	uint64_t buckets[RK_N][RENDER_NBUCKETS]; /* not cumulative */
 	uint64_t merges, merge_ns;
+	uint64_t open_renders; /* windows rendered as complete minutes + open part */
+	uint64_t closed_hits;  /* ...of which the complete minutes came ready */
 	uint64_t resolves, enoent, lists;
 };
 

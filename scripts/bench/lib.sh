@@ -51,6 +51,8 @@ time_cmd() {
 	shift 4
 	CMD[$name]=$(shortcmd "$@")
 	for ((i = 0; i < n; i++)); do
+		# TIME_BEFORE: a command run before each timed run, untimed
+		[[ -n ${TIME_BEFORE:-} ]] && $TIME_BEFORE
 		[[ $mode = cold ]] && drop_caches
 		t0=$EPOCHREALTIME
 		"$@" > "$outf" || { log "failed: $*"; exit 1; }

@@ -643,6 +643,9 @@ enum enc_kind { ENC_HEADER, ENC_MAPPINGS, ENC_FUNCTIONS, ENC_LOCATIONS, ENC_SAMP
 struct enc {
 	const struct profile *p;
 	const uint8_t *symbolized; /* per mapping: some location has lines */
+	const struct pprof_ids *base; /* a part after another's: numbered past it */
+	uint64_t *locids;             /* (base) one part's samples' location ids */
+	size_t caplocids;
 	PbMapping mp[ENC_PART], *mpp[ENC_PART];
 	PbFunction fn[ENC_PART], *fnp[ENC_PART];
 	PbLocation lo[ENC_PART], *lop[ENC_PART];
@@ -651,6 +654,19 @@ struct enc {
 	PbLabel *la, **lap;  /* the labels of one part's samples */
 	size_t capli, capla;
 };
+
+/* String index i of e->p as numbered in the output: past base's strings
+ * (p's "" is not repeated: index 0 stays the first part's ""). */
+static inline int64_t enc_str(const struct enc *e, int64_t i)
+{
+	return e->base && i ? i + (int64_t)e->base->nstrs - 1 : i;
+}
+
+/* Id i (1-based, 0 = none) of a table that base holds n of. */
+static inline uint64_t enc_id(const struct enc *e, uint64_t i, uint32_t n)
+{
+	return e->base && i ? i + n : i;
+}
 
 /* Lines (or labels) of entries [from, to): room for them in e. */
 static int enc_room(void **a, void **pa, size_t *cap, size_t n, size_t elem)
@@ -674,6 +690,15 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 	perftools__profiles__profile__init(m);
 	switch (k) {
 	case ENC_HEADER:
+		if (e->base) {
+			/* Strings, and the duration of the whole. Not the time:
+			 * the first part's is the whole's start, and pprof takes
+			 * a second time_nanos for two profiles in one file. */
+			m->n_string_table = p->nstrs ? p->nstrs - 1 : 0;
+			m->string_table = p->nstrs ? p->strs + 1 : NULL;
+			m->duration_nanos = p->duration_nanos;
+			return 0;
+		}
 		for (uint32_t i = 0; i < p->nvalues; i++) {
 			perftools__profiles__value_type__init(&st[i]);
 			st[i].type = p->sample_types[i].type;
@@ -704,12 +729,12 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			 * symbolized whatever its flag says; telling pprof so
 			 * keeps it from trying to symbolize it again. */
 			perftools__profiles__mapping__init(x);
-			x->id = i + 1;
+			x->id = enc_id(e, i + 1, e->base ? e->base->nmappings : 0);
 			x->memory_start = pm->start;
 			x->memory_limit = pm->limit;
 			x->file_offset = pm->offset;
-			x->filename = pm->file;
-			x->build_id = pm->build_id;
+			x->filename = enc_str(e, pm->file);
+			x->build_id = enc_str(e, pm->build_id);
 			x->has_functions = pm->has_functions || e->symbolized[i];
 			e->mpp[i - from] = x;
 		}
@@ -722,10 +747,10 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			PbFunction *x = &e->fn[i - from];
 
 			perftools__profiles__function__init(x);
-			x->id = i + 1;
-			x->name = pf->name;
-			x->system_name = pf->system_name;
-			x->filename = pf->filename;
+			x->id = enc_id(e, i + 1, e->base ? e->base->nfunctions : 0);
+			x->name = enc_str(e, pf->name);
+			x->system_name = enc_str(e, pf->system_name);
+			x->filename = enc_str(e, pf->filename);
 			x->start_line = pf->start_line;
 			e->fnp[i - from] = x;
 		}
@@ -744,14 +769,15 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			PbLocation *x = &e->lo[i - from];
 
 			perftools__profiles__location__init(x);
-			x->id = i + 1;
-			x->mapping_id = pl->mapping_id;
+			x->id = enc_id(e, i + 1, e->base ? e->base->nlocations : 0);
+			x->mapping_id = enc_id(e, pl->mapping_id, e->base ? e->base->nmappings : 0);
 			x->address = pl->address;
 			x->n_line = pl->nlines;
 			x->line = e->lip ? &e->lip[n] : NULL; /* (no lines in the part: no array) */
 			for (uint32_t j = 0; j < pl->nlines; j++, n++) {
 				perftools__profiles__line__init(&e->li[n]);
-				e->li[n].function_id = pl->lines[j].function_id;
+				e->li[n].function_id = enc_id(e, pl->lines[j].function_id,
+							      e->base ? e->base->nfunctions : 0);
 				e->li[n].line = pl->lines[j].line;
 				e->lip[n] = &e->li[n];
 			}
@@ -762,11 +788,19 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 		return 0;
 	case ENC_SAMPLES:
 		n = 0;
-		for (uint32_t i = from; i < to; i++)
+		size_t nl = 0;
+
+		for (uint32_t i = from; i < to; i++) {
 			n += p->samples[i].nlabels;
+			nl += p->samples[i].nlocs;
+		}
 		if (enc_room((void **)&e->la, (void **)&e->lap, &e->capla, n, sizeof(*e->la)))
 			return -ENOMEM;
+		if (e->base && nl > e->caplocids &&
+		    grow((void **)&e->locids, &e->caplocids, nl, sizeof(*e->locids)))
+			return -ENOMEM;
 		n = 0;
+		nl = 0;
 		for (uint32_t i = from; i < to; i++) {
 			const struct prof_sample *ps = &p->samples[i];
 			PbSample *x = &e->sa[i - from];
@@ -774,6 +808,12 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			perftools__profiles__sample__init(x);
 			x->n_location_id = ps->nlocs;
 			x->location_id = ps->locs;
+			if (e->base) {
+				for (uint32_t j = 0; j < ps->nlocs; j++)
+					e->locids[nl + j] = enc_id(e, ps->locs[j], e->base->nlocations);
+				x->location_id = e->locids + nl;
+				nl += ps->nlocs;
+			}
 			x->n_value = p->nvalues;
 			x->value = ps->values;
 			x->n_label = ps->nlabels;
@@ -783,11 +823,11 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 				PbLabel *y = &e->la[n];
 
 				perftools__profiles__label__init(y);
-				y->key = pl->key;
-				y->str = pl->str;
+				y->key = enc_str(e, pl->key);
+				y->str = enc_str(e, pl->str);
 				if (!pl->str) {
 					y->num = pl->num;
-					y->num_unit = pl->num_unit;
+					y->num_unit = enc_str(e, pl->num_unit);
 				}
 				e->lap[n] = y;
 			}
@@ -873,7 +913,8 @@ fail:
 	return rc;
 }
 
-int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen)
+static int encode(const struct profile *p, const struct pprof_ids *base, uint8_t **out,
+		  size_t *outlen)
 {
 	struct enc *e = calloc(1, sizeof(*e));
 	uint8_t *sym = NULL;
@@ -889,10 +930,12 @@ int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen)
 	}
 	e->p = p;
 	e->symbolized = sym;
+	e->base = base;
 	rc = enc_all(e, out, outlen);
 out:
 	free(sym);
 	if (e) {
+		free(e->locids);
 		free(e->li);
 		free(e->lip);
 		free(e->la);
@@ -900,4 +943,23 @@ out:
 	}
 	free(e);
 	return rc;
+}
+
+int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen)
+{
+	return encode(p, NULL, out, outlen);
+}
+
+void pprof__ids(const struct profile *p, struct pprof_ids *out)
+{
+	out->nstrs = p->nstrs ? p->nstrs : 1;
+	out->nmappings = p->nmappings;
+	out->nfunctions = p->nfunctions;
+	out->nlocations = p->nlocations;
+}
+
+int pprof__encode_after(const struct profile *p, const struct pprof_ids *base, uint8_t **out,
+			size_t *outlen)
+{
+	return encode(p, base, out, outlen);
 }

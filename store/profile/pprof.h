@@ -36,4 +36,25 @@ int pprof__decode_max(const void *buf, size_t len, uint64_t max, struct profile 
  */
 int pprof__encode(const struct profile *p, uint8_t **out, size_t *outlen);
 
+/* How many strings, mappings, functions and locations an encoding of a
+ * profile holds: what a part encoded to follow it must number past. */
+struct pprof_ids {
+	uint32_t nstrs, nmappings, nfunctions, nlocations;
+};
+void pprof__ids(const struct profile *p, struct pprof_ids *out);
+
+/*
+ * Encodes p as a part that follows the encoding of another profile whose
+ * figures are base: the bytes of that encoding and then these parse as
+ * one Profile holding both profiles' samples (protobuf merges concatenated
+ * messages). p's strings, mappings, functions and locations are numbered
+ * after base's (content both hold is there twice, which pprof allows), it
+ * states no value types of its own (it must have the first part's), and
+ * its duration replaces the first part's (its time is not written: the
+ * first part's stands, and `go tool pprof` refuses a second one). *out as for
+ * pprof__encode. Returns 0 or -errno.
+ */
+int pprof__encode_after(const struct profile *p, const struct pprof_ids *base, uint8_t **out,
+			size_t *outlen);
+
 #endif

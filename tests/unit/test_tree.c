@@ -12,6 +12,7 @@
 #include "store/profile/profile.h"
 #include "store/db/store.h"
 #include "tests/test.h"
+#include "fs/render/render.h"
 #include "fs/tree/tree.h"
 #include "store/util/util.h"
 
@@ -122,6 +123,145 @@ static bool resolves(struct tree *t, const char *path)
 
 	node__fini(&n);
 	return err == 0;
+}
+
+/* A counter of the tree's /metrics, or -1. */
+static long long metric(struct tree *t, const char *name)
+{
+	struct buf b;
+	char key[128];
+	const char *at;
+	long long v = -1;
+
+	if (render(t, "/metrics", &b) || !b.data)
+		return -1;
+	snprintf(key, sizeof(key), "\n%s ", name);
+	at = strstr(b.data, key);
+	if (at)
+		v = atoll(at + strlen(key));
+	buf__free(&b);
+	return v;
+}
+
+/* folded.txt of the window [from, to) merged whole (the reference). */
+static int folded_whole(struct store *s, int64_t from, int64_t to, struct buf *out)
+{
+	struct store_sel sel = { .type = "cpu" };
+	struct profile *p;
+	int err = store__merge(s, &sel, from, to, &p);
+
+	memset(out, 0, sizeof(*out));
+	if (err)
+		return err;
+	err = render__folded(p, out);
+	profile__free(p);
+	return err;
+}
+
+/* folded.txt of rendered pprof bytes (decoded again). */
+static int folded_of_pb(const struct buf *pb, struct buf *out)
+{
+	struct profile *p;
+	char e[128];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (pprof__decode(pb->data ? pb->data : "", pb->len, &p, e, sizeof(e))) {
+		printf("  decode: %s\n", e);
+		return -EINVAL;
+	}
+	err = render__folded(p, out);
+	profile__free(p);
+	return err;
+}
+
+static bool same_text(const struct buf *a, const struct buf *b)
+{
+	return a->len == b->len && (!a->len || !memcmp(a->data, b->data, a->len));
+}
+
+/*
+ * A window that holds the open minute: its complete minutes are rendered
+ * once and kept (fs/tree/closed.c), the open part at each read. Every
+ * read must equal the whole window merged at that moment, and a read
+ * after new data in the open minute must take the kept part.
+ */
+static void open_window(void)
+{
+	char dir[] = "/tmp/test_tree_open.XXXXXX", cmd[128];
+	struct store_opts so = { 0 };
+	struct store *s = NULL;
+	struct tree *t = NULL;
+	struct buf pb, fo, want, got;
+	int64_t now = now_s(), m, from, to;
+	long long kept0, kept1, opens0;
+
+	/* the minute must not turn under the test */
+	if (now % 60 > 45) {
+		sleep((unsigned)(61 - now % 60));
+		now = now_s();
+	}
+	m = now - now % 60;
+	from = m - 14 * 60;
+	to = m + 60;
+	if (!mkdtemp(dir))
+		return;
+	so.dir = dir;
+	CHECK(store__open(&s, &so) == 0, "open-window store opens");
+	if (!s)
+		goto out;
+	/* complete minutes: three of them, two processes; the open one */
+	CHECK(append(s, m - 600, "api", "1", 3, 1) == 0 && append(s, m - 120, "db", "2", 4, 0) == 0 &&
+	      append(s, m - 60, "api", "1", 0, 6) == 0 && append(s, m, "api", "1", 2, 0) == 0,
+	      "appends around the open minute");
+	/* the writer's mark: every sample before m + 1 s stored */
+	CHECK(store__set_complete(s, (m + 1) * 1000000000LL) == 0, "the writer's mark");
+	t = tree__new(s, NULL);
+	if (!t)
+		goto out;
+	opens0 = metric(t, "proffs_open_window_renders_total");
+	kept0 = metric(t, "proffs_open_window_kept_total");
+
+	CHECK(render(t, "/merged/cpu/last-15m/profile.pb", &pb) == 0 && pb_total(&pb, 0, NULL) == 16,
+	      "last-15m/profile.pb: the complete minutes and the open one (16)");
+	CHECK(folded_of_pb(&pb, &got) == 0 && folded_whole(s, from, to, &want) == 0 && same_text(&got, &want),
+	      "its stacks and counts are the whole window's:\n%.*s", (int)got.len, got.data ? got.data : "");
+	buf__free(&pb);
+	buf__free(&got);
+	CHECK(render(t, "/merged/cpu/last-15m/folded.txt", &fo) == 0 && same_text(&fo, &want),
+	      "last-15m/folded.txt is the whole window's: %.*s", (int)fo.len, fo.data ? fo.data : "");
+	buf__free(&fo);
+	buf__free(&want);
+	CHECK(metric(t, "proffs_open_window_renders_total") == opens0 + 2 &&
+	      metric(t, "proffs_open_window_kept_total") == kept0,
+	      "both rendered in two parts, the complete minutes rendered anew");
+
+	/* new data in the open minute: a later read keeps the complete part */
+	CHECK(append(s, m + 1, "db", "2", 5, 5) == 0, "more in the open minute");
+	kept1 = metric(t, "proffs_open_window_kept_total");
+	CHECK(render(t, "/merged/cpu/last-15m/profile.pb", &pb) == 0 && pb_total(&pb, 0, NULL) == 26,
+	      "a later profile.pb has the new samples (26)");
+	CHECK(folded_of_pb(&pb, &got) == 0 && folded_whole(s, from, to, &want) == 0 && same_text(&got, &want),
+	      "and is the whole window's:\n%.*s", (int)got.len, got.data ? got.data : "");
+	buf__free(&pb);
+	buf__free(&got);
+	CHECK(render(t, "/merged/cpu/last-15m/folded.txt", &fo) == 0 && same_text(&fo, &want),
+	      "a later folded.txt is the whole window's: %.*s", (int)fo.len, fo.data ? fo.data : "");
+	buf__free(&fo);
+	buf__free(&want);
+	CHECK(metric(t, "proffs_open_window_kept_total") == kept1 + 2,
+	      "both later reads took the kept complete minutes (%lld -> %lld)", kept1,
+	      metric(t, "proffs_open_window_kept_total"));
+	/* a selection is a window of its own */
+	CHECK(render(t, "/merged/cpu/comm=db/last-15m/folded.txt", &fo) == 0 && fo.data &&
+	      !strcmp(fo.data, "db;main 5\ndb;main;work 9\n"), "comm=db: %s", fo.data ? fo.data : "");
+	buf__free(&fo);
+out:
+	tree__free(t);
+	store__close(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		printf("cleanup failed\n");
 }
 
 int main(void)
@@ -292,5 +432,6 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
 		printf("cleanup failed\n");
+	open_window();
 	return test_done();
 }
