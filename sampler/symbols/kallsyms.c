@@ -35,6 +35,8 @@ struct arena_chunk {
 	char b[KS_ARENA];
 };
 
+#define KSYM_RECENT 1024 /* a power of two */
+
 struct kallsyms {
 	uint64_t base;       /* the lowest address */
 	uint32_t *off;       /* sorted: address - base */
@@ -47,6 +49,10 @@ struct kallsyms {
 	char *blk;           /* the last block decompressed, and its index */
 	size_t blk_len, blk_cap, blk_at;
 	size_t zbytes;
+	/* Addresses looked up lately, direct-mapped: an off-CPU stack is a
+	 * dozen kernel frames from a few hundred call sites, and a binary
+	 * search of ~120k offsets is cache misses all the way down. */
+	struct { uint64_t addr; const char *name; } recent[KSYM_RECENT];
 };
 
 struct raw {
@@ -277,15 +283,23 @@ const char *kallsyms__lookup(struct kallsyms *k, uint64_t addr)
 
 	if (!k || !k->n || addr < k->base || addr - k->base > UINT32_MAX)
 		return NULL;
+	size_t slot = (size_t)((addr * 0x9e3779b97f4a7c15ULL) >> 54) & (KSYM_RECENT - 1);
+
+	if (k->recent[slot].addr == addr && k->recent[slot].name)
+		return k->recent[slot].name;
 	lo = upper_u32(k->off, k->n, (uint32_t)(addr - k->base));
 	if (!lo)
 		return NULL;
-	if ((name = hmap__get(&k->names, lo)))
-		return name;
-	name = block_name(k, lo - 1);
-	name = name ? arena_copy(k, name) : NULL;
-	if (name && hmap__put(&k->names, lo, (void *)name))
-		return NULL;
+	if (!(name = hmap__get(&k->names, lo))) {
+		name = block_name(k, lo - 1);
+		name = name ? arena_copy(k, name) : NULL;
+		if (name && hmap__put(&k->names, lo, (void *)name))
+			return NULL;
+	}
+	if (name) {
+		k->recent[slot].addr = addr;
+		k->recent[slot].name = name;
+	}
 	return name;
 }
 
