@@ -3,9 +3,12 @@
  * survive another process growing the map, meta counters, statistics.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <zstd.h>
 
@@ -67,6 +70,8 @@ int store__errno(int rc)
 	}
 }
 
+static void map_find(struct store *s);
+
 int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn)
 {
 	int rc;
@@ -82,6 +87,7 @@ int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn)
 		/* Another process grew the map: adopt its size. */
 		pthread_rwlock_wrlock(&s->resize_lock);
 		rc = mdb_env_set_mapsize(s->env, 0);
+		map_find(s); /* the map moved */
 		pthread_rwlock_unlock(&s->resize_lock);
 		if (rc)
 			break;
@@ -96,6 +102,51 @@ int store__txn_commit(struct store *s, MDB_txn *txn)
 
 	pthread_rwlock_unlock(&s->resize_lock);
 	return store__errno(rc);
+}
+
+/* Where LMDB mapped the store's data.mdb: LMDB does not say (its
+ * me_mapaddr is only a fixed map's), the kernel does. The mapping of the
+ * file's device and inode; none found leaves the range unknown. */
+static void map_find(struct store *s)
+{
+	char path[4096], line[4608];
+	struct stat st;
+	FILE *f;
+
+	s->map_lo = s->map_hi = 0;
+	snprintf(path, sizeof(path), "%s/data.mdb", s->dir);
+	if (stat(path, &st) || !(f = fopen("/proc/self/maps", "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+		unsigned int maj, min;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &maj, &min, &ino) != 7)
+			continue;
+		if (ino != st.st_ino || makedev(maj, min) != st.st_dev || off != 0 || perms[3] != 's')
+			continue;
+		s->map_lo = lo;
+		s->map_hi = hi;
+		break;
+	}
+	fclose(f);
+}
+
+void store__unmap(struct store *s)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	uint64_t used;
+
+	if (!s->map_lo || mdb_env_info(s->env, &info) || mdb_env_stat(s->env, &st))
+		return;
+	used = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+	if (used > s->map_hi - s->map_lo)
+		used = s->map_hi - s->map_lo;
+	/* A shared file mapping: the pages stay in the page cache, only this
+	 * process's page table entries go (LMDB maps read-only, no WRITEMAP). */
+	madvise((void *)s->map_lo, used, MADV_DONTNEED);
 }
 
 void store__txn_abort(struct store *s, MDB_txn *txn)
@@ -170,6 +221,7 @@ int store__open(struct store **out, const struct store_opts *o)
 		goto lmdb_err;
 	/* Readers left behind by a killed process would pin old pages. */
 	mdb_reader_check(s->env, NULL);
+	map_find(s);
 
 	rc = store__txn_begin(s, s->readonly, &txn);
 	if (rc)

@@ -145,6 +145,10 @@ struct store {
 	 * exclusively to adopt a map grown by another process
 	 * (mdb_env_set_mapsize needs no transaction open). */
 	pthread_rwlock_t resize_lock;
+	/* LMDB's map [map_lo, map_hi) in this process (0: not known), found
+	 * when the map is made or moved, under resize_lock held exclusively
+	 * or before any other thread has the store (store__unmap). */
+	uintptr_t map_lo, map_hi;
 	int64_t last_retention; /* when append last applied retention */
 	void *zc;               /* ZSTD_CCtx of the (single) appending thread */
 	void *zd;               /* its ZSTD_DCtx (rollups) */
@@ -193,6 +197,13 @@ int store__errno(int rc);
 /* Begins a transaction (write unless rdonly), adopting a map another
  * process grew. End it with store__txn_commit() or store__txn_abort() only. */
 int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn);
+/* Unmaps the store's pages this process has mapped (LMDB reads through
+ * its map); the page cache keeps them and a later read faults them in
+ * again. For a merge, which reads a window's pages once: each page it
+ * touched stayed resident in the daemon, with the kernel's fault-around
+ * neighbours, as long as the daemon ran. Call with a transaction open
+ * (the map cannot move under it). */
+void store__unmap(struct store *s);
 int store__txn_commit(struct store *s, MDB_txn *txn);
 void store__txn_abort(struct store *s, MDB_txn *txn);
 

@@ -24,6 +24,9 @@
 /* Store id -> value for one merge: a dense array over the ids the
  * snapshot holds (ids are allocated sequentially; the pages of a large,
  * lazily zeroed array cost only where touched), a hash map beyond. */
+/* Block bytes a merge reads between two store__unmap calls. */
+#define MERGE_UNMAP_BYTES (1u << 20)
+
 struct idmap {
 	uint64_t *a; /* bit 63 set = present */
 	uint32_t n;
@@ -386,6 +389,7 @@ static int m_resolve(struct mctx *m)
 	r.next[0] = ls;
 	if ((rc = table__read_many(m->s, m->txn, DB_STACK, ls->ids, ls->nids, r_stack, &r)))
 		goto out;
+	store__unmap(m->s);
 	/* Locations. */
 	if ((rc = idset_list(ls)))
 		goto out;
@@ -401,6 +405,7 @@ static int m_resolve(struct mctx *m)
 	if ((rc = table__read_many(m->s, m->txn, DB_LOC, lids, nloc, r_location, &r)) ||
 	    (rc = m_late(m, &r, lids, nloc, &late_maps)))
 		goto out;
+	store__unmap(m->s);
 	/* Mappings and functions, then the strings they name. */
 	if ((rc = idset_list(ms)) || (rc = idset_list(fs)))
 		goto out;
@@ -824,6 +829,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	MDB_cursor *c = NULL, *mc = NULL;
 	uint8_t kb[BLOCK_KEY_LEN];
 	uint64_t skip_checked = UINT64_MAX;
+	size_t mapped = 0; /* block bytes read since the last store__unmap */
 	MDB_val k, d;
 	int rc;
 
@@ -967,14 +973,22 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 		}
 		if ((rc = m_block(&m, &d)))
 			goto out;
+		/* (the blocks are read once: a window's worth of them need
+		 * not be resident at once) */
+		if ((mapped += d.mv_size) >= MERGE_UNMAP_BYTES) {
+			store__unmap(s);
+			mapped = 0;
+		}
 		rc = mdb_cursor_get(c, &k, &d, MDB_NEXT);
 	}
 	if (rc && rc != MDB_NOTFOUND) {
 		rc = store__errno(rc);
 		goto out;
 	}
+	store__unmap(s);
 	if ((m.snap && (rc = snap__fold(m.snap, m_add, &m))) || (rc = m_emit(&m)))
 		goto out;
+	store__unmap(s); /* the tables' pages m_emit read */
 done:
 	rc = 0;
 	*out = m.p;

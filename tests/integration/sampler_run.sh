@@ -149,6 +149,32 @@ pshare=$(awk '$6 == "iterateLong" { sub(/%/, "", $5); print $5 }' "$WORK/truth.t
 within "${pshare:-nan}" 88.9 92.9 && ok "go tool pprof -top: iterateLong cum $pshare%" ||
 	{ fail "go tool pprof -top: iterateLong cum '${pshare:-}'%, want 90.9 +- 2"; head -20 "$WORK/truth.top"; }
 
+# --- an open window read again after new data: its complete minutes kept ---
+# last-15m ends in the open minute: a read renders the complete minutes
+# and the open part; a later read, once another batch is stored, renders
+# the open part only and joins it to the kept bytes. pprof must read the
+# joined file whole. (A read that straddles a minute's turn renders the
+# moved window's complete minutes anew: then once more.)
+for try in 1 2; do
+	m0=$(($(date +%s) / 60))
+	cp "$MP/merged/cpu/$R/profile.pb" "$WORK/open1.pb" || die "read last-15m profile.pb"
+	k0=$(metric proffs_open_window_kept_total)
+	stored
+	cp "$MP/merged/cpu/$R/profile.pb" "$WORK/open2.pb" || die "read last-15m profile.pb again"
+	k1=$(metric proffs_open_window_kept_total)
+	(($(date +%s) / 60 == m0)) && break
+done
+((k1 == k0 + 1)) && ok "a later read of last-15m kept its complete minutes (kept $k0 -> $k1)" ||
+	fail "a later read of last-15m: kept $k0 -> $k1, want one more"
+pb_samples() {
+	HOME=$WORK PPROF_BINARY_PATH=/nonexistent go tool pprof -top -sample_index=samples -nodecount=1 "$1" 2>/dev/null |
+		sed -n 's/.* of \([0-9]*\) total.*/\1/p' | head -1
+}
+t1=$(pb_samples "$WORK/open1.pb"); t2=$(pb_samples "$WORK/open2.pb")
+awk -v a="${t1:-0}" -v b="${t2:-0}" 'BEGIN { exit !(a > 0 && b >= a) }' &&
+	ok "go tool pprof reads both, the later with the new samples ($t1 -> $t2)" ||
+	fail "go tool pprof totals of the two reads: '$t1' -> '$t2'"
+
 # --- deep stacks ---
 F=$WORK/deep100.folded
 cp "$MP/merged/cpu/comm=deep100/$R/folded.txt" "$F" || die "read deep100"
