@@ -777,6 +777,7 @@ static int closed_part(struct tree *t, const struct path_query *q, const struct 
 	if (err != -ENOENT)
 		return err ? err : meta->scaled;
 	err = stores__merge(&t->st, sel, from, c, &p);
+	CNT_ADD(t->c.merges, 1);
 	if (err)
 		return err;
 	memset(meta, 0, sizeof(*meta));
@@ -833,8 +834,10 @@ static int render_open(struct tree *t, const struct path_query *q, int64_t now, 
 	if (err)
 		return err;
 	err = closed_part(t, q, &h.sel, from, c, &cb, &meta);
-	if (!err)
+	if (!err) {
 		err = stores__merge(&t->st, &h.sel, c, to, &op);
+		CNT_ADD(t->c.merges, 1);
+	}
 	if (!err && op->nsamples && vtypes_of(op) != meta.vtypes)
 		err = 1; /* another store of the tree counts otherwise */
 	if (err)
