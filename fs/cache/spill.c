@@ -205,6 +205,23 @@ int spill__fd(const struct spill_ext *ext)
 	return ext->f ? ext->f->fd : -1;
 }
 
+int spill__read(const struct spill_ext *ext, void *dst)
+{
+	char *d = dst;
+	size_t done = 0;
+
+	while (done < ext->len) {
+		ssize_t n = pread(ext->f->fd, d + done, ext->len - done, (off_t)(ext->off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 unsigned spill__files(struct spill *s)
 {
 	unsigned n = 0;

@@ -44,6 +44,9 @@ int spill__put(struct spill *s, const void *data, size_t len, struct spill_ext *
 void spill__free(struct spill *s, struct spill_ext *ext);
 /* The descriptor to pread an extent's bytes from, at ext->off. */
 int spill__fd(const struct spill_ext *ext);
+/* Reads an extent's ext->len bytes into dst (the caller's, room for them).
+ * Returns 0 or -errno (-EIO: the file ended short). */
+int spill__read(const struct spill_ext *ext, void *dst);
 /* What an extent of len bytes holds of the file and the page cache (its
  * whole pages: extents start on page boundaries). */
 uint64_t spill__extent_bytes(size_t len);

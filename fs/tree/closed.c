@@ -26,7 +26,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fs/cache/spill.h"
 
@@ -85,9 +84,9 @@ void closed__free(struct closed *c)
 }
 
 /* Reads e's bytes into out (under the lock: a put may drop e). */
-static int ent_read(struct closed *c, const struct closed_ent *e, struct buf *out)
+static int ent_read(const struct closed_ent *e, struct buf *out)
 {
-	size_t done = 0;
+	int err;
 
 	if (e->heap) {
 		buf__put(out, e->heap, e->len);
@@ -95,14 +94,8 @@ static int ent_read(struct closed *c, const struct closed_ent *e, struct buf *ou
 	}
 	if (!buf__room(out, e->len))
 		return out->err;
-	while (done < e->len) {
-		ssize_t r = pread(spill__fd(&e->ext), out->data + out->len + done, e->len - done,
-				  (off_t)(e->ext.off + done));
-
-		if (r <= 0)
-			return r < 0 ? -errno : -EIO;
-		done += (size_t)r;
-	}
+	if ((err = spill__read(&e->ext, out->data + out->len)))
+		return err;
 	out->len += e->len;
 	return 0;
 }
@@ -122,7 +115,7 @@ int closed__get(struct closed *c, uint64_t key, uint64_t names, int64_t end,
 			ent_drop(c, e);
 			break;
 		}
-		err = ent_read(c, e, out);
+		err = ent_read(e, out);
 		if (!err) {
 			*meta = e->meta;
 			e->used = ++c->clock;

@@ -292,6 +292,19 @@ static int64_t complete_until(struct tree *t, int64_t now)
 	return now;
 }
 
+/* complete_until over every store of the tree: the earliest writer's
+ * mark. What an open window may keep must be complete in each store;
+ * `latest` keeps following the first store's. */
+static int64_t complete_in_all(struct tree *t, int64_t now)
+{
+	int64_t c = now, mark;
+
+	for (size_t i = 0; i < t->st.n; i++)
+		if (!store__complete(t->st.v[i].s, &mark) && mark / 1000000000LL < c)
+			c = mark / 1000000000LL;
+	return c;
+}
+
 /* Newest minute whose end is not after now, from an ascending list. */
 static bool latest_of(const int64_t *minutes, size_t n, int64_t now, int64_t *out)
 {
@@ -818,14 +831,7 @@ static int render_open(struct tree *t, const struct path_query *q, int64_t now, 
 	if (q->area == AREA_DIFF || !q->has_ra || (q->file != PF_PB && q->file != PF_FOLDED))
 		return 1;
 	path_range__window(&q->ra, now, &from, &to);
-	/* complete in every store of the tree (each writer's mark) */
-	c = now;
-	for (size_t i = 0; i < t->st.n; i++) {
-		int64_t mark;
-
-		if (!store__complete(t->st.v[i].s, &mark) && mark / 1000000000LL < c)
-			c = mark / 1000000000LL;
-	}
+	c = complete_in_all(t, now);
 	c -= c % 60;
 	/* nothing open, or too little complete to be worth a part */
 	if (c >= to || c - from < 2 * 60)
@@ -878,7 +884,6 @@ static int render_file(struct tree *t, const struct path_query *q, struct buf *o
 	err = render_open(t, q, now, out);
 	if (err <= 0)
 		return err;
-	out->len = 0;
 	err = merge(t, q->type, q->a.m, q->a.nm, &q->ra, now, &a);
 	if (err)
 		goto out;

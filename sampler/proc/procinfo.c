@@ -52,13 +52,21 @@ struct procs *procs__new(const struct procs_opts *o)
 	return ps;
 }
 
+/* Empties m of its mappings (their array stays). */
+static void maps__clear(struct maps *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].path != anon_path)
+			free(m->v[i].path);
+	m->n = 0;
+	m->capped = false;
+}
+
 static void maps__put(struct maps *m)
 {
 	if (!m || --m->refs > 0)
 		return;
-	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].path != anon_path)
-			free(m->v[i].path);
+	maps__clear(m);
 	free(m->v);
 	free(m);
 }
@@ -232,11 +240,7 @@ static struct maps *read_maps(pid_t pid)
 			pm_query_gone = true; /* an older kernel: text from now on */
 		} else if (err) {
 			/* the process mid-exec or going: what the text says */
-			for (size_t i = 0; i < m->n; i++)
-				if (m->v[i].path != anon_path)
-					free(m->v[i].path);
-			m->n = 0;
-			m->capped = false;
+			maps__clear(m);
 		} else {
 			pm_query_used = true;
 			goto done;

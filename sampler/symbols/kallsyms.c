@@ -283,7 +283,7 @@ const char *kallsyms__lookup(struct kallsyms *k, uint64_t addr)
 
 	if (!k || !k->n || addr < k->base || addr - k->base > UINT32_MAX)
 		return NULL;
-	size_t slot = (size_t)((addr * 0x9e3779b97f4a7c15ULL) >> 54) & (KSYM_RECENT - 1);
+	size_t slot = (size_t)hash_mix64(addr) & (KSYM_RECENT - 1);
 
 	if (k->recent[slot].addr == addr && k->recent[slot].name)
 		return k->recent[slot].name;

@@ -21,12 +21,12 @@
 
 #include "store/db/store_int.h"
 
-/* Store id -> value for one merge: a dense array over the ids the
- * snapshot holds (ids are allocated sequentially; the pages of a large,
- * lazily zeroed array cost only where touched), a hash map beyond. */
 /* Block bytes a merge reads between two store__unmap calls. */
 #define MERGE_UNMAP_BYTES (1u << 20)
 
+/* Store id -> value for one merge: a dense array over the ids the
+ * snapshot holds (ids are allocated sequentially; the pages of a large,
+ * lazily zeroed array cost only where touched), a hash map beyond. */
 struct idmap {
 	uint64_t *a; /* bit 63 set = present */
 	uint32_t n;

@@ -643,8 +643,11 @@ enum enc_kind { ENC_HEADER, ENC_MAPPINGS, ENC_FUNCTIONS, ENC_LOCATIONS, ENC_SAMP
 struct enc {
 	const struct profile *p;
 	const uint8_t *symbolized; /* per mapping: some location has lines */
-	const struct pprof_ids *base; /* a part after another's: numbered past it */
-	uint64_t *locids;             /* (base) one part's samples' location ids */
+	/* A part after another's (pprof__encode_after): its strings and ids
+	 * numbered past the first's by these offsets (all 0 otherwise). */
+	bool after;
+	uint32_t off_str, off_map, off_fn, off_loc;
+	uint64_t *locids; /* (after) one part's samples' location ids */
 	size_t caplocids;
 	PbMapping mp[ENC_PART], *mpp[ENC_PART];
 	PbFunction fn[ENC_PART], *fnp[ENC_PART];
@@ -655,17 +658,17 @@ struct enc {
 	size_t capli, capla;
 };
 
-/* String index i of e->p as numbered in the output: past base's strings
- * (p's "" is not repeated: index 0 stays the first part's ""). */
+/* String index i of e->p as numbered in the output (p's "" is not
+ * repeated: index 0 stays the first part's ""). */
 static inline int64_t enc_str(const struct enc *e, int64_t i)
 {
-	return e->base && i ? i + (int64_t)e->base->nstrs - 1 : i;
+	return i ? i + e->off_str : 0;
 }
 
-/* Id i (1-based, 0 = none) of a table that base holds n of. */
-static inline uint64_t enc_id(const struct enc *e, uint64_t i, uint32_t n)
+/* Id i (1-based, 0 = none) numbered past off of the first part's. */
+static inline uint64_t enc_id(uint64_t i, uint32_t off)
 {
-	return e->base && i ? i + n : i;
+	return i ? i + off : 0;
 }
 
 /* Lines (or labels) of entries [from, to): room for them in e. */
@@ -690,7 +693,7 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 	perftools__profiles__profile__init(m);
 	switch (k) {
 	case ENC_HEADER:
-		if (e->base) {
+		if (e->after) {
 			/* Strings, and the duration of the whole. Not the time:
 			 * the first part's is the whole's start, and pprof takes
 			 * a second time_nanos for two profiles in one file. */
@@ -729,7 +732,7 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			 * symbolized whatever its flag says; telling pprof so
 			 * keeps it from trying to symbolize it again. */
 			perftools__profiles__mapping__init(x);
-			x->id = enc_id(e, i + 1, e->base ? e->base->nmappings : 0);
+			x->id = enc_id(i + 1, e->off_map);
 			x->memory_start = pm->start;
 			x->memory_limit = pm->limit;
 			x->file_offset = pm->offset;
@@ -747,7 +750,7 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			PbFunction *x = &e->fn[i - from];
 
 			perftools__profiles__function__init(x);
-			x->id = enc_id(e, i + 1, e->base ? e->base->nfunctions : 0);
+			x->id = enc_id(i + 1, e->off_fn);
 			x->name = enc_str(e, pf->name);
 			x->system_name = enc_str(e, pf->system_name);
 			x->filename = enc_str(e, pf->filename);
@@ -769,15 +772,14 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			PbLocation *x = &e->lo[i - from];
 
 			perftools__profiles__location__init(x);
-			x->id = enc_id(e, i + 1, e->base ? e->base->nlocations : 0);
-			x->mapping_id = enc_id(e, pl->mapping_id, e->base ? e->base->nmappings : 0);
+			x->id = enc_id(i + 1, e->off_loc);
+			x->mapping_id = enc_id(pl->mapping_id, e->off_map);
 			x->address = pl->address;
 			x->n_line = pl->nlines;
 			x->line = e->lip ? &e->lip[n] : NULL; /* (no lines in the part: no array) */
 			for (uint32_t j = 0; j < pl->nlines; j++, n++) {
 				perftools__profiles__line__init(&e->li[n]);
-				e->li[n].function_id = enc_id(e, pl->lines[j].function_id,
-							      e->base ? e->base->nfunctions : 0);
+				e->li[n].function_id = enc_id(pl->lines[j].function_id, e->off_fn);
 				e->li[n].line = pl->lines[j].line;
 				e->lip[n] = &e->li[n];
 			}
@@ -796,7 +798,7 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 		}
 		if (enc_room((void **)&e->la, (void **)&e->lap, &e->capla, n, sizeof(*e->la)))
 			return -ENOMEM;
-		if (e->base && nl > e->caplocids &&
+		if (e->after && nl > e->caplocids &&
 		    grow((void **)&e->locids, &e->caplocids, nl, sizeof(*e->locids)))
 			return -ENOMEM;
 		n = 0;
@@ -808,9 +810,9 @@ static int enc_part(struct enc *e, enum enc_kind k, uint32_t from, uint32_t to, 
 			perftools__profiles__sample__init(x);
 			x->n_location_id = ps->nlocs;
 			x->location_id = ps->locs;
-			if (e->base) {
+			if (e->after) {
 				for (uint32_t j = 0; j < ps->nlocs; j++)
-					e->locids[nl + j] = enc_id(e, ps->locs[j], e->base->nlocations);
+					e->locids[nl + j] = enc_id(ps->locs[j], e->off_loc);
 				x->location_id = e->locids + nl;
 				nl += ps->nlocs;
 			}
@@ -930,7 +932,13 @@ static int encode(const struct profile *p, const struct pprof_ids *base, uint8_t
 	}
 	e->p = p;
 	e->symbolized = sym;
-	e->base = base;
+	if (base) {
+		e->after = true;
+		e->off_str = base->nstrs - 1;
+		e->off_map = base->nmappings;
+		e->off_fn = base->nfunctions;
+		e->off_loc = base->nlocations;
+	}
 	rc = enc_all(e, out, outlen);
 out:
 	free(sym);

@@ -180,6 +180,27 @@ static bool same_text(const struct buf *a, const struct buf *b)
 	return a->len == b->len && (!a->len || !memcmp(a->data, b->data, a->len));
 }
 
+/* Reads last-15m's profile.pb and folded.txt: total samples in the
+ * profile, and both the window [from, to) merged whole (folded text). */
+static void read_last15(struct tree *t, struct store *s, int64_t from, int64_t to, int64_t total,
+			const char *what)
+{
+	struct buf pb, fo, want, got;
+
+	CHECK(render(t, "/merged/cpu/last-15m/profile.pb", &pb) == 0 && pb_total(&pb, 0, NULL) == total,
+	      "%s: last-15m/profile.pb holds %lld samples", what, (long long)total);
+	CHECK(folded_of_pb(&pb, &got) == 0 && folded_whole(s, from, to, &want) == 0 && same_text(&got, &want),
+	      "%s: its stacks and counts are the whole window's:\n%.*s", what, (int)got.len,
+	      got.data ? got.data : "");
+	CHECK(render(t, "/merged/cpu/last-15m/folded.txt", &fo) == 0 && same_text(&fo, &want),
+	      "%s: last-15m/folded.txt is the whole window's: %.*s", what, (int)fo.len,
+	      fo.data ? fo.data : "");
+	buf__free(&pb);
+	buf__free(&got);
+	buf__free(&fo);
+	buf__free(&want);
+}
+
 /*
  * A window that holds the open minute: its complete minutes are rendered
  * once and kept (fs/tree/closed.c), the open part at each read. Every
@@ -192,7 +213,7 @@ static void open_window(void)
 	struct store_opts so = { 0 };
 	struct store *s = NULL;
 	struct tree *t = NULL;
-	struct buf pb, fo, want, got;
+	struct buf fo;
 	int64_t now = now_s(), m, from, to;
 	long long kept0, kept1, opens0;
 
@@ -222,16 +243,7 @@ static void open_window(void)
 	opens0 = metric(t, "proffs_open_window_renders_total");
 	kept0 = metric(t, "proffs_open_window_kept_total");
 
-	CHECK(render(t, "/merged/cpu/last-15m/profile.pb", &pb) == 0 && pb_total(&pb, 0, NULL) == 16,
-	      "last-15m/profile.pb: the complete minutes and the open one (16)");
-	CHECK(folded_of_pb(&pb, &got) == 0 && folded_whole(s, from, to, &want) == 0 && same_text(&got, &want),
-	      "its stacks and counts are the whole window's:\n%.*s", (int)got.len, got.data ? got.data : "");
-	buf__free(&pb);
-	buf__free(&got);
-	CHECK(render(t, "/merged/cpu/last-15m/folded.txt", &fo) == 0 && same_text(&fo, &want),
-	      "last-15m/folded.txt is the whole window's: %.*s", (int)fo.len, fo.data ? fo.data : "");
-	buf__free(&fo);
-	buf__free(&want);
+	read_last15(t, s, from, to, 16, "a first read");
 	CHECK(metric(t, "proffs_open_window_renders_total") == opens0 + 2 &&
 	      metric(t, "proffs_open_window_kept_total") == kept0,
 	      "both rendered in two parts, the complete minutes rendered anew");
@@ -239,16 +251,7 @@ static void open_window(void)
 	/* new data in the open minute: a later read keeps the complete part */
 	CHECK(append(s, m + 1, "db", "2", 5, 5) == 0, "more in the open minute");
 	kept1 = metric(t, "proffs_open_window_kept_total");
-	CHECK(render(t, "/merged/cpu/last-15m/profile.pb", &pb) == 0 && pb_total(&pb, 0, NULL) == 26,
-	      "a later profile.pb has the new samples (26)");
-	CHECK(folded_of_pb(&pb, &got) == 0 && folded_whole(s, from, to, &want) == 0 && same_text(&got, &want),
-	      "and is the whole window's:\n%.*s", (int)got.len, got.data ? got.data : "");
-	buf__free(&pb);
-	buf__free(&got);
-	CHECK(render(t, "/merged/cpu/last-15m/folded.txt", &fo) == 0 && same_text(&fo, &want),
-	      "a later folded.txt is the whole window's: %.*s", (int)fo.len, fo.data ? fo.data : "");
-	buf__free(&fo);
-	buf__free(&want);
+	read_last15(t, s, from, to, 26, "a later read, with the new samples");
 	CHECK(metric(t, "proffs_open_window_kept_total") == kept1 + 2,
 	      "both later reads took the kept complete minutes (%lld -> %lld)", kept1,
 	      metric(t, "proffs_open_window_kept_total"));
