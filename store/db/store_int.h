@@ -201,7 +201,8 @@ int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn);
  * its map); the page cache keeps them and a later read faults them in
  * again. For a merge, which reads a window's pages once: each page it
  * touched stayed resident in the daemon, with the kernel's fault-around
- * neighbours, as long as the daemon ran. Call with a transaction open
+ * neighbours, as long as the daemon ran. Each write does it too, as it
+ * commits (store__txn_commit). Call with a transaction open
  * (the map cannot move under it). */
 void store__unmap(struct store *s);
 int store__txn_commit(struct store *s, MDB_txn *txn);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 int log_level = LOG_INFO;
@@ -374,4 +375,31 @@ int grow_u32(void **p, uint32_t *cap, size_t need, size_t elem)
 		return rc;
 	*cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
 	return 0;
+}
+
+int self_file_map(unsigned long dev, unsigned long ino, uintptr_t addr, bool shared, uintptr_t *lo,
+		  uintptr_t *hi)
+{
+	char line[4608];
+	int err = -ENOENT;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b, off, i;
+		unsigned int maj, min;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &a, &b, perms, &off, &maj, &min, &i) != 7 ||
+		    i != ino || makedev(maj, min) != dev || off != 0 || (perms[3] == 's') != shared ||
+		    (addr && (addr < a || addr >= b)))
+			continue;
+		*lo = a;
+		*hi = b;
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
 }

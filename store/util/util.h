@@ -98,6 +98,14 @@ void heap_trim(void);
  * Switching keeping off does not trim: call heap_trim() after. */
 void heap_keep(bool keep);
 
+/* The mapping of this process, from /proc/self/maps, of the file (dev,
+ * ino) from its offset 0 that holds addr (0: the first such mapping) and
+ * is shared or private as asked: its range in [*lo, *hi). 0, -ENOENT or
+ * -errno. For maps libraries make and do not say where (LMDB's, libelf's):
+ * their pages can then be given back (MADV_DONTNEED) once read. */
+int self_file_map(unsigned long dev, unsigned long ino, uintptr_t addr, bool shared, uintptr_t *lo,
+		  uintptr_t *hi);
+
 /* Current time, Unix seconds and nanoseconds (CLOCK_REALTIME). */
 int64_t now_s(void);
 int64_t now_ns(void);

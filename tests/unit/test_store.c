@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/profile/profile.h"
 #include "store/db/store.h"
 #include "store/db/store_int.h"
+#include "tests/unit/rss.h"
 #include "tests/test.h"
 
 static const char *vt[] = { "samples", "cpu" }, *vu[] = { "count", "nanoseconds" };
@@ -910,38 +910,18 @@ static void t_concurrent_readers(const char *dir)
 	store__close(s);
 }
 
-/* Another process grows the map (a bigger --max-size) while this one
- * has the store open: the next transaction here must adopt the new
- * size (MDB_MAP_RESIZED) instead of failing. */
 /* KiB of dir's data.mdb resident in this process's page tables. */
 static long mdb_rss_kib(const char *dir)
 {
-	char want[400], line[4608];
-	FILE *f = fopen("/proc/self/smaps", "re");
-	long kib = 0;
-	bool in = false;
+	char path[400];
 
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), "%s/data.mdb", dir);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-		long v;
-
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, ' ')) {
-			size_t n = strlen(line);
-
-			while (n && line[n - 1] == '\n')
-				line[--n] = 0;
-			in = n >= strlen(want) && !strcmp(line + n - strlen(want), want);
-		} else if (in && sscanf(line, "Rss: %ld kB", &v) == 1) {
-			kib += v;
-		}
-	}
-	fclose(f);
-	return kib;
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	return file_rss_kib(path);
 }
 
+/* Another process grows the map (a bigger --max-size) while this one
+ * has the store open: the next transaction here must adopt the new
+ * size (MDB_MAP_RESIZED) instead of failing. */
 static void t_map_resize(const char *dir)
 {
 	struct store_opts so = { .dir = dir, .max_size = 1 << 20 };
@@ -1009,6 +989,50 @@ static void t_map_resize(const char *dir)
 	CHECK(mdb_rss_kib(dir) >= 0 && mdb_rss_kib(dir) < 256,
 	      "after the merge %ld KiB of the store stay mapped", mdb_rss_kib(dir));
 	CHECK(store__check(s, stdout) == 0, "check through the grown map");
+	store__close(s);
+}
+
+/* A writer's B-tree walks map store pages too; the daemon writes all day
+ * and never merges between, so each commit gives them back
+ * (store__txn_commit). */
+static void t_write_unmap(const char *dir)
+{
+	struct store_opts so = { .dir = dir };
+	struct store *s = NULL;
+	char st_[160];
+	long during = -1, read, after;
+	bool ok = true;
+
+	CHECK(store__open(&s, &so) == 0, "write_unmap: fresh store");
+	if (!s)
+		return;
+	for (int b = 0; b < 200 && ok; b++) {
+		struct profile *p = mk();
+
+		for (int i = 0; i < 200; i++) {
+			snprintf(st_, sizeof(st_), "main;writer_%d;stack_%d;leaf_%d", b, i, i * 13 + b);
+			add(p, "w", "7", st_, 1);
+		}
+		ok = store__append(s, "cpu", (T0 + 10 * b) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0;
+		profile__free(p);
+		if (b == 199)
+			during = mdb_rss_kib(dir);
+	}
+	CHECK(ok && during >= 0 && during < 64, "200 batches appended, %ld KiB of the store mapped after",
+	      during);
+	/* (a check reads every page and keeps them: the test can fail) */
+	CHECK(store__check(s, NULL) == 0, "the store checks");
+	read = mdb_rss_kib(dir);
+	CHECK(read >= 256, "a full read leaves %ld KiB mapped", read);
+	{
+		struct profile *p = mk();
+
+		add(p, "w", "7", "main;one_more", 1);
+		ok = store__append(s, "cpu", (T0 + 2000) * 1000000000LL, 10000000000LL, p, NULL, 0) == 0;
+		profile__free(p);
+	}
+	after = mdb_rss_kib(dir);
+	CHECK(ok && after >= 0 && after < 64, "one more write leaves %ld KiB mapped", after);
 	store__close(s);
 }
 
@@ -1307,6 +1331,7 @@ static const struct test_scenario scenarios[] = {
 	{ "check_finds_corruption", t_check_finds_corruption },
 	{ "concurrent_readers", t_concurrent_readers },
 	{ "map_resize", t_map_resize },
+	{ "write_unmap", t_write_unmap },
 	{ "dedupe", t_dedupe },
 	{ "forget", t_forget },
 	{ "label_set_fold", t_label_set_fold },
