@@ -10,15 +10,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
 #include "sampler/symbols/dwline.h"
 #include "store/util/hmap.h"
+#include "store/util/util.h"
 
 struct dwline {
 	Dwarf *dw;
+	/* libelf's mapping of the file (0: not found): libdw copies Debian's
+	 * compressed sections out as it inflates them, after which the pages
+	 * it read through the map are held for nothing (dwline__unmap). */
+	uintptr_t map_lo, map_hi;
 	/* Relative paths joined to their unit's directory, by the pair of
 	 * libdw strings they came from (stable while dw lives): pprof -list
 	 * then finds the source from any working directory. */
@@ -92,6 +99,24 @@ out:
 	return err;
 }
 
+/* The file's image as libelf mapped it, if it did: libelf reads a file
+ * it cannot map into the heap, whose pages must not be given back. */
+static void find_map(struct dwline *d, int fd)
+{
+	Elf *e = dwarf_getelf(d->dw);
+	struct stat st;
+	uintptr_t lo, hi;
+	size_t n = 0;
+	char *img = e ? elf_rawfile(e, &n) : NULL;
+
+	if (!img || !n || fstat(fd, &st) ||
+	    self_file_map(st.st_dev, st.st_ino, (uintptr_t)img, false, &lo, &hi) ||
+	    (uintptr_t)img + n > hi)
+		return;
+	d->map_lo = lo;
+	d->map_hi = hi;
+}
+
 struct dwline *dwline__open(int fd, uint64_t max, uint64_t *bytes)
 {
 	struct dwline *d;
@@ -116,6 +141,7 @@ struct dwline *dwline__open(int fd, uint64_t max, uint64_t *bytes)
 		errno = ENODATA;
 		return NULL;
 	}
+	find_map(d, fd);
 	return d;
 }
 
@@ -152,6 +178,14 @@ bool dwline__lookup(struct dwline *d, uint64_t vaddr, const char **file, int *li
 		return false;
 	*file = absolute(d, &cu, f);
 	return true;
+}
+
+void dwline__unmap(struct dwline *d)
+{
+	/* A private read-only map of the file: its pages are the page
+	 * cache's, and come back at a later read through it. */
+	if (d && d->map_lo)
+		madvise((void *)d->map_lo, d->map_hi - d->map_lo, MADV_DONTNEED);
 }
 
 void dwline__close(struct dwline *d)

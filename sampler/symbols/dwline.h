@@ -31,6 +31,13 @@ struct dwline *dwline__open(int fd, uint64_t max, uint64_t *bytes);
  * and *line. False when no compilation unit or row covers it. */
 bool dwline__lookup(struct dwline *d, uint64_t vaddr, const char **file, int *line);
 
+/* Gives back the pages of the file that libdw read through its map: the
+ * sections it inflated are in its heap, and the rest come back from the
+ * page cache if read again. Cheap when none are mapped; for callers to
+ * use after a round of lookups (a debug file's pages stayed in the
+ * daemon's RSS as long as its table lived: 1.4-1.9 MB on a busy host). */
+void dwline__unmap(struct dwline *d);
+
 void dwline__close(struct dwline *d);
 
 #endif

@@ -86,6 +86,7 @@ struct symbolizer {
 	struct hmap dsos;    /* hash(dev, ino) -> struct dso *; sampler thread */
 	uint64_t hits, misses; /* sampler thread */
 	uint64_t clock;        /* symbolizer__trim calls; sampler thread */
+	bool dw_used;          /* a table's lines read since the last trim; sampler thread */
 	/* Lookups lately, direct-mapped by (dso, offset): a busy process's
 	 * frames repeat, and a lookup in a big table (node's: 100k symbols,
 	 * 17 steps of a binary search through megabytes) was a tenth of the
@@ -963,6 +964,17 @@ void symbolizer__trim(struct symbolizer *s, uint64_t budget)
 		s->evicted++;
 	}
 out:
+	/* Lines are read on this thread only: none is being read now. */
+	for (size_t i = 0; s->dw_used && i < s->dsos.cap; i++) {
+		struct dso *d = s->dsos.keys[i] ? s->dsos.vals[i] : NULL;
+		struct symtab *t = d ? d->tab : NULL;
+
+		if (t && t->dw_used) {
+			t->dw_used = false;
+			dwline__unmap(t->dw);
+		}
+	}
+	s->dw_used = false;
 	apply_changed(s);
 	pthread_mutex_unlock(&s->lock);
 	free(cand);
@@ -1024,6 +1036,7 @@ bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const c
 		return e->has_line;
 	}
 	ok = elfsym__off_to_vaddr(&t->elf, off, &vaddr) && dwline__lookup(t->dw, vaddr, file, line);
+	t->dw_used = s->dw_used = true;
 	if (look_holds(s, e, d, t, off)) {
 		e->line_done = true;
 		e->has_line = ok;

@@ -44,6 +44,7 @@ struct symtab {
 	 * dw_fd is the file they read. NULL: frames carry no line. */
 	struct dwline *dw;
 	int dw_fd;
+	bool dw_used; /* looked up in since the last symbolizer__trim */
 };
 
 /* Symbol tables held at most (bytes), least recently used dropped first

@@ -28,6 +28,7 @@
 #include "sampler/symbols/debuginfod.h"
 #include "sampler/symbols/dwline.h"
 #include "store/util/util.h"
+#include "tests/unit/rss.h"
 #include "tests/test.h"
 
 __attribute__((noinline)) int dbg_test_marker(int x)
@@ -326,15 +327,20 @@ static void t_fetcher(const char *dir)
 
 static void t_dwline(const char *dir)
 {
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	char copy[4200];
+	int fd = -1;
 	struct elf_info e;
 	struct dwline *d;
 	const char *file = NULL;
 	uint64_t bytes = 0, vaddr = 0;
 	int line = 0;
+	long rss;
 
-	(void)dir;
-	CHECK(fd >= 0 && !elfsym__read(fd, true, &e), "this binary's symbols");
+	/* A copy of this binary, so that only libdw maps it. */
+	snprintf(copy, sizeof(copy), "%s/exe-copy", dir);
+	CHECK(!sh("cp @EXE@ %s%s", copy, "") && (fd = open(copy, O_RDONLY | O_CLOEXEC)) >= 0 &&
+		      !elfsym__read(fd, true, &e),
+	      "this binary's symbols");
 	for (size_t i = 0; i < e.nsyms; i++)
 		if (!strcmp(e.strs + e.syms[i].name, "dbg_test_marker"))
 			vaddr = e.syms[i].addr;
@@ -345,6 +351,13 @@ static void t_dwline(const char *dir)
 		      strstr(file, "tests/unit/test_debuginfod.c") && line >= 33 && line <= 37,
 	      "dbg_test_marker+1: %s:%d (absolute, its own lines)", file ? file : "-", line);
 	CHECK(!dwline__lookup(d, 1, &file, &line), "an address no unit covers: none");
+	/* Its sections are not compressed: libdw read them through its map. */
+	rss = file_rss_kib(copy);
+	dwline__unmap(d);
+	CHECK(rss > 0 && file_rss_kib(copy) == 0, "the file's pages given back: %ld KiB mapped, then %ld",
+	      rss, file_rss_kib(copy));
+	CHECK(dwline__lookup(d, vaddr + 1, &file, &line) && strstr(file, "tests/unit/test_debuginfod.c"),
+	      "and read again after: %s:%d", file ? file : "-", line);
 	dwline__close(d);
 	errno = 0;
 	CHECK(!dwline__open(fd, 1, &bytes) && errno == EFBIG, "over the bound: refused (EFBIG)");
