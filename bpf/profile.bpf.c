@@ -51,6 +51,10 @@ struct {
 #define RT_SEEN_SETS 2048 /* two tags each: 16 KiB per CPU */
 #define RT_SEEN_CHECK 16
 #define RT_SIG_N 256
+/* Ring space a stack copy must leave free: a poll's worth of plain
+ * records of every CPU (~50 KiB at 99 Hz on 2 CPUs, most of them far
+ * smaller than their 2 KiB worst case). */
+#define PROF_RING_SPARE (64u << 10)
 
 /* Per CPU: the runtime objects this CPU's records named lately (a 32-bit
  * tag of (process, object, stamp) in a two-way set), the chains of them
@@ -255,9 +259,19 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		rt_walk(ev, rt, nk + nu);
 	size = __builtin_offsetof(struct prof_sample_ev, frames) +
 	       (nk + nu + 2 * (ev->nrt & 0xff)) * sizeof(__u64);
-	/* A walk to finish in user space carries the stack copy. */
-	if (ev->uend == PROF_UE_PENDING)
-		size = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x7fff);
+	/* A walk to finish in user space carries the stack copy, if the ring
+	 * has room for it; else (a burst of walks into files whose tables are
+	 * not built yet, as when the daemon starts and knows none) the sample
+	 * still counts, its stack ending in the file it had no table for. */
+	if (ev->uend == PROF_UE_PENDING) {
+		__u64 copy = __builtin_offsetof(struct prof_sample_ev, ustack) + (ev->ustack_len & 0x7fff);
+
+		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + copy + PROF_RING_SPARE <=
+		    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE))
+			size = copy;
+		else
+			ev->uend = PROF_UE_NO_TABLE;
+	}
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
 	if (bpf_ringbuf_output(&events, ev, size, wake_flag(ev, unwind_rt_sig(ev))))

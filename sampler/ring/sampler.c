@@ -147,15 +147,17 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 	s->skel->rodata->target_tgid = o->target_tgid;
 	/* Worst case a record is ~2 KiB (a typical one ~300 bytes); keep a
 	 * second of full-depth samples of every CPU, four polls' worth, plus
-	 * a burst of 32 records carrying a whole stack copy (new binaries'
-	 * walks, ~30 KiB each). Power of two, >= 1 MiB. The consumer maps
-	 * the ring twice (wrap-around), so each byte here is two of the
-	 * daemon's RSS once the ring has wrapped: 2 MiB at 99 Hz on 2 CPUs
-	 * (was 4 MiB, sized for two seconds and 64 copies: 8 MiB of RSS). */
+	 * a burst of 16 records carrying a whole stack copy (new binaries'
+	 * walks, ~30 KiB each; most copies are a few KiB, the stack in use).
+	 * Power of two, >= 1 MiB. The consumer maps the ring twice
+	 * (wrap-around) and the kernel maps all its pages at once, so each
+	 * byte here is two of the daemon's RSS: 1 MiB at 99 Hz on 2 CPUs
+	 * (was 2 MiB with room for 32 copies, and 4 MiB before that: 8 MiB
+	 * of RSS, most of the busy host's peak over its goal, issue 26). */
 	ring = o->ring_bytes;
 	if (!ring)
 		ring = (size_t)s->o.hz * np * offsetof(struct prof_sample_ev, ustack) +
-		       32 * sizeof(struct prof_sample_ev);
+		       16 * sizeof(struct prof_sample_ev);
 	size_t pow = 1 << 20;
 	while (pow < ring && pow < (1u << 26)) /* 64 MiB is plenty for any hz */
 		pow <<= 1;
