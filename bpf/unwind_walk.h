@@ -16,6 +16,8 @@
 
 #define VM_EXEC_FLAG 0x4ul
 
+#include "bpf/maple_walk.h"
+
 /* One chunk of the row space (bpf/unwind.h); user space creates them.
  * Values are struct unw_row: typed as their size because BTF holds an
  * inner map's value type only as a forward declaration. */
@@ -122,72 +124,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct walk);
 } walk_state SEC(".maps");
-
-/*
- * The vma holding addr, looked up in the mm's maple tree the way the
- * kernel's mtree_lookup_walk() does, with probe reads. bpf_find_vma()
- * cannot serve a walk: from the hardirq a perf event fires in, it works
- * once per interrupt (its deferred unlock is busy after that), and a walk
- * needs a lookup per file it crosses. The tree is RCU-safe and we run
- * with interrupts off; a torn read at worst yields a vma that fails the
- * range check below. Returns NULL when nothing maps addr.
- */
-static __always_inline struct vm_area_struct *mt_lookup(struct mm_struct *mm, __u64 addr)
-{
-	__u64 piv[15], e = (__u64)BPF_CORE_READ(mm, mm_mt.ma_root), max = ~0ull;
-
-	for (int depth = 0; depth < 8; depth++) {
-		__u64 node = e & ~255ull, slot = 0;
-		int type = (e >> 3) & 15, npiv, end, off;
-		__u8 meta_end = 0;
-
-		/* The root is tagged as an internal entry (low bits 10); an
-		 * empty or one-entry tree has no node. Below it, encoded
-		 * nodes: address | type << 3 | 4. */
-		if (e <= 4096 || (depth == 0 && (e & 3) != 2))
-			return 0;
-		/* Where the node's data ends, as ma_data_end() says: a full
-		 * node's last pivot is implied; else its metadata knows. */
-		if (type == 3) { /* maple_arange_64: pivots at 8, meta at 240 */
-			npiv = 9;
-			if (bpf_probe_read_kernel(piv, 9 * 8, (void *)(node + 8)) ||
-			    bpf_probe_read_kernel(&meta_end, 1, (void *)(node + 240)))
-				return 0;
-			end = meta_end;
-		} else if (type == 1 || type == 2) { /* leaf_64, range_64: meta at 248 */
-			npiv = 15;
-			if (bpf_probe_read_kernel(piv, 15 * 8, (void *)(node + 8)))
-				return 0;
-			if (piv[14] == 0) {
-				if (bpf_probe_read_kernel(&meta_end, 1, (void *)(node + 248)))
-					return 0;
-				end = meta_end;
-			} else {
-				end = piv[14] == max ? 14 : 15;
-			}
-		} else {
-			return 0;
-		}
-		if (end > npiv)
-			return 0;
-		off = end;
-		for (int i = 0; i < 15; i++) {
-			if (i >= end)
-				break;
-			if (piv[i] >= addr) {
-				off = i;
-				max = piv[i];
-				break;
-			}
-		}
-		if (bpf_probe_read_kernel(&slot, 8, (void *)(node + 8 + npiv * 8 + (off & 15) * 8)))
-			return 0;
-		if (type == 1)
-			return (struct vm_area_struct *)slot;
-		e = slot;
-	}
-	return 0;
-}
 
 /*
  * The rules this CPU's walks found lately, by (file, offset): a return

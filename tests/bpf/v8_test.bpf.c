@@ -12,8 +12,8 @@
  *   walks its stack here just before it blocks; the records go to
  *   `result`. (Not libc's read(): Debian's libuv, between the two, keeps
  *   no frame pointer; node's C++ and V8 do.)
- *   Anonymous executable memory is told by bpf_find_vma (by the engine
- *   file's range when the mmap lock is busy).
+ *   Anonymous executable memory is told by the mapping mt_lookup() finds,
+ *   as the sampler's walk tells it (bpf/maple_walk.h).
  * - v8_test_sample, a perf_event program: the same walk per cpu-clock
  *   sample of target_tgid, for BPF's run time per sample (bpf_stats).
  *   From a hardirq bpf_find_vma works once per interrupt, so frames
@@ -26,6 +26,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "bpf/profile.h"
+#include "bpf/maple_walk.h"
 /* The process's set-up, as rt_procs holds it in bpf/profile.bpf.c. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -57,10 +58,13 @@ struct walk_state {
 	__u32 n, end, exact, hardirq;
 };
 
-static long anon_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+/* Whether look is in anonymous executable memory (JIT code). */
+static __always_inline int anon_code(struct task_struct *task, __u64 look)
 {
-	*(int *)data = !BPF_CORE_READ(vma, vm_file) && (BPF_CORE_READ(vma, vm_flags) & 0x4);
-	return 0;
+	struct vm_area_struct *vma = task->mm ? mt_lookup(task->mm, look) : 0;
+
+	return vma && look >= BPF_CORE_READ(vma, vm_start) && look < BPF_CORE_READ(vma, vm_end) &&
+	       !BPF_CORE_READ(vma, vm_file) && (BPF_CORE_READ(vma, vm_flags) & 0x4);
 }
 
 static long step(__u64 i, void *data)
@@ -74,11 +78,10 @@ static long step(__u64 i, void *data)
 
 	if (!r || s->n >= TEST_FRAMES)
 		return 1;
-	/* bpf_find_vma only tries the mmap lock: busy (-EBUSY) while another
-	 * thread maps or unmaps (V8's GC threads do), when the range of the
-	 * engine file decides, as from a hardirq. */
-	if (s->hardirq || (bpf_find_vma(task, look, anon_cb, &anon, 0) && ++r->vma_busy))
-		anon = look < file_lo || look >= file_hi;
+	/* (bpf_find_vma, used here before, fails while another thread maps
+	 * or unmaps, which V8's GC threads do: JIT frames were then lost in
+	 * one stop in fifteen under load. The sampler never takes the lock.) */
+	anon = s->hardirq ? look < file_lo || look >= file_hi : anon_code(task, look);
 	if (!s->hardirq && s->n < TEST_FRAMES)
 		r->pcs[s->n] = s->pc;
 	s->n++;

@@ -15,7 +15,6 @@ struct v8_test_result {
 	__u32 npcs, njs, end, uend;
 	__u64 frames[2 * PROF_MAX_FRAMES]; /* njs struct v8_frame, as v8_emit writes them */
 	__u64 runs;	      /* uprobe walks */
-	__u64 vma_busy;	      /* bpf_find_vma failures (mmap lock busy) */
 	__u64 js_total, samples; /* perf_event walks: JS frames, samples */
 };
 

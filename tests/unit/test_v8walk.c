@@ -366,8 +366,8 @@ static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct 
 		       bpf_moved_sfi(names, pid, l, vf, res.frames[2 * i], res.frames[2 * i + 1], &o->js[i], t);
 	t->bpf_same += same;
 	if (!same) {
-		printf("  %s: BPF %u JS frames (end %u, walk end %u after %u native, %llu vma lookups busy so far:",
-		       tag, res.njs, res.end, res.uend, res.npcs, (unsigned long long)res.vma_busy);
+		printf("  %s: BPF %u JS frames (end %u, walk end %u after %u native:", tag, res.njs, res.end,
+		       res.uend, res.npcs);
 		for (unsigned k = 0; k < res.npcs && k < 8; k++)
 			printf(" %#llx", (unsigned long long)res.pcs[k]);
 		printf("), twin %d\n", o->njs);
@@ -381,7 +381,7 @@ static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct 
 }
 
 /* The engine file's executable mappings of p as [file_lo, file_hi) of
- * the test program (before its load). */
+ * the test program (before its load), for its perf_event walk. */
 static void engine_range(struct v8_test_bpf *skel, const struct proc *p, const char *engine)
 {
 	for (int i = 0; i < p->n; i++)
@@ -416,8 +416,6 @@ static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8fi
 	for (int i = 0; i < p.n; i++)
 		if (strstr(p.m[i].path, "/libuv.so"))
 			uv = p.m[i].path;
-	/* what is not JIT code when bpf_find_vma finds the mmap lock busy */
-	engine_range(skel, &p, rt->engine);
 	*why = "load (the verifier refused it?)";
 	if (v8_test_bpf__load(skel))
 		goto fail;
