@@ -66,10 +66,10 @@ struct prof_label {
 	uint32_t num_unit; /* string index, may be 0 */
 };
 
+/* (32 bytes: a busy host's 15 minutes are ~50k of them in a render) */
 struct prof_sample {
-	uint32_t nlocs;
+	uint32_t nlocs, nlabels;
 	uint64_t *locs; /* location ids, leaf first (pprof order) */
-	uint32_t nlabels;
 	struct prof_label *labels; /* sorted by (key, str, num) */
 	int64_t *values;           /* nvalues entries */
 };
