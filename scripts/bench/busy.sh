@@ -70,6 +70,7 @@ DAEMON=$!
 for i in $(seq 100); do grep -q " $MP " /proc/mounts && break; sleep 0.1; done
 grep -q " $MP " /proc/mounts || { echo "bench: the daemon did not mount: $(tail -2 "$W/daemon.log")" >&2; exit 1; }
 T0=$(date +%s)
+FORKS0=$(awk '$1 == "processes" { print $2 }' /proc/stat)
 set_kv load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 cat >"$W/loop.py" <<'PY'
@@ -93,7 +94,8 @@ load spin1 taskset -c 1 "$TB/truth_nofp" "$SECS"
 
 sleep $((BUSY_MIN * 60))
 set_kv load_mid "$(cut -d' ' -f1-3 /proc/loadavg)"
-set_kv pids "$(awk '{ print $5 }' /proc/loadavg | cut -d/ -f2)"
+# (the kernel's count of forks since boot: the last pid wraps at pid_max)
+set_kv pids "$(($(awk '$1 == "processes" { print $2 }' /proc/stat) - FORKS0))"
 
 # --- the daemon's CPU and memory, load still running ---
 CPU_S=${CPU_S:-60}
@@ -185,7 +187,7 @@ cat <<EOF
 a sha256sum loop, python threads (tests/helpers/py_threads.py), a 150-deep recursion, off-CPU
 waiters and a sleeper (offcpu_truth), and truth_nofp pinned to each CPU. Load average at the
 start $(v load_start), after $BUSY_MIN min $(v load_mid), at the end $(v load_end);
-$(v pids) pids used in the run. Date $(date -u +%Y-%m-%dT%H:%MZ), commit
+$(v pids) processes started in $BUSY_MIN minutes. Date $(date -u +%Y-%m-%dT%H:%MZ), commit
 $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown), host $(nproc) CPUs.
 Everything below is measured with the load still running.
 
