@@ -96,13 +96,12 @@ int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn)
 }
 
 /* A write transaction's B-tree walks read through LMDB's map, and the
- * kernel maps 64 KiB around each page faulted in: a batch of the busy
- * host touched ~50 pages and left ~3 MB of the store in the daemon's RSS
- * (RssFile; 7 MB of it after 15 minutes), all day, as the store grew
- * (issue 26). The pages stay in the page cache: the next write faults
- * back those it needs, ~50 minor faults a batch, a few hundredths of a
- * percent of a core. Unmapped before the unlock: the map cannot move
- * meanwhile. */
+ * kernel maps the 64 KiB around each page faulted in: on the busy host a
+ * batch mapped ~3 MB of the store again within seconds of an unmap, and
+ * without one the daemon held 6 MB of it after 15 minutes, growing with
+ * the store (RssFile, issue 26). The pages stay in the page cache: the
+ * next write faults back those it needs (the daemon's CPU did not move
+ * measurably). Unmapped before the unlock: the map cannot move meanwhile. */
 int store__txn_commit(struct store *s, MDB_txn *txn)
 {
 	int rc = mdb_txn_commit(txn);
