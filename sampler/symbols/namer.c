@@ -456,20 +456,17 @@ static void round_(struct namer *n)
 	}
 	flush_names(n);
 	res_trim(n, true);
-	/* The held debug files' pages this round read (dwline.h) */
-	for (size_t i = 0; i < n->pend.cap; i++) {
-		struct pend *e = n->pend.keys[i] ? n->pend.vals[i] : NULL;
-
-		if (e && e->res)
-			dwline__unmap(e->res->dw);
-	}
 	{
 		uint64_t w = 0;
 
+		/* Build ids still waiting; and the held debug files' pages this
+		 * round read go back (dwline.h). */
 		for (size_t i = 0; i < n->pend.cap; i++) {
 			struct pend *e = n->pend.keys[i] ? n->pend.vals[i] : NULL;
 
 			w += e && e->state == P_WAIT;
+			if (e && e->res)
+				dwline__unmap(e->res->dw);
 		}
 		pthread_mutex_lock(&n->lock);
 		n->st.waiting = w;
