@@ -71,14 +71,20 @@ is_mounted() {
 
 # run_start STORE MP [args...]: starts `proffs run` in the background and
 # waits until MP is mounted. Sets RUN_PID and RUN_LOG. If BPF cannot load
-# for lack of a kernel capability, skips the test.
+# for lack of a kernel capability, skips the test. RUN_SETSID=1: in a
+# session of its own, as systemd starts a service (setsid execs the
+# daemon: a background job of a script leads no process group).
 RUN_N=0
 run_start() {
 	local store=$1 mp=$2 i
 	shift 2
 	RUN_N=$((RUN_N + 1))
 	RUN_LOG=$WORK/run-$RUN_N.log
-	"$PROFFS" run --store "$store" --mount "$mp" "$@" >"$RUN_LOG" 2>&1 &
+	if [[ ${RUN_SETSID:-} == 1 ]]; then
+		setsid "$PROFFS" run --store "$store" --mount "$mp" "$@" >"$RUN_LOG" 2>&1 &
+	else
+		"$PROFFS" run --store "$store" --mount "$mp" "$@" >"$RUN_LOG" 2>&1 &
+	fi
 	RUN_PID=$!
 	RUN_LOGS[$RUN_PID]=$RUN_LOG
 	PIDS+=("$RUN_PID")

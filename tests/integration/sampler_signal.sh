@@ -9,6 +9,10 @@
 # The copies keep the FUSE connection alive after the daemon's own mount
 # is detached; a daemon that waited for it to end never exited. The
 # copies left behind must fail (ENOTCONN) at once, never hang.
+# Also its priority: started in a session of its own (root's run, as
+# systemd starts it), the daemon's scheduling group (autogroup) is at
+# nice -10; started inside the test's session (nobody's run), the test's
+# group keeps its nice, and the log says why the daemon cannot help it.
 # alone: yes (a stop latency)
 source "$(dirname "$0")/sampler_lib.bash"
 
@@ -25,8 +29,28 @@ NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 holds() { [[ $(readlink "/proc/$1/ns/mnt") != "$(readlink /proc/self/ns/mnt)" ]] &&
 	grep -q " $MP " "/proc/$1/mountinfo" 2>/dev/null; }
 
+AG_ON=$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0)
+AG_SELF=$(cat /proc/self/autogroup 2>/dev/null)
 for mode in root nobody many; do
-	run_start "$STORE" "$MP"
+	if [[ $mode == root ]]; then RUN_SETSID=1 run_start "$STORE" "$MP"; else run_start "$STORE" "$MP"; fi
+	ni=$(awk '{ print $19 }' "/proc/$RUN_PID/stat")
+	((ni == -10)) || fail "$mode: the daemon runs at nice $ni (want -10)"
+	if [[ $AG_ON != 1 ]]; then
+		((ni == -10)) && ok "$mode: nice -10 (autogroup is off in this kernel: the nice value alone ranks it)"
+	elif [[ $mode == root ]]; then
+		ag=$(cat "/proc/$RUN_PID/autogroup")
+		[[ $ag == *"nice -10" && $ag != "${AG_SELF% nice*} nice"* ]] &&
+			ok "root: a daemon leading its session raises its own scheduling group ($ag)" ||
+			fail "root: the daemon's scheduling group is '$ag' (want its own at nice -10; the test's is '$AG_SELF')"
+	elif [[ $mode == nobody ]]; then
+		ag=$(cat "/proc/$RUN_PID/autogroup")
+		if [[ $ag == "$AG_SELF" && $(cat /proc/self/autogroup) == "$AG_SELF" ]] &&
+			grep -q "started inside another session" "$RUN_LOG"; then
+			ok "nobody: started inside the test's session, the daemon leaves its group alone ($ag) and says so"
+		else
+			fail "nobody: the daemon's group '$ag', the test's now '$(cat /proc/self/autogroup)' (was '$AG_SELF'); log: $(grep -m1 session "$RUN_LOG")"
+		fi
+	fi
 	copies=()
 	case $mode in
 	root) unshare -m --propagation private sleep 600 & copies+=($!) ;;
