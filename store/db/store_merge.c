@@ -671,21 +671,20 @@ static int m_entry(void *ctx, uint32_t series, uint32_t stack, const int64_t *v,
 }
 
 /*
- * The order of the summed entries by key (series, stack): out[0..n) gets
- * the entry numbers. An LSD radix sort over 11-bit digits, skipping the
- * digits no key sets (series and stack ids are small): three or four
- * passes for a busy hour's 40k entries, where a comparison sort takes
- * milliseconds. Returns 0 or -ENOMEM.
+ * The order of n keys: out[0..n) gets their indexes, sorted by key, equal
+ * keys in index order (stable). An LSD radix sort over 11-bit digits,
+ * skipping the digits no key sets (series, stack and label set ids are
+ * small): three or four passes for a busy hour's 40k sums, where a
+ * comparison sort takes milliseconds. Returns 0 or -ENOMEM.
  */
-static int sums_order(const struct mctx *m, uint32_t *out)
+static int keys_order(const uint64_t *key, size_t n, uint32_t *out)
 {
-	size_t n = m->nagg;
 	uint64_t all = 0;
 	uint32_t *tmp, cnt[2048];
 
 	for (size_t i = 0; i < n; i++) {
 		out[i] = (uint32_t)i;
-		all |= m->akey[i];
+		all |= key[i];
 	}
 	tmp = n ? malloc(n * sizeof(*tmp)) : NULL;
 	if (n && !tmp)
@@ -697,7 +696,7 @@ static int sums_order(const struct mctx *m, uint32_t *out)
 			continue;
 		memset(cnt, 0, sizeof(cnt));
 		for (size_t i = 0; i < n; i++)
-			cnt[(m->akey[out[i]] >> sh) & 2047]++;
+			cnt[(key[out[i]] >> sh) & 2047]++;
 		for (size_t d = 0; d < 2048; d++) {
 			uint32_t c = cnt[d];
 
@@ -705,11 +704,68 @@ static int sums_order(const struct mctx *m, uint32_t *out)
 			sum += c;
 		}
 		for (size_t i = 0; i < n; i++)
-			tmp[cnt[(m->akey[out[i]] >> sh) & 2047]++] = out[i];
+			tmp[cnt[(key[out[i]] >> sh) & 2047]++] = out[i];
 		memcpy(out, tmp, n * sizeof(*out));
 	}
 	free(tmp);
 	return 0;
+}
+
+/*
+ * Series of one label set (a pid's series under two units or exes) make
+ * one sample per stack. keep[o] for the sums in canonical order ord: 1
+ * for the first non-zero sum of each (label set, stack), which the others
+ * are added to, 0 for the rest. Grouped by a second stable sort of the
+ * (label set, stack) keys, where a map of every pair seen took 32-64
+ * bytes a sum; this takes 16. Returns 0 or -errno.
+ */
+static int fold_sums(struct mctx *m, const uint32_t *ord, uint8_t *keep)
+{
+	uint32_t nv = m->p->nvalues, *grp = NULL;
+	uint64_t *key = malloc((m->nagg ? m->nagg : 1) * sizeof(*key)), v;
+	int rc = -ENOMEM;
+
+	if (!key || !(grp = malloc((m->nagg ? m->nagg : 1) * sizeof(*grp))))
+		goto out;
+	for (size_t o = 0; o < m->nagg; o++) {
+		/* (a zero sum's series is not resolved: it joins no group) */
+		if (!m_nonzero(m, ord[o])) {
+			key[o] = 0;
+			continue;
+		}
+		if (!u64map__get(&m->ser, m->akey[ord[o]] >> 32, &v)) {
+			rc = -EBADMSG;
+			goto out;
+		}
+		key[o] = v << 32 | (uint32_t)m->akey[ord[o]];
+	}
+	if ((rc = keys_order(key, m->nagg, grp)))
+		goto out;
+	for (size_t g = 0; g < m->nagg;) {
+		size_t end = g, first = SIZE_MAX;
+
+		while (end < m->nagg && key[grp[end]] == key[grp[g]])
+			end++;
+		for (; g < end; g++) {
+			size_t i = ord[grp[g]];
+
+			keep[grp[g]] = 0;
+			if (!m_nonzero(m, i))
+				continue;
+			if (first == SIZE_MAX) {
+				first = i;
+				keep[grp[g]] = 1;
+				continue;
+			}
+			for (uint32_t k = 0; k < nv; k++)
+				m->aval[first * nv + k] += m->aval[i * nv + k];
+		}
+	}
+	rc = 0;
+out:
+	free(key);
+	free(grp);
+	return rc;
 }
 
 /* The summed entries become the profile's samples, in the order of their
@@ -719,55 +775,58 @@ static int sums_order(const struct mctx *m, uint32_t *out)
 static int m_emit(struct mctx *m)
 {
 	uint32_t nv = m->p->nvalues, *ord;
-	struct u64map seen = { 0 }; /* (label set << 32 | stack) -> sample */
-	bool fold;
+	uint8_t *keep = NULL;
+	size_t nkeep = 0;
 	int rc;
 
 	if ((rc = m_resolve(m)))
 		return rc;
+	/* (the sums are all found: their index goes before the samples come) */
+	free(m->sumix);
+	m->sumix = NULL;
+	m->sumcap = 0;
 	ord = malloc((m->nagg ? m->nagg : 1) * sizeof(*ord));
 	if (!ord)
 		return -ENOMEM;
-	if ((rc = sums_order(m, ord)))
+	if ((rc = keys_order(m->akey, m->nagg, ord)))
 		goto out;
-	/* Series of one label set (a pid's series under two units or exes)
-	 * make one sample per stack: later ones sum into the first. */
-	fold = m->nls < m->ser.n;
-	if (fold && (rc = u64map__reserve(&seen, m->nagg)))
+	if (!(keep = malloc(m->nagg ? m->nagg : 1))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (m->nls < m->ser.n) {
+		if ((rc = fold_sums(m, ord, keep)))
+			goto out;
+	} else {
+		for (size_t o = 0; o < m->nagg; o++)
+			keep[o] = m_nonzero(m, ord[o]);
+	}
+	for (size_t o = 0; o < m->nagg; o++)
+		nkeep += keep[o];
+	/* (one array of the samples' size, not the copies of doubling it) */
+	if ((rc = profile__reserve(m->p, 0, 0, 0, 0, nkeep)))
 		goto out;
 	for (size_t o = 0; o < m->nagg; o++) {
 		size_t i = ord[o];
-		uint32_t stack = (uint32_t)m->akey[i], ls;
+		uint32_t stack = (uint32_t)m->akey[i];
 		uint64_t v, j;
 
-		if (!m_nonzero(m, i))
+		if (!keep[o])
 			continue;
 		if (!u64map__get(&m->ser, m->akey[i] >> 32, &v) ||
 		    !idmap_get(&m->stk, stack, &j)) {
 			rc = -EBADMSG;
 			goto out;
 		}
-		ls = (uint32_t)v;
-		v = (uint64_t)ls << 32 | stack;
-		if (fold) {
-			uint64_t at;
-
-			if (u64map__get(&seen, v, &at)) {
-				for (uint32_t k = 0; k < nv; k++)
-					m->p->samples[at].values[k] += m->aval[i * nv + k];
-				continue;
-			}
-			if ((rc = u64map__put(&seen, v, m->p->nsamples)))
-				goto out;
-		}
 		/* Distinct (label set, stack) pairs: distinct samples. */
-		if ((rc = profile__append_sample(m->p, m->locpool + (j >> 16), j & 0xffff, m->plab[ls],
-						 m->nlab[ls], m->aval + i * nv)))
+		if ((rc = profile__append_sample(m->p, m->locpool + (j >> 16), j & 0xffff,
+						 m->plab[(uint32_t)v], m->nlab[(uint32_t)v],
+						 m->aval + i * nv)))
 			goto out;
 	}
 out:
 	free(ord);
-	u64map__free(&seen);
+	free(keep);
 	return rc;
 }
 
