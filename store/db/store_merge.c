@@ -374,6 +374,9 @@ static int m_resolve(struct mctx *m)
 		     (rc = idset_add(ls, (uint32_t)m->akey[i]))))
 			return rc;
 	}
+	/* (a series read faults in the 64 KiB around its page: the busy
+	 * window's 7k series mapped ~5 MB of the store) */
+	store__unmap(m->s);
 	for (size_t i = 0; i < m->nls; i++) {
 		const uint32_t keys[3] = { m->comm_key, m->pid_key, m->state_key };
 
@@ -840,10 +843,17 @@ static int m_block(struct mctx *m, const MDB_val *d)
 		snap__block(m->snap);
 	/* The first block sizes the sums: an entry takes ~6 bytes of
 	 * payload (7 in a batch, 6.2 in a busy hour's rollup), and a merge of
-	 * one rollup would otherwise double the map five times. */
-	if (!m->sumcap && !m->snap && !block__raw_len(d->mv_data, d->mv_size, &raw) &&
-	    (rc = sums_reserve(m, raw / 6)))
-		return rc;
+	 * one rollup would otherwise double the map five times, and copy the
+	 * keys and values as often (their old and new arrays both held). */
+	if (!m->sumcap && !m->snap && !block__raw_len(d->mv_data, d->mv_size, &raw)) {
+		size_t cap = m->capagg;
+
+		if ((rc = sums_reserve(m, raw / 6)))
+			return rc;
+		if (GROW(m->akey, &cap, raw / 6) ||
+		    grow((void **)&m->aval, &m->capagg, raw / 6, m->p->nvalues * sizeof(*m->aval)))
+			return -ENOMEM;
+	}
 	rc = block__decode_dctx(m->zd, d->mv_data, d->mv_size, m_want, m_entry, m, NULL);
 
 	if (rc == -EBADMSG)
