@@ -366,10 +366,12 @@ static uint64_t store_windows(struct run *r, const char *type, struct minute_bat
  * must not wait for them. nice -10 does that only among the threads of
  * one scheduling group: with autogroup on (Debian's kernel), every session
  * is a group of its own and the groups share the CPUs equally whatever
- * their threads' nice. Under busy.sh's load (ten sessions) a render of 19
- * ms of CPU waited 80-100 ms to run, at nice -10. So a daemon that leads
- * its own session (systemd starts each service so; `setsid`) gives its
- * group nice -10 as well: the wait fell to 5-16 ms. Started inside
+ * their threads' nice. Under busy.sh's load (ten sessions) renders of
+ * 4-20 ms of CPU waited 30-104 ms to run, at nice -10. So a daemon that
+ * leads its own session (systemd starts each service so; `setsid`) gives
+ * its group nice -10 as well: the wait fell to 0-16 ms. The symbolizer's
+ * loader inherits it too (its work per file is capped, and a starved
+ * loader leaves frames unresolved). Started inside
  * another session (a shell's) it leaves that group alone: raising it would
  * raise everything else the session runs.
  */
