@@ -374,8 +374,8 @@ static int m_resolve(struct mctx *m)
 		     (rc = idset_add(ls, (uint32_t)m->akey[i]))))
 			return rc;
 	}
-	/* (a series read faults in the 64 KiB around its page: the busy
-	 * window's 7k series mapped ~5 MB of the store) */
+	/* (each series read maps the 64 KiB around its page: the busy
+	 * window's 7k series map much of their table) */
 	store__unmap(m->s);
 	for (size_t i = 0; i < m->nls; i++) {
 		const uint32_t keys[3] = { m->comm_key, m->pid_key, m->state_key };
@@ -716,9 +716,9 @@ static int keys_order(const uint64_t *key, size_t n, uint32_t *out)
 
 /*
  * Series of one label set (a pid's series under two units or exes) make
- * one sample per stack. keep[o] for the sums in canonical order ord: 1
- * for the first non-zero sum of each (label set, stack), which the others
- * are added to, 0 for the rest. Grouped by a second stable sort of the
+ * one sample per stack. keep[o], for the sums in canonical order ord, is
+ * 1 for a non-zero sum on entry; on return only the first of each (label
+ * set, stack) keeps it, the others added to it. Grouped by a second stable sort of the
  * (label set, stack) keys, where a map of every pair seen took 32-64
  * bytes a sum; this takes 16. Returns 0 or -errno.
  */
@@ -732,7 +732,7 @@ static int fold_sums(struct mctx *m, const uint32_t *ord, uint8_t *keep)
 		goto out;
 	for (size_t o = 0; o < m->nagg; o++) {
 		/* (a zero sum's series is not resolved: it joins no group) */
-		if (!m_nonzero(m, ord[o])) {
+		if (!keep[o]) {
 			key[o] = 0;
 			continue;
 		}
@@ -752,14 +752,13 @@ static int fold_sums(struct mctx *m, const uint32_t *ord, uint8_t *keep)
 		for (; g < end; g++) {
 			size_t i = ord[grp[g]];
 
-			keep[grp[g]] = 0;
-			if (!m_nonzero(m, i))
+			if (!keep[grp[g]])
 				continue;
 			if (first == SIZE_MAX) {
 				first = i;
-				keep[grp[g]] = 1;
 				continue;
 			}
+			keep[grp[g]] = 0;
 			for (uint32_t k = 0; k < nv; k++)
 				m->aval[first * nv + k] += m->aval[i * nv + k];
 		}
@@ -797,13 +796,10 @@ static int m_emit(struct mctx *m)
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (m->nls < m->ser.n) {
-		if ((rc = fold_sums(m, ord, keep)))
-			goto out;
-	} else {
-		for (size_t o = 0; o < m->nagg; o++)
-			keep[o] = m_nonzero(m, ord[o]);
-	}
+	for (size_t o = 0; o < m->nagg; o++)
+		keep[o] = m_nonzero(m, ord[o]);
+	if (m->nls < m->ser.n && (rc = fold_sums(m, ord, keep)))
+		goto out;
 	for (size_t o = 0; o < m->nagg; o++)
 		nkeep += keep[o];
 	/* (one array of the samples' size, not the copies of doubling it) */
