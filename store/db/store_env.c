@@ -128,12 +128,44 @@ static void map_find(struct store *s)
 	s->map_hi = hi;
 }
 
+/*
+ * Reads through a file mapping cost more resident memory than they read:
+ * the kernel maps, with each page faulted in, the pages around it in the
+ * same 64 KiB that the page cache holds (fault-around; madvise(MADV_RANDOM)
+ * does not stop it), and counts them all in the process's RSS. A render
+ * reading the stacks of a busy window had ~4 MB of the stack table mapped
+ * at its peak, and ~5 MB of the series table (issue 26). So a reader
+ * counts the windows its reads enter, per thread, and gives the pages back
+ * every STORE_MAP_WINDOWS; a page read again faults in from the page cache
+ * (a minor fault). Records read in key order enter each window once.
+ */
+#define STORE_MAP_WINDOWS 16u
+
+static __thread struct {
+	uintptr_t last; /* the window of the last read */
+	unsigned n;     /* windows entered since the last unmap */
+} touched;
+
+void store__touched(struct store *s, const void *p, size_t len)
+{
+	uintptr_t lo = (uintptr_t)p >> 16, hi = ((uintptr_t)p + (len ? len - 1 : 0)) >> 16;
+
+	if (lo == touched.last && hi == lo)
+		return;
+	touched.n += (unsigned)(hi - lo) + (lo != touched.last);
+	touched.last = hi;
+	if (touched.n >= STORE_MAP_WINDOWS)
+		store__unmap(s);
+}
+
 void store__unmap(struct store *s)
 {
 	MDB_envinfo info;
 	MDB_stat st;
 	uint64_t used;
 
+	touched.n = 0;
+	touched.last = 0;
 	if (!s->map_lo || mdb_env_info(s->env, &info) || mdb_env_stat(s->env, &st))
 		return;
 	used = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;

@@ -205,6 +205,13 @@ int store__txn_begin(struct store *s, bool rdonly, MDB_txn **txn);
  * commits (store__txn_commit). Call with a transaction open
  * (the map cannot move under it). */
 void store__unmap(struct store *s);
+/* Notes that the calling thread read p[len] through the store's map, and
+ * unmaps (store__unmap) once its reads since the last unmap have entered
+ * STORE_MAP_WINDOWS of the kernel's 64 KiB fault-around windows. For a
+ * reader of many records (a table, a window's series): what it has mapped
+ * stays bounded (~1 MiB) rather than growing to the table's size. p must
+ * point into the map of a transaction still open. */
+void store__touched(struct store *s, const void *p, size_t len);
 int store__txn_commit(struct store *s, MDB_txn *txn);
 void store__txn_abort(struct store *s, MDB_txn *txn);
 

@@ -67,6 +67,8 @@ int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, MDB_val *v)
 	be32_put(kb, id);
 	if (!table__grouped(dbi)) {
 		rc = mdb_get(txn, s->dbi[dbi], &k, v);
+		if (!rc)
+			store__touched(s, v->mv_data, v->mv_size);
 		return store__errno(rc);
 	}
 	if (txn == __atomic_load_n(&s->pend_txn, __ATOMIC_RELAXED) && pt->n &&
@@ -91,6 +93,7 @@ int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, MDB_val *v)
 		return store__errno(rc);
 	if (group__dec(&k, &d, &g))
 		return -EBADMSG;
+	store__touched(s, d.mv_data, d.mv_size);
 	if (id < g.first || id - g.first >= g.n)
 		return -ENOENT;
 	*v = (MDB_val){ g.off[id - g.first + 1] - g.off[id - g.first],
@@ -99,7 +102,7 @@ int table__read(struct store *s, MDB_txn *txn, int dbi, uint32_t id, MDB_val *v)
 }
 
 /* Positions c on the group holding id and decodes it into g. */
-static int group_seek(MDB_cursor *c, uint32_t id, struct group *g)
+static int group_seek(struct store *s, MDB_cursor *c, uint32_t id, struct group *g)
 {
 	uint8_t kb[4];
 	MDB_val k = { 4, kb }, d;
@@ -113,7 +116,10 @@ static int group_seek(MDB_cursor *c, uint32_t id, struct group *g)
 		rc = mdb_cursor_get(c, &k, &d, MDB_LAST);
 	if (rc)
 		return store__errno(rc);
-	return group__dec(&k, &d, g) ? -EBADMSG : 0;
+	if (group__dec(&k, &d, g))
+		return -EBADMSG;
+	store__touched(s, d.mv_data, d.mv_size);
+	return 0;
 }
 
 static bool group_has(const struct group *g, uint32_t id)
@@ -150,7 +156,9 @@ int table__read_many(struct store *s, MDB_txn *txn, int dbi, const uint32_t *ids
 				rc = -EBADMSG;
 				break;
 			}
-			if ((rc || !group_has(&g, id)) && (rc = group_seek(c, id, &g)))
+			if (!rc)
+				store__touched(s, d.mv_data, d.mv_size);
+			if ((rc || !group_has(&g, id)) && (rc = group_seek(s, c, id, &g)))
 				break;
 			if (!group_has(&g, id)) {
 				rc = -ENOENT;

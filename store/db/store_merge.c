@@ -21,9 +21,6 @@
 
 #include "store/db/store_int.h"
 
-/* Block bytes a merge reads between two store__unmap calls. */
-#define MERGE_UNMAP_BYTES (1u << 20)
-
 /* Store id -> value for one merge: a dense array over the ids the
  * snapshot holds (ids are allocated sequentially; the pages of a large,
  * lazily zeroed array cost only where touched), a hash map beyond. */
@@ -894,7 +891,6 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 	MDB_cursor *c = NULL, *mc = NULL;
 	uint8_t kb[BLOCK_KEY_LEN];
 	uint64_t skip_checked = UINT64_MAX;
-	size_t mapped = 0; /* block bytes read since the last store__unmap */
 	MDB_val k, d;
 	int rc;
 
@@ -1040,10 +1036,7 @@ int store__merge(struct store *s, const struct store_sel *sel, int64_t from, int
 			goto out;
 		/* (the blocks are read once: a window's worth of them need
 		 * not be resident at once) */
-		if ((mapped += d.mv_size) >= MERGE_UNMAP_BYTES) {
-			store__unmap(s);
-			mapped = 0;
-		}
+		store__touched(s, d.mv_data, d.mv_size);
 		rc = mdb_cursor_get(c, &k, &d, MDB_NEXT);
 	}
 	if (rc && rc != MDB_NOTFOUND) {
