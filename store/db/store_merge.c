@@ -64,14 +64,14 @@ static int idmap_init(struct idmap *x, struct store *s, MDB_txn *txn, int dbi)
 	x->n = next;
 	if (x->n > (64u << 20))
 		x->n = 64u << 20; /* beyond: the hash map */
-	if (x->n && !(x->a = calloc(x->n, sizeof(*x->a))))
+	if (x->n && !(x->a = zalloc((size_t)x->n * sizeof(*x->a))))
 		return -ENOMEM;
 	return 0;
 }
 
 static void idmap_free(struct idmap *x)
 {
-	free(x->a);
+	zfree(x->a, (size_t)x->n * sizeof(*x->a));
 	u64map__free(&x->m);
 	memset(x, 0, sizeof(*x));
 }
@@ -127,7 +127,7 @@ static int idset_init(struct idset *x, uint32_t n)
 {
 	memset(x, 0, sizeof(*x));
 	x->n = n;
-	if (n && !(x->w = calloc(((size_t)n + 63) / 64, sizeof(*x->w))))
+	if (n && !(x->w = zalloc(((size_t)n + 63) / 64 * sizeof(*x->w))))
 		return -ENOMEM;
 	return 0;
 }
@@ -170,7 +170,7 @@ static int idset_list(struct idset *x)
 
 static void idset_free(struct idset *x)
 {
-	free(x->w);
+	zfree(x->w, ((size_t)x->n + 63) / 64 * sizeof(*x->w));
 	free(x->more);
 	free(x->ids);
 	memset(x, 0, sizeof(*x));

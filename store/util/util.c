@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 
@@ -289,6 +290,26 @@ void heap_keep(bool keep)
 		atomic_store(&heap_kept, keep);
 	}
 	pthread_mutex_unlock(&heap_mu);
+}
+
+void *zalloc(size_t n)
+{
+	void *p;
+
+	if (n < HEAP_MMAP_BYTES)
+		return calloc(1, n ? n : 1);
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void zfree(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n < HEAP_MMAP_BYTES)
+		free(p);
+	else
+		munmap(p, n);
 }
 
 void heap_trim(void)

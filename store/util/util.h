@@ -98,6 +98,15 @@ void heap_trim(void);
  * Switching keeping off does not trim: call heap_trim() after. */
 void heap_keep(bool keep);
 
+/* n zeroed bytes whose pages cost memory only once written: mapped
+ * anonymous memory past HEAP_MMAP_BYTES, whatever heap_keep says (calloc
+ * of a block reused from a kept heap must write every byte of it: a
+ * dense map over a store's ids then cost its whole size, not the ids a
+ * merge touched). NULL with errno set on failure; free with zfree(p, n)
+ * and the same n. */
+void *zalloc(size_t n);
+void zfree(void *p, size_t n);
+
 /* The mapping of this process, from /proc/self/maps, of the file (dev,
  * ino) from its offset 0 that holds addr (0: the first such mapping) and
  * is shared or private as asked: its range in [*lo, *hi). 0, -ENOENT or
