@@ -285,8 +285,8 @@ void heap_keep(bool keep)
 	 * as the idle switch-off runs must not be left without them. */
 	pthread_mutex_lock(&heap_mu);
 	if (atomic_load(&heap_kept) != keep) {
-		mallopt(M_MMAP_THRESHOLD, keep ? HEAP_KEEP_BYTES : HEAP_MMAP_BYTES);
-		mallopt(M_TRIM_THRESHOLD, keep ? HEAP_KEEP_BYTES : HEAP_TRIM_BYTES);
+		mallopt(M_MMAP_THRESHOLD, keep ? HEAP_KEEP_MMAP_BYTES : HEAP_MMAP_BYTES);
+		mallopt(M_TRIM_THRESHOLD, keep ? HEAP_KEEP_TRIM_BYTES : HEAP_TRIM_BYTES);
 		atomic_store(&heap_kept, keep);
 	}
 	pthread_mutex_unlock(&heap_mu);

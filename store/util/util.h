@@ -90,10 +90,16 @@ void heap_trim(void);
 /* glibc's thresholds: blocks over HEAP_MMAP_BYTES are mmapped and given
  * back at free, and a heap top over HEAP_TRIM_BYTES free is trimmed,
  * except while heap_keep(true) holds (renders going on), when blocks up
- * to HEAP_KEEP_BYTES stay in the heap for the next render to reuse. */
+ * to HEAP_KEEP_MMAP_BYTES come from the heap and stay there for the next
+ * render to reuse, and up to HEAP_KEEP_TRIM_BYTES of free top stays.
+ * Blocks over 1 MiB are mapped even then: kept in the heap they took
+ * turns with every other size there, and the heap grew past what renders
+ * ever held at once (a busy window read 8 times: 16.6-17 MB peak against
+ * 13.6 with them mapped; issue 26), for ~500 more page faults a render. */
 #define HEAP_MMAP_BYTES (256 << 10)
 #define HEAP_TRIM_BYTES (128 << 10)
-#define HEAP_KEEP_BYTES (32 << 20)
+#define HEAP_KEEP_MMAP_BYTES (1 << 20)
+#define HEAP_KEEP_TRIM_BYTES (32 << 20)
 /* Switches between the two (thread-safe; cheap when nothing changes).
  * Switching keeping off does not trim: call heap_trim() after. */
 void heap_keep(bool keep);
