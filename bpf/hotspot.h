@@ -123,10 +123,13 @@ static inline __u32 hs_stamp(__u32 id, __u32 epoch)
 }
 
 /* A frame's registers as the step sees and leaves them: pc, sp, rbp,
- * and r13, where the interpreter keeps its bcp (meaningful in the leaf
- * only). */
+ * and, meaningful in the leaf only (0: not known), r13, where the
+ * interpreter keeps its bcp and a method entry the caller's sp, rax and
+ * rbx, where a method entry keeps its return address and Method* until
+ * its frame holds them (hs_entry in bpf/hotspot_walk.h). */
 struct hs_regs {
 	__u64 pc, sp, bp, r13;
+	__u64 ax, bx;
 };
 
 /* What a record names (slot 0, bits 48..51). */

@@ -295,20 +295,113 @@ static __always_inline __u32 hs_epoch(struct hs_scratch *s)
 	return s->epoch;
 }
 
+/* The ConstMethod of method into *cm: cached per CPU by Method* and the
+ * unload epoch (read, at its first Java frame, for the sample). 0, or
+ * HS_E_INTERP when unreadable. */
+static __always_inline int hs_const_method(struct hs_scratch *s, __u64 method, __u64 *cm)
+{
+	struct hs_mcache_v *mv;
+	struct hs_mfacts *mf;
+	__u32 key, zero = 0;
+
+	hs_epoch(s);
+	key = (__u32)(((method >> 3) ^ s->tgid) * 0x9e3779b1u) >> 24;
+	mv = bpf_map_lookup_elem(&hs_mcache, &zero);
+	mf = mv ? &mv->e[key & (HS_MCACHE_N - 1)] : 0;
+	if (mf && mf->method == method && mf->tgid == s->tgid && mf->epoch == s->epoch) {
+		*cm = mf->cm;
+		return HS_E_OK;
+	}
+	if (HS_READ_USER(cm, 8, method + (__s64)s->c.m_const_method))
+		return HS_E_INTERP;
+	if (mf) {
+		mf->method = method;
+		mf->tgid = s->tgid;
+		mf->epoch = s->epoch;
+		mf->cm = *cm;
+	}
+	return HS_E_OK;
+}
+
+/*
+ * A leaf in one of the interpreter's method entries whose frame does not
+ * hold its Method* yet (sampler/java/hswalk.c's entry() is the twin and
+ * has the entry's code). HotSpot enters a method (normal and native
+ * entries, JDK 17 and 25 alike) with its Method* in rbx, the caller's sp
+ * in r13 and the return address at [rsp]; it pops that into rax, pushes
+ * the extra locals (native: 2 slots) as zeros, pushes rax back,
+ * `push rbp; mov rbp, rsp`, then the sender sp, the last sp and at last
+ * rbx into the frame's Method* slot. Until then the frame is read from
+ * these registers:
+ *   - rbp is the frame's already (the Method* slot still below sp:
+ *     rsp <= rbp < rsp + 24): the return address at rbp+8, the caller's
+ *     rbp at rbp, its sp at rbp-8 once pushed, else still r13;
+ *   - before, r13 is the caller's sp, just above rsp (in a frame that
+ *     runs bytecodes r13 is its bcp, never a stack address), and rbp the
+ *     caller's: the return address is at [rsp] (before the pop, after the
+ *     push back) or in rax (between; and after `push rbp`, which leaves
+ *     rbp itself at [rsp]);
+ * in both, rbx must hold a Method (its ConstMethod readable) and the
+ * return address must lie in the code cache (every caller of the
+ * interpreter runs there: the interpreter, the call stub, compiled code
+ * through its c2i adapter). Returns an enum hs_end, or -1 when the frame
+ * is not in that state (the rbp rules then).
+ */
+static __always_inline int hs_entry(struct hs_scratch *s, struct hs_regs *r, __u32 index)
+{
+	__u64 ra, bp = r->bp, sender, cm = 0;
+	__u64 mslot = 8 * (__u64)(-(__s64)s->c.if_method);
+
+	if (r->bp >= r->sp && r->bp - r->sp < mslot) {
+		/* the caller's rbp and the return address; the sender sp
+		 * at rbp-8 once pushed (not read below sp, as the twin) */
+		if (HS_READ_USER(s->w, 16, r->bp) ||
+		    (r->bp - 8 >= r->sp && HS_READ_USER(&s->w[2], 8, r->bp - 8)))
+			return HS_E_READ;
+		ra = s->w[1];
+		bp = s->w[0];
+		sender = r->bp - 8 >= r->sp ? s->w[2] : r->r13;
+		if (sender < r->bp + 16 || sender - (r->bp + 16) > HS_INTERP_MAX_FRAME)
+			sender = r->bp + 16;
+	} else if (r->r13 >= r->sp && r->r13 - r->sp <= HS_INTERP_MAX_FRAME) {
+		ra = r->ax;
+		if (r->r13 > r->sp) {
+			if (HS_READ_USER(s->w, 8, r->sp))
+				return HS_E_READ;
+			if (s->w[0] != r->bp && hs_in_cache(s, s->w[0]))
+				ra = s->w[0];
+		}
+		sender = r->r13;
+	} else {
+		return -1;
+	}
+	if (!hs_in_cache(s, ra) || !r->bx || (r->bx & 7) || hs_const_method(s, r->bx, &cm) || !cm ||
+	    (cm & 7))
+		return -1;
+	r->pc = ra;
+	r->sp = sender;
+	r->bp = bp;
+	return hs_record(s, hs_rec0(r->bx, HS_K_INTERP, HS_R_EXACT | HS_R_GUESSED, index),
+			 hs_rec1(HS_BCI_NONE, hs_stamp((__u32)(cm >> 3), s->epoch)));
+}
+
 static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __u32 leaf,
 				     __u32 index)
 {
 	int im = s->c.if_method + 8, ib = s->c.if_bcp + 8, is = s->c.if_sender_sp + 8;
 	__u64 method, bcp, cm = 0, sender, code, bci = HS_BCI_NONE, ra, link;
-	struct hs_mcache_v *mv;
-	struct hs_mfacts *mf;
-	__u32 key, zero = 0;
 
+	if (im < 0 || im > 7 || ib < 0 || ib > 7 || is < 0 || is > 7)
+		return HS_E_INTERP;
+	if (leaf) {
+		int end = hs_entry(s, r, index);
+
+		if (end >= 0)
+			return end;
+	}
 	/* Slots rbp-64 .. rbp+8 in w[0..9]: w[8] the caller's rbp, w[9]
 	 * the return address. */
 	if (r->bp < r->sp || r->bp - r->sp > HS_INTERP_MAX_FRAME)
-		return HS_E_INTERP;
-	if (im < 0 || im > 7 || ib < 0 || ib > 7 || is < 0 || is > 7)
 		return HS_E_INTERP;
 	if (HS_READ_USER(s->w, 8 * HS_WORDS, r->bp - 64))
 		return HS_E_READ;
@@ -323,24 +416,8 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 	link = s->w[8];
 	ra = s->w[9];
 	bcp = leaf ? r->r13 : s->w[ib & 7];
-	if (!method)
+	if (!method || hs_const_method(s, method, &cm))
 		return HS_E_INTERP;
-	hs_epoch(s);
-	key = (__u32)(((method >> 3) ^ s->tgid) * 0x9e3779b1u) >> 24;
-	mv = bpf_map_lookup_elem(&hs_mcache, &zero);
-	mf = mv ? &mv->e[key & (HS_MCACHE_N - 1)] : 0;
-	if (mf && mf->method == method && mf->tgid == s->tgid && mf->epoch == s->epoch) {
-		cm = mf->cm;
-	} else {
-		if (HS_READ_USER(&cm, 8, method + (__s64)s->c.m_const_method))
-			return HS_E_INTERP;
-		if (mf) {
-			mf->method = method;
-			mf->tgid = s->tgid;
-			mf->epoch = s->epoch;
-			mf->cm = cm;
-		}
-	}
 	code = cm + s->c.cm_size;
 	if (leaf && !(bcp >= code && bcp - code < 0x10000))
 		bcp = s->w[ib & 7];
@@ -354,7 +431,8 @@ static __always_inline int hs_interp(struct hs_scratch *s, struct hs_regs *r, __
 		 * still its caller's: the call stub's, which keeps the
 		 * callee's Method* where an interpreter frame keeps its own.
 		 * So the leaf is that method, and the next frame the stub at
-		 * its return address; r13 is the caller's sp. */
+		 * its return address; r13 is the caller's sp. (hs_entry does
+		 * this from rbx when the leaf's rax and rbx are known.) */
 		sender = r->r13 > r->sp && r->r13 <= r->bp ? r->r13 : r->sp + 8;
 		if (sender > r->bp)
 			return HS_E_INTERP;

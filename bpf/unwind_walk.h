@@ -477,7 +477,7 @@ done:
  * step, which writes the frame's record. */
 static __always_inline int hotspot_step(struct walk *w, __u64 look)
 {
-	struct hs_regs r = { w->pc, w->sp, w->bp_ok ? w->bp : 0, w->r13 };
+	struct hs_regs r = { w->pc, w->sp, w->bp_ok ? w->bp : 0, w->r13, w->lreg[0], w->lreg[3] };
 
 	if (!hs_owns(look))
 		return fp_step(w);

@@ -228,13 +228,14 @@ static int hs_twin_step(void *st, struct proc *p, struct twin_regs *r, const str
 	const struct hsvm *vm = rt_pdata__get(&((struct hsrt *)st)->vms, p->pid);
 	struct rt_twin_mem tm = { p->pid, mem };
 	struct hsmem m = { rt__twin_read, &tm };
-	struct hs_regs hr = { r->pc, r->sp, r->bp_ok ? r->bp : 0, 0 };
+	struct hs_regs hr = { r->pc, r->sp, r->bp_ok ? r->bp : 0, 0, 0, 0 };
 	uint64_t look = r->pc - (r->exact ? 0 : 1);
 
 	if (!vm || !anon || !hswalk__owns(&vm->bpf, look))
 		return 0;
-	/* (the leaf's r13 is not handed over: the interpreter's bcp comes
-	 * from its frame slot) */
+	/* (the leaf's r13, rax and rbx are not handed over: the
+	 * interpreter's bcp comes from its frame slot, and a leaf in a
+	 * method entry is read by the rbp rules) */
 	if (hswalk__step(&m, &vm->bpf, &hr, index == 0 && r->exact, (uint32_t)index, rec))
 		return -PROF_UE_BAD_FRAME;
 	r->pc = hr.pc;

@@ -87,6 +87,82 @@ static uint32_t epoch_of(const struct hsmem *m, const struct hs_proc *c)
 	return c->epoch_addr && !rd(m, c->epoch_addr, &e, 4) ? e : 0;
 }
 
+/*
+ * A leaf in a method entry of the interpreter, its frame not holding its
+ * Method* yet (bpf/hotspot_walk.h's hs_entry: keep the two alike). The
+ * entries (JDK 17 and 25, x86-64: generate_normal_entry and
+ * generate_native_entry, then generate_fixed_frame) begin with the
+ * callee's Method* in rbx, the caller's sp in r13 and the return address
+ * at [rsp], and go:
+ *
+ *   (normal: the stack overflow check)
+ *   pop rax                  the return address in rax only
+ *   push 0 ...               the extra locals; native: 2 slots
+ *   push rax                 at [rsp] again
+ *   push rbp                 the caller's rbp at [rsp], ra at [rsp+8]
+ *   mov rbp, rsp             rbp is the frame's from here
+ *   push r13                 the sender sp at rbp-8
+ *   push 0                   the last sp at rbp-16 (25: after 3 movs)
+ *   (mov/lea r13: the bcp)
+ *   push rbx                 the Method* at rbp-24: an interpreter frame
+ *
+ * Sampled in the last stretch, the frame had no Method* and the walk
+ * ended (HS_E_INTERP: 1 stop in ~60 of a thread calling a native method
+ * in a loop under -Xint); before `mov rbp, rsp` rbp is the caller's, and
+ * a caller running in the interpreter was taken for the leaf, the
+ * callee lost. How many zeros were pushed is not known at a pc, but the
+ * return address is found without: it is [rsp] when that is in the code
+ * cache (a pushed zero never is; rbp, pushed last, is told apart), else
+ * rax. Every caller of the interpreter runs in the code cache (the
+ * interpreter, the call stub, a c2i adapter for compiled code), so the
+ * return address must lie there. r13 tells the state from a frame that
+ * runs bytecodes: there it is the bcp, not a stack address just above
+ * sp (but for the last instructions of an invoke, which set it to the
+ * sender sp before jumping to the entry: the callee, rbx already, is
+ * named a few instructions early). rax and rbx 0 (not known: user
+ * space's pending walks) leave the rbp rules. Returns an enum hs_end,
+ * or -1 when the leaf is not in an entry.
+ */
+static int entry(const struct hsmem *m, const struct hs_proc *c, struct hs_regs *r,
+		 uint32_t index, uint64_t rec[2])
+{
+	uint64_t ra, bp = r->bp, sender, cm = 0, w[3] = { 0 };
+	uint64_t mslot = 8 * (uint64_t)(-(int64_t)c->if_method);
+
+	if (r->bp >= r->sp && r->bp - r->sp < mslot) {
+		/* rbp is the frame's, its Method* slot below sp: the sender
+		 * sp at rbp-8 once pushed (before, r13 still holds it) */
+		if (rd(m, r->bp, w + 1, 16) || (r->bp - 8 >= r->sp && rd(m, r->bp - 8, w, 8)))
+			return HS_E_READ;
+		ra = w[2];
+		bp = w[1];
+		sender = r->bp - 8 >= r->sp ? w[0] : r->r13;
+		if (sender < r->bp + 16 || sender - (r->bp + 16) > HS_INTERP_MAX_FRAME)
+			sender = r->bp + 16;
+	} else if (r->r13 >= r->sp && r->r13 - r->sp <= HS_INTERP_MAX_FRAME) {
+		/* before `mov rbp, rsp`: rbp and r13 are the caller's */
+		ra = r->ax;
+		if (r->r13 > r->sp) {
+			if (rd(m, r->sp, w, 8))
+				return HS_E_READ;
+			if (w[0] != r->bp && owns(c, w[0]))
+				ra = w[0];
+		}
+		sender = r->r13;
+	} else {
+		return -1;
+	}
+	if (!owns(c, ra) || !r->bx || (r->bx & 7) || rd(m, r->bx + (uint64_t)c->m_const_method, &cm, 8) ||
+	    !cm || (cm & 7))
+		return -1;
+	rec[0] = hs_rec0(r->bx, HS_K_INTERP, HS_R_EXACT | HS_R_GUESSED, index);
+	rec[1] = hs_rec1(HS_BCI_NONE, hs_stamp((uint32_t)(cm >> 3), epoch_of(m, c)));
+	r->pc = ra;
+	r->sp = sender;
+	r->bp = bp;
+	return HS_E_OK;
+}
+
 static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs *r, bool leaf,
 		  uint32_t index, uint64_t rec[2])
 {
@@ -95,8 +171,16 @@ static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs
 	uint32_t epoch;
 	int lo = c->if_bcp, skip;
 
-	if (r->bp < r->sp || r->bp - r->sp > HS_INTERP_MAX_FRAME || lo > -3 || lo < -10 ||
-	    c->if_method < lo || c->if_method > -1 || c->if_sender_sp < lo || c->if_sender_sp > -1)
+	if (lo > -3 || lo < -10 || c->if_method < lo || c->if_method > -1 || c->if_sender_sp < lo ||
+	    c->if_sender_sp > -1)
+		return HS_E_INTERP;
+	if (leaf) {
+		int end = entry(m, c, r, index, rec);
+
+		if (end >= 0)
+			return end;
+	}
+	if (r->bp < r->sp || r->bp - r->sp > HS_INTERP_MAX_FRAME)
 		return HS_E_INTERP;
 	/* A leaf still building its frame (the entry's pushes) has slots
 	 * below sp: not written yet, and outside a stack copied from sp. */
@@ -122,7 +206,8 @@ static int interp(const struct hsmem *m, const struct hs_proc *c, struct hs_regs
 	if (!w[-lo + 1])
 		return HS_E_BAD_FRAME;
 	if (leaf && !owns(c, w[-lo + 1])) {
-		/* Not built yet: rbp is the call stub's (bpf/hotspot_walk.h). */
+		/* Not built yet: rbp is the call stub's (bpf/hotspot_walk.h;
+		 * entry() does this from rbx when rax and rbx are known). */
 		sender = r->r13 > r->sp && r->r13 <= r->bp ? r->r13 : r->sp + 8;
 		if (sender > r->bp)
 			return HS_E_INTERP;

@@ -10,7 +10,9 @@
  *  - in the interpreter's code (its range is known): an interpreter
  *    frame, framed by rbp; Method* at rbp-24, bcp at rbp-64 (r13 holds
  *    the live bcp in the leaf), the caller's sp at rbp-8, its rbp at rbp,
- *    the return address at rbp+8;
+ *    the return address at rbp+8; a leaf in a method entry whose frame
+ *    has no Method* yet is read from rsp, rax, rbx and r13 instead
+ *    (hswalk.c's entry());
  *  - else in a CodeBlob, found through its heap's segment map (hop back
  *    by the map's bytes to the block's first segment; the blob follows
  *    the block's header). An nmethod or a stub with a frame size: the

@@ -65,6 +65,8 @@ int hs_sample(struct bpf_perf_event_data *ctx)
 	r.sp = ctx->regs.sp;
 	r.bp = ctx->regs.bp;
 	r.r13 = ctx->regs.r13;
+	r.ax = ctx->regs.ax;
+	r.bx = ctx->regs.bx;
 	if (!hs_begin(target_tgid, target_proc()) || !hs_owns(r.pc))
 		return 0;
 	__sync_fetch_and_add(&samples_java, 1);
@@ -91,6 +93,8 @@ int hs_sample_timed(struct bpf_perf_event_data *ctx)
 	r.sp = ctx->regs.sp;
 	r.bp = ctx->regs.bp;
 	r.r13 = ctx->regs.r13;
+	r.ax = ctx->regs.ax;
+	r.bx = ctx->regs.bx;
 	if (!hs_begin(target_tgid, target_proc()) || !hs_owns(r.pc))
 		return 0;
 	__sync_fetch_and_add(&samples_timed, 1);

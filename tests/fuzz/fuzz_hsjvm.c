@@ -82,7 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vmtables__free(&t);
 	if (!hsvm__open(&m, &jf, 0, &vm2, why, sizeof(why))) {
 		/* a set-up the walk would trust: step from pcs in the input */
-		struct hs_regs r = { ctl[0], ctl[1], ctl[2], ctl[3] };
+		/* (rax and rbx from the same words: a method entry's rules
+		 * are reached too) */
+		struct hs_regs r = { ctl[0], ctl[1], ctl[2], ctl[3], ctl[0], ctl[2] };
 		uint64_t rec[2];
 
 		for (int i = 0; i < 8 && hswalk__owns(&vm2.bpf, r.pc); i++)

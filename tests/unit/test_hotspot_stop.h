@@ -265,7 +265,8 @@ static inline void stop_walk(struct stopped *s, const struct hsmem *live, const 
 	struct twin_mem mem = { s->base, s->stack, s->len, s->len == STOP_STACK };
 	struct stopmem sm = { s, live };
 	struct hsmem mm = { stopmem_read, &sm }, *m = &mm;
-	struct hs_regs hr = { s->regs.rip, s->regs.rsp, s->regs.rbp, s->regs.r13 };
+	struct hs_regs hr = { s->regs.rip, s->regs.rsp, s->regs.rbp, s->regs.r13, s->regs.rax,
+			      s->regs.rbx };
 	bool leaf = true, bp_ok = true;
 
 	s->c = c;
