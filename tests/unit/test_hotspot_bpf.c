@@ -8,7 +8,9 @@
  * HotSpot frames it found, the BPF program (iter.s/task, reading the
  * stopped task's memory) steps from the same registers: its records and
  * the registers where it leaves the code cache must be the twin's, bit
- * for bit, and how it ended too. The program passes this kernel's
+ * for bit, and how it ended too. Under -Xint also at every instruction
+ * of the interpreter's method entries (k-jni and k-hot stepped through
+ * them, as test_hotspot_walk does). The program passes this kernel's
  * verifier (loading is the first check).
  *
  * Cost: the same steps in a perf_event program (tests/bpf/hs_cost.bpf.c:
@@ -121,6 +123,27 @@ static void thread(struct ctx *x, const char *name, int shots)
 		compare(x, &s, name);
 		stop_release(&s);
 	}
+}
+
+static void entry_stop(void *ctx, struct stopped *s, const struct user_regs_struct *in, bool last)
+{
+	(void)in, (void)last;
+	compare(ctx, s, "entry");
+}
+
+/* Thread name stepped through the interpreter's entry `entry` (see
+ * test_hotspot_walk): BPF's steps equal the twin's at every stop. */
+static void entry_steps(struct ctx *x, const char *name, uint64_t entry, const char *what)
+{
+	static struct stopped s;
+	int segs = x->segs, same = x->same, got = -ENOENT;
+	pid_t tid = 0;
+
+	if (entry && stop_tids(x->j.pid, name, &tid, 1) == 1)
+		got = stop_entry(&s, x->j.pid, tid, entry, &x->m, &x->vm.bpf, entry_stop, x);
+	CHECK(got > 10 && x->segs - segs >= got && x->same - same == x->segs - segs,
+	      "%s: %s through the %s entry (%d stops): %d of %d runs stepped by BPF equal the twin's",
+	      x->label, name, what, got, x->same - same, x->segs - segs);
 }
 
 static int perf_open(int cpu, int freq)
@@ -371,6 +394,21 @@ static void run(int major, const char *const *flags, const char *label, bool mea
 	jvm_cmd(&x.j, "spin 2000", NULL, NULL);
 	thread(&x, "k-hot", 40);
 	thread(&x, "k-jni", 40);
+	if (flags) {
+		static struct stopped sd;
+		uint64_t native = 0, normal = 0;
+		pid_t deep = 0;
+
+		if (stop_tids(x.j.pid, "k-deep", &deep, 1) == 1 && !stop_take(&sd, x.j.pid, deep)) {
+			stop_walk(&sd, &x.m, &x.vm.bpf);
+			native = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.down");
+			normal = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.up");
+		}
+		jvm_cmd(&x.j, "spin 3000", NULL, NULL);
+		entry_steps(&x, "k-jni", native, "native");
+		entry_steps(&x, "k-jni", normal, "normal");
+		entry_steps(&x, "k-hot", normal, "normal");
+	}
 	CHECK(x.segs > 50 && x.same == x.segs,
 	      "%s: %d of %d runs of Java frames (%d records) stepped by BPF equal the twin's", label,
 	      x.same, x.segs, x.recs);
@@ -389,11 +427,13 @@ static const char *const xint[] = { "-Xint", NULL };
 static void t_jdk17(const char *d) { (void)d; run(17, NULL, "JDK 17", true); }
 static void t_jdk17_xint(const char *d) { (void)d; run(17, xint, "JDK 17 -Xint", true); }
 static void t_jdk25(const char *d) { (void)d; run(25, NULL, "JDK 25", true); }
+static void t_jdk25_xint(const char *d) { (void)d; run(25, xint, "JDK 25 -Xint", false); }
 
 static const struct test_scenario scenarios[] = {
 	{ "jdk17", t_jdk17 },
 	{ "jdk17_xint", t_jdk17_xint },
 	{ "jdk25", t_jdk25 },
+	{ "jdk25_xint", t_jdk25_xint },
 };
 
 int main(int argc, char **argv)

@@ -11,11 +11,15 @@
 #ifndef PROFFS_TEST_HOTSPOT_STOP_H
 #define PROFFS_TEST_HOTSPOT_STOP_H
 
+#include <stddef.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 
+#include "sampler/java/hsname.h"
+#include "sampler/java/hsvm.h"
 #include "sampler/java/hswalk.h"
+#include "sampler/java/vmtables.h"
 #include "sampler/symbols/elfsym.h"
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/twin.h"
@@ -169,12 +173,55 @@ static inline void stop_release(struct stopped *s)
 	s->held = false;
 }
 
+/* The registers and stack (from sp to its mapping's end) of s->tid,
+ * stopped by us. 0 or -errno. */
+static inline int stop_snap(struct stopped *s)
+{
+	char fn[64], line[1024];
+	uint64_t lo = 0, hi = 0;
+	FILE *f;
+
+	s->len = 0;
+	if (ptrace(PTRACE_GETREGS, s->tid, 0, &s->regs))
+		return -errno;
+	snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)s->pid);
+	f = fopen(fn, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) == 2 && s->regs.rsp >= lo &&
+		    s->regs.rsp < hi)
+			break;
+	if (f)
+		fclose(f);
+	s->base = s->regs.rsp;
+	s->len = hi > s->base ? hi - s->base : 0;
+	if (s->len > STOP_STACK)
+		s->len = STOP_STACK;
+	struct iovec l = { s->stack, s->len }, r = { (void *)(uintptr_t)s->base, s->len };
+
+	if (!s->len || process_vm_readv(s->pid, &l, 1, &r, 1, 0) != (ssize_t)s->len)
+		return -EFAULT;
+	return 0;
+}
+
+/* Waits for the next stop of s->tid: 0 with *sig the signal that stopped
+ * it (0: our PTRACE_INTERRUPT), or -errno. */
+static inline int stop_wait(struct stopped *s, int *sig)
+{
+	int st;
+
+	if (waitpid(s->tid, &st, __WALL) != s->tid)
+		return -errno;
+	if (!WIFSTOPPED(st))
+		return -ESRCH;
+	*sig = st >> 16 == PTRACE_EVENT_STOP ? 0 : WSTOPSIG(st);
+	return 0;
+}
+
 /* Stops thread tid of pid (ptrace), takes its registers and stack, and
  * lets it go unless keep (then stop_release does). 0 or -errno. */
 static inline int stop_take_kept(struct stopped *s, pid_t pid, pid_t tid, bool keep)
 {
-	int st, sig = 0, err = 0;
-	uint64_t lo, hi;
+	int sig = 0, err;
 
 	s->pid = pid;
 	s->tid = tid;
@@ -183,47 +230,12 @@ static inline int stop_take_kept(struct stopped *s, pid_t pid, pid_t tid, bool k
 		return -ENOMEM;
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) || ptrace(PTRACE_INTERRUPT, tid, 0, 0))
 		return -errno;
-	for (;;) {
-		if (waitpid(tid, &st, __WALL) != tid) {
-			err = -errno;
-			break;
-		}
-		if (!WIFSTOPPED(st)) {
-			err = -ESRCH;
-			break;
-		}
-		/* A signal on its way (the JVM's own: a safepoint poll, an
-		 * implicit null check) stops it first: its registers are as
-		 * good; the signal goes back when we let go. */
-		if (st >> 16 != PTRACE_EVENT_STOP)
-			sig = WSTOPSIG(st);
-		break;
-	}
-	if (!err && ptrace(PTRACE_GETREGS, tid, 0, &s->regs))
-		err = -errno;
-	if (!err) {
-		/* the stack: from sp to its mapping's end */
-		char fn[64], line[1024];
-		FILE *f;
-
-		snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-		f = fopen(fn, "r");
-		lo = hi = 0;
-		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) == 2 && s->regs.rsp >= lo &&
-			    s->regs.rsp < hi)
-				break;
-		if (f)
-			fclose(f);
-		s->base = s->regs.rsp;
-		s->len = hi > s->base ? hi - s->base : 0;
-		if (s->len > STOP_STACK)
-			s->len = STOP_STACK;
-		struct iovec l = { s->stack, s->len }, r = { (void *)(uintptr_t)s->base, s->len };
-
-		if (!s->len || process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)s->len)
-			err = -EFAULT;
-	}
+	/* A signal on its way (the JVM's own: a safepoint poll, an
+	 * implicit null check) stops it first: its registers are as good;
+	 * the signal goes back when we let go. */
+	err = stop_wait(s, &sig);
+	if (!err)
+		err = stop_snap(s);
 	s->sig = sig;
 	s->held = true;
 	if (err || !keep)
@@ -354,6 +366,159 @@ static inline int stop_tids(pid_t pid, const char *name, pid_t *tids, int max)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+/*
+ * The interpreter's entry (Method::_i2i_entry) of the method named name
+ * ("Known.down") among the interpreted frames of the walk s: the code
+ * every interpreted call of a method of its kind runs first. 0 if none.
+ */
+static inline uint64_t stop_i2i(const struct stopped *s, struct jvm *j, const struct hsmem *m,
+				const struct hsvm *vm, const char *name)
+{
+	struct hsnames *names = hsnames__new(0);
+	const struct vmt_field *f;
+	struct vmtables t;
+	int64_t off = -1;
+	uint64_t e = 0;
+
+	if (!vmtables__read(m, &j->jf, j->bias, &t)) {
+		f = vmtables__field(&t, "Method", "_i2i_entry");
+		off = f ? (int64_t)f->offset : -1;
+		vmtables__free(&t);
+	}
+	for (int i = 0; names && off >= 0 && !e && i < s->nrec; i++) {
+		uint64_t a = hs_rec_addr(s->rec[i][0]);
+		const struct hsline *lt;
+		const char *sys;
+		uint32_t cs;
+
+		if (hs_rec_kind(s->rec[i][0]) == HS_K_INTERP &&
+		    !hsnames__method(names, j->pid, m, vm, a, &sys, &lt, &cs) && !strcmp(sys, name) &&
+		    hsmem__read(m, a + (uint64_t)off, &e, 8))
+			e = 0;
+	}
+	hsnames__free(names);
+	return e;
+}
+
+/* Sets or clears (pc 0) a hardware breakpoint on executing pc in the
+ * stopped s->tid (DR0: that thread's only). */
+static inline int stop_break(struct stopped *s, uint64_t pc)
+{
+	if (ptrace(PTRACE_POKEUSER, s->tid, offsetof(struct user, u_debugreg[7]), 0) ||
+	    ptrace(PTRACE_POKEUSER, s->tid, offsetof(struct user, u_debugreg[0]), pc) ||
+	    (pc && ptrace(PTRACE_POKEUSER, s->tid, offsetof(struct user, u_debugreg[7]), 1)))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Stops thread tid of pid when it next runs pc (within ms), and keeps it
+ * stopped there with its registers and stack taken. 0 or -errno
+ * (-ETIMEDOUT: it did not get there; let go).
+ */
+static inline int stop_at(struct stopped *s, pid_t pid, pid_t tid, uint64_t pc, int ms)
+{
+	int64_t until = now_ms() + ms;
+	int err = stop_take_kept(s, pid, tid, true), sig = 0, st;
+
+	if (err)
+		return err;
+	err = stop_break(s, pc);
+	while (!err) {
+		pid_t w;
+
+		if (ptrace(PTRACE_CONT, s->tid, 0, s->sig)) {
+			err = -errno;
+			break;
+		}
+		s->sig = 0;
+		while (!(w = waitpid(s->tid, &st, __WALL | WNOHANG)) && now_ms() < until)
+			usleep(1000);
+		if (!w) {
+			/* not there in time: stop it to let it go */
+			ptrace(PTRACE_INTERRUPT, s->tid, 0, 0);
+			err = stop_wait(s, &sig);
+			s->sig = sig;
+			err = err ? err : -ETIMEDOUT;
+			break;
+		}
+		if (w != s->tid || !WIFSTOPPED(st)) {
+			err = w < 0 ? -errno : -ESRCH;
+			s->held = false;
+			return err;
+		}
+		sig = st >> 16 == PTRACE_EVENT_STOP ? 0 : WSTOPSIG(st);
+		if (sig == SIGTRAP)
+			break;
+		s->sig = sig; /* the JVM's own: handed on */
+	}
+	if (stop_break(s, 0) && !err)
+		err = -errno;
+	if (!err)
+		err = stop_snap(s);
+	if (err)
+		stop_release(s);
+	return err;
+}
+
+/* One instruction further (the thread kept by stop_at), registers and
+ * stack taken again. A signal that comes instead is kept for the release
+ * (as stop_take_kept's) and the step tried again. 0, or -errno (the
+ * thread is let go then). */
+static inline int stop_step(struct stopped *s)
+{
+	int sig = 0, err = -EINTR;
+
+	for (int i = 0; i < 8 && err == -EINTR; i++) {
+		if (ptrace(PTRACE_SINGLESTEP, s->tid, 0, 0))
+			err = -errno;
+		else if (!(err = stop_wait(s, &sig)) && sig != SIGTRAP) {
+			s->sig = sig;
+			err = -EINTR;
+		}
+	}
+	if (!err)
+		err = stop_snap(s);
+	if (err)
+		stop_release(s);
+	return err;
+}
+
+/*
+ * Stops thread tid at the interpreter entry `entry` and steps it through
+ * the entry until its interpreter frame is built (its rbp below the sp
+ * it entered with, the fixed slots pushed: rsp <= rbp - 72 on JDK 17 and
+ * 25), walking every stop (stop_walk) and calling fn on it with the
+ * registers it entered with; the last call is the built frame's (last:
+ * true). Lets the thread go. Steps taken, or -errno.
+ */
+static inline int stop_entry(struct stopped *s, pid_t pid, pid_t tid, uint64_t entry,
+			     const struct hsmem *live, const struct hs_proc *c,
+			     void (*fn)(void *ctx, struct stopped *s, const struct user_regs_struct *in,
+					bool last),
+			     void *ctx)
+{
+	struct user_regs_struct in;
+	int err = stop_at(s, pid, tid, entry, 5000), n = 0;
+
+	if (err)
+		return err;
+	in = s->regs;
+	for (; n < 400; n++) {
+		bool built = s->regs.rbp < in.rsp && s->regs.rsp <= s->regs.rbp - 72;
+
+		stop_walk(s, live, c);
+		fn(ctx, s, &in, built);
+		if (built)
+			break;
+		err = stop_step(s);
+		if (err)
+			return err;
+	}
+	stop_release(s);
+	return n < 400 ? n + 1 : -E2BIG;
 }
 
 #endif

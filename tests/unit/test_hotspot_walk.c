@@ -18,7 +18,11 @@
  * reaches JavaMain. The running threads (k-hot, k-jni) are stopped
  * at random moments: every walk reaches the root and its outermost Java
  * frames are the JVM's. Interpreted, C1 and C2 frames are counted by the
- * nmethod's own compile level. */
+ * nmethod's own compile level. Under -Xint, k-jni and k-hot are stopped
+ * at the interpreter's method entries (a hardware breakpoint) and walked
+ * at every instruction until the frame is built: each walk reaches the
+ * root, names the entered method as its leaf and the rest as the built
+ * frame's walk does. */
 #include <dirent.h>
 
 #include "sampler/java/hsname.h"
@@ -315,6 +319,91 @@ static void running(struct ctx *x, const struct jthread *jt, const char *name, i
 	      x->label, name, same_outer, took, outer);
 }
 
+/* One walk through a method entry, as stop_entry's callback keeps it. */
+struct estop {
+	uint64_t pc, method; /* the pc, the leaf's Method* (0: none) */
+	int n, nrec, end, hs_end;
+	__u64 pcs[64];
+	uint64_t rec[64][2];
+};
+
+struct ewalk {
+	struct estop st[400];
+	int n;
+	uint64_t rbx; /* on entry: the Method* entered */
+};
+
+static void entry_stop(void *ctx, struct stopped *s, const struct user_regs_struct *in, bool last)
+{
+	struct ewalk *e = ctx;
+	struct estop *t = &e->st[e->n < 400 ? e->n++ : 399];
+
+	(void)last;
+	e->rbx = in->rbx;
+	memset(t, 0, sizeof(*t));
+	t->pc = s->regs.rip;
+	t->n = s->n;
+	t->nrec = s->nrec;
+	t->end = s->end;
+	t->hs_end = s->hs_end;
+	if (s->nrec && !hs_rec_index(s->rec[0][0]) && hs_rec_kind(s->rec[0][0]) == HS_K_INTERP)
+		t->method = hs_rec_addr(s->rec[0][0]);
+	memcpy(t->pcs, s->pcs, sizeof(t->pcs));
+	memcpy(t->rec, s->rec, sizeof(t->rec));
+}
+
+/* Thread `name` stopped at `entry` (the interpreter's entry for methods
+ * of one kind) and walked at every instruction until its frame is
+ * built: every walk reaches the root, its leaf is the method entered
+ * (rbx on entry), and its callers are the built frame's. */
+static void entry_walks(struct ctx *x, const char *name, uint64_t entry, const char *what)
+{
+	static struct stopped s;
+	static struct ewalk e;
+	int got, root = 0, leaf = 0, same = 0, bad = 0;
+	const struct estop *ref;
+	uint64_t rbx;
+	pid_t tid = 0;
+
+	e.n = 0;
+	if (!entry || stop_tids(x->j.pid, name, &tid, 1) != 1) {
+		CHECK(0, "%s: %s at the %s entry: no entry or no thread", x->label, name, what);
+		return;
+	}
+	got = stop_entry(&s, x->j.pid, tid, entry, &x->m, &x->vm.bpf, entry_stop, &e);
+	CHECK(got > 10 && e.n == got, "%s: %s stepped through the %s entry (%d stops)", x->label,
+	      name, what, got);
+	if (got <= 10 || e.n != got)
+		return;
+	ref = &e.st[e.n - 1];
+	rbx = e.rbx == ref->method ? e.rbx : 0;
+	for (int i = 0; i < e.n; i++) {
+		const struct estop *t = &e.st[i];
+		bool r = t->end == PROF_UE_ROOT, l = t->method && t->method == rbx,
+		     eq = t->n == ref->n && t->nrec == ref->nrec && t->n <= 64 && t->nrec <= 64;
+
+		for (int k = 1; eq && k < t->n; k++)
+			eq = t->pcs[k] == ref->pcs[k];
+		for (int k = 1; eq && k < t->nrec; k++)
+			eq = t->rec[k][0] == ref->rec[k][0] && t->rec[k][1] == ref->rec[k][1];
+		root += r;
+		leaf += l;
+		same += eq;
+		if ((!r || !l || !eq) && bad++ < 3)
+			printf("    stop %d at entry%+lld: end %d hs %d, %d frames, %d records, leaf %#llx "
+			       "(want %#llx)\n",
+			       i, (long long)(t->pc - entry), t->end, t->hs_end, t->n, t->nrec,
+			       (unsigned long long)t->method, (unsigned long long)rbx);
+	}
+	CHECK(root == e.n, "%s: %s at the %s entry: %d of %d stops walked to the root", x->label, name,
+	      what, root, e.n);
+	CHECK(rbx && leaf == e.n,
+	      "%s: %s at the %s entry: %d of %d walks name the entered method (rbx on entry: %#llx)",
+	      x->label, name, what, leaf, e.n, (unsigned long long)e.rbx);
+	CHECK(same == e.n, "%s: %s at the %s entry: %d of %d walks' callers are the built frame's",
+	      x->label, name, what, same, e.n);
+}
+
 /* One method's line table: (bci, line) pairs in table order. */
 struct ltab {
 	char name[128];
@@ -534,6 +623,25 @@ static void run(int major, const char *const *flags, const char *label, bool wan
 	running(&x, thread_named(jt, nt, "k-hot"), "k-hot", 25, 2, totals);
 	jvm_cmd(&x.j, "spin 1500", NULL, NULL);
 	running(&x, thread_named(jt, nt, "k-jni"), "k-jni", 60, 2, totals);
+	if (!want_c1 && !want_c2) {
+		/* k-deep's walk has Known.down (native) and Known.up
+		 * interpreted: their entries are the native and the normal
+		 * one; k-jni enters both, k-hot the normal one from
+		 * interpreted code */
+		static struct stopped sd;
+		pid_t deep = 0;
+		uint64_t native = 0, normal = 0;
+
+		if (stop_tids(x.j.pid, "k-deep", &deep, 1) == 1 && !stop_take(&sd, x.j.pid, deep)) {
+			stop_walk(&sd, &x.m, &x.vm.bpf);
+			native = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.down");
+			normal = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.up");
+		}
+		jvm_cmd(&x.j, "spin 3000", NULL, NULL);
+		entry_walks(&x, "k-jni", native, "native");
+		entry_walks(&x, "k-jni", normal, "normal");
+		entry_walks(&x, "k-hot", normal, "normal");
+	}
 	/* The main thread (the second "java" task) reads stdin in Java. */
 	nmain = stop_tids(x.j.pid, "java", main_tid, 4);
 	if (nmain >= 2) {
