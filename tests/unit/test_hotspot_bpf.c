@@ -395,16 +395,9 @@ static void run(int major, const char *const *flags, const char *label, bool mea
 	thread(&x, "k-hot", 40);
 	thread(&x, "k-jni", 40);
 	if (flags) {
-		static struct stopped sd;
-		uint64_t native = 0, normal = 0;
-		pid_t deep = 0;
+		uint64_t native, normal;
 
-		if (stop_tids(x.j.pid, "k-deep", &deep, 1) == 1 && !stop_take(&sd, x.j.pid, deep)) {
-			stop_walk(&sd, &x.m, &x.vm.bpf);
-			native = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.down");
-			normal = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.up");
-		}
-		jvm_cmd(&x.j, "spin 3000", NULL, NULL);
+		stop_entries(&x.j, &x.m, &x.vm, &native, &normal);
 		entry_steps(&x, "k-jni", native, "native");
 		entry_steps(&x, "k-jni", normal, "normal");
 		entry_steps(&x, "k-hot", normal, "normal");

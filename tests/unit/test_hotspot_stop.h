@@ -402,6 +402,24 @@ static inline uint64_t stop_i2i(const struct stopped *s, struct jvm *j, const st
 	return e;
 }
 
+/* The interpreter's entries of Known.down (native) and Known.up (normal),
+ * from one walk of k-deep (both are on its stack), each 0 if not found;
+ * then the JVM spins again. */
+static inline void stop_entries(struct jvm *j, const struct hsmem *m, const struct hsvm *vm,
+				uint64_t *native, uint64_t *normal)
+{
+	static struct stopped sd;
+	pid_t deep = 0;
+
+	*native = *normal = 0;
+	if (stop_tids(j->pid, "k-deep", &deep, 1) == 1 && !stop_take(&sd, j->pid, deep)) {
+		stop_walk(&sd, m, &vm->bpf);
+		*native = stop_i2i(&sd, j, m, vm, "Known.down");
+		*normal = stop_i2i(&sd, j, m, vm, "Known.up");
+	}
+	jvm_cmd(j, "spin 3000", NULL, NULL);
+}
+
 /* Sets or clears (pc 0) a hardware breakpoint on executing pc in the
  * stopped s->tid (DR0: that thread's only). */
 static inline int stop_break(struct stopped *s, uint64_t pc)

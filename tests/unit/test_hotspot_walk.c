@@ -628,16 +628,9 @@ static void run(int major, const char *const *flags, const char *label, bool wan
 		 * interpreted: their entries are the native and the normal
 		 * one; k-jni enters both, k-hot the normal one from
 		 * interpreted code */
-		static struct stopped sd;
-		pid_t deep = 0;
-		uint64_t native = 0, normal = 0;
+		uint64_t native, normal;
 
-		if (stop_tids(x.j.pid, "k-deep", &deep, 1) == 1 && !stop_take(&sd, x.j.pid, deep)) {
-			stop_walk(&sd, &x.m, &x.vm.bpf);
-			native = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.down");
-			normal = stop_i2i(&sd, &x.j, &x.m, &x.vm, "Known.up");
-		}
-		jvm_cmd(&x.j, "spin 3000", NULL, NULL);
+		stop_entries(&x.j, &x.m, &x.vm, &native, &normal);
 		entry_walks(&x, "k-jni", native, "native");
 		entry_walks(&x, "k-jni", normal, "normal");
 		entry_walks(&x, "k-hot", normal, "normal");
