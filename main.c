@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 		log_level = LOG_DEBUG;
 	/* Blocks over 256 KiB go back at free: the daemon's resident memory
 	 * is what it uses, not a peak some thread once reached. While reads
-	 * go on, the mount lets renders keep theirs instead (heap_keep,
+	 * go on, the mount lets renders keep theirs up to 1 MiB (heap_keep,
 	 * fs/fuse), and gives them back with one malloc_trim when reads
 	 * stop. One arena, because that trim shrinks only the main arena's
 	 * top: another arena's top shrinks on a later free in it, which at
