@@ -371,8 +371,8 @@ static int m_resolve(struct mctx *m)
 		     (rc = idset_add(ls, (uint32_t)m->akey[i]))))
 			return rc;
 	}
-	/* (each series read maps the 64 KiB around its page: the busy
-	 * window's 7k series map much of their table) */
+	/* (the last of the series reads' pages: store__touched bounds them
+	 * while they go, this ends the phase with none) */
 	store__unmap(m->s);
 	for (size_t i = 0; i < m->nls; i++) {
 		const uint32_t keys[3] = { m->comm_key, m->pid_key, m->state_key };
@@ -715,9 +715,9 @@ static int keys_order(const uint64_t *key, size_t n, uint32_t *out)
  * Series of one label set (a pid's series under two units or exes) make
  * one sample per stack. keep[o], for the sums in canonical order ord, is
  * 1 for a non-zero sum on entry; on return only the first of each (label
- * set, stack) keeps it, the others added to it. Grouped by a second stable sort of the
- * (label set, stack) keys, where a map of every pair seen took 32-64
- * bytes a sum; this takes 16. Returns 0 or -errno.
+ * set, stack) keeps it, the others added to it. Grouped by a second
+ * stable sort of the (label set, stack) keys, where a map of every pair
+ * seen took 32-64 bytes a sum; this takes 16. Returns 0 or -errno.
  */
 static int fold_sums(struct mctx *m, const uint32_t *ord, uint8_t *keep)
 {
