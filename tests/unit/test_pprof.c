@@ -261,6 +261,78 @@ int main(void)
 		free(e);
 	}
 
+	/* 9. the widest values (addresses, offsets, lines, numbers) over several
+	 * parts of each kind: the encoder packs a part into room it counted
+	 * without sizing it, and stops the process if a part packed to more */
+	{
+		enum { N = 1100, DEPTH = 64, NLAB = 4 };
+		struct profile *a = profile__new(), *b = NULL;
+		const char *types[] = { "samples", "cpu" }, *units[] = { "count", "nanoseconds" };
+		uint64_t *locs = calloc((size_t)N * DEPTH, sizeof(*locs)), mapid[N], fnid[N], lid[N];
+		struct prof_label lab[NLAB];
+		uint8_t *e = NULL, *e2 = NULL;
+		size_t m = 0, m2 = 0;
+		int64_t vals[2] = { INT64_MIN / 2, -1 };
+		bool ok = locs != NULL;
+
+		profile__set_value_types(a, 2, types, units);
+		for (uint32_t i = 0; i < N && ok; i++) {
+			char s[32];
+			struct prof_mapping pm = {
+				.start = UINT64_MAX - 2 * (uint64_t)N + i, .limit = UINT64_MAX - i,
+				.offset = UINT64_MAX - i, .has_functions = true,
+			};
+			struct prof_function f = { .start_line = -1 - (int64_t)i };
+			struct prof_line lines[3];
+			struct prof_location l = { .address = UINT64_MAX - i, .nlines = 3, .lines = lines };
+
+			snprintf(s, sizeof(s), "/lib/m%u.so", i);
+			pm.file = profile__intern_str(a, s);
+			snprintf(s, sizeof(s), "fn%u", i);
+			f.name = f.system_name = f.filename = profile__intern_str(a, s);
+			mapid[i] = profile__add_mapping(a, &pm);
+			fnid[i] = profile__add_function(a, &f);
+			for (int j = 0; j < 3; j++)
+				lines[j] = (struct prof_line){ fnid[(i + (uint32_t)j) % (i + 1)], -1 - j };
+			l.mapping_id = mapid[i];
+			lid[i] = profile__add_location(a, &l);
+			ok = mapid[i] && fnid[i] && lid[i];
+		}
+		for (uint32_t i = 0; i < N && ok; i++) {
+			uint64_t *st = locs + (size_t)i * DEPTH;
+
+			for (int j = 0; j < DEPTH; j++)
+				st[j] = lid[(i + (uint32_t)j * 7) % N];
+			for (int j = 0; j < NLAB; j++)
+				lab[j] = (struct prof_label){ .key = profile__intern_str(a, j ? "k" : "pid"),
+							      .num = INT64_MIN + i + j,
+							      .num_unit = profile__intern_str(a, "u") };
+			lab[1].key = profile__intern_str(a, "k1");
+			lab[2].key = profile__intern_str(a, "k2");
+			lab[3].key = profile__intern_str(a, "k3");
+			ok = profile__add_sample(a, st, DEPTH, lab, NLAB, vals) == 0;
+		}
+		CHECK(ok && a->nmappings == N && a->nlocations == N && a->nsamples == N,
+		      "a profile of %u mappings, locations and samples at the widest values", N);
+		rc = ok && pprof__encode(a, &e, &m) == 0 ? decode(e, m, &b, err, sizeof(err)) : -1;
+		CHECK(rc == 0, "it encodes (%zu bytes) and decodes (%s)", m, rc ? err : "ok");
+		if (!rc) {
+			CHECK(b->nmappings == N && b->nfunctions == N && b->nlocations == N &&
+			      b->nsamples == N && b->mappings[N - 1].limit == UINT64_MAX - (N - 1) &&
+			      b->locations[0].address == UINT64_MAX && b->locations[0].lines[2].line == -3 &&
+			      b->samples[N - 1].nlocs == DEPTH && b->samples[N - 1].values[0] == INT64_MIN / 2 &&
+			      b->samples[N - 1].nlabels == NLAB,
+			      "every entry comes back, the widest values as written");
+			CHECK(pprof__encode(b, &e2, &m2) == 0 && m2 == m && !memcmp(e, e2, m),
+			      "and re-encodes identically");
+		}
+		profile__free(a);
+		profile__free(b);
+		free(locs);
+		free(e);
+		free(e2);
+	}
+
 	profile__free(p);
 	free(raw);
 	free(enc1);
