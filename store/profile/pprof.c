@@ -863,8 +863,9 @@ static size_t enc_guess(const struct profile *p)
 }
 
 /*
- * The most bytes part [from, to) of kind k (not the header) can pack to,
- * counted without walking its messages as protobuf-c's sizing does. Every
+ * The most bytes part m, [from, to) of kind k, can pack to. The header,
+ * which holds the strings, is sized exactly; the others are counted
+ * without walking their messages as protobuf-c's sizing does. Every
  * field of a mapping, function, location, line, sample or label is a
  * varint (at most 10 bytes) behind its tag (2 bytes up to field 2047); a
  * repeated one is taken as a tag per element, packed or not; a message
@@ -875,13 +876,15 @@ static size_t enc_guess(const struct profile *p)
 #define ENC_VARINT 12u /* tag + varint */
 #define ENC_FRAME 7u   /* tag + length of a message in a message */
 
-static size_t enc_bound(const struct enc *e, enum enc_kind k, uint32_t from, uint32_t to)
+static size_t enc_bound(const struct enc *e, enum enc_kind k, uint32_t from, uint32_t to,
+			const PbProfile *m)
 {
 	const struct profile *p = e->p;
 	size_t n = 0;
 
 	switch (k) {
-	case ENC_HEADER: /* (sized exactly: it holds the strings) */
+	case ENC_HEADER:
+		n = perftools__profiles__profile__get_packed_size(m);
 		break;
 	case ENC_MAPPINGS:
 		n = (size_t)(to - from) *
@@ -930,8 +933,7 @@ static int enc_all(struct enc *e, uint8_t **out, size_t *len)
 
 			if ((rc = enc_part(e, k, from, to, &m, st, stp, &pt)))
 				goto fail;
-			bound = k == ENC_HEADER ? perftools__profiles__profile__get_packed_size(&m)
-						: enc_bound(e, k, from, to);
+			bound = enc_bound(e, k, from, to, &m);
 			if (at + bound + 1 > cap) {
 				size_t ncap = cap ? cap : enc_guess(p);
 
