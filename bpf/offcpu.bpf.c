@@ -10,19 +10,32 @@
  *  - for the thread picked to run (next), it computes how long it was
  *    off. Under min_ns the block is only counted. Otherwise next's kernel
  *    stack, still frozen exactly where it called __schedule, is walked
- *    (bpf_get_task_stack) and sent as an OFFCPU_EV_SAMPLE record, and a
- *    task work is scheduled on next: on its return to user space it runs
- *    in next's own context, where its user stack (still the one at which
- *    it entered the kernel) can be walked; it sends OFFCPU_EV_USER and
- *    user space joins the two (bpf/offcpu.h).
+ *    (bpf_get_task_stack) and sent as an OFFCPU_EV_SAMPLE record, and the
+ *    thread's start entry is marked: its user part is owed.
  *
- * So an unwind is paid only for blocks that will be stored. The start time
- * lives per thread (task storage), never per CPU: a thread usually wakes
- * on another CPU than the one it left (the per-CPU design's trap,
- * OpenTelemetry ebpf-profiler #1348), and it dies with its thread.
- * Neither kprobes nor fentry are needed (a kernel without CONFIG_KPROBES,
- * or one that refuses trampolines, still works); bpf_task_work needs
- * Linux 6.18.
+ * The user stack can only be read in the thread's own context (its memory,
+ * its registers at kernel entry). A second program, on the rseq_update
+ * tracepoint, runs there: the kernel notes every switch of a thread that
+ * registered restartable sequences (glibc 2.35 on does for every thread)
+ * and, on that thread's next return to user space, updates its rseq area
+ * and fires rseq_update in its context, before any user instruction ran.
+ * Its user stack is then still the one at which it entered the kernel: it
+ * is walked and sent as OFFCPU_EV_USER; user space joins the two
+ * (bpf/offcpu.h). A thread without rseq (static binaries, musl, Go
+ * without cgo, glibc.pthread.rseq=0) never fires it: its blocks are sent
+ * with kernel frames only, counted OFFCPU_CNT_NO_RSEQ.
+ *
+ * So an unwind is paid only for blocks that will be stored, and the only
+ * cost added to a short block is one task storage lookup when the thread
+ * goes back to user space. The start time lives per thread (task storage),
+ * never per CPU: a thread usually wakes on another CPU than the one it
+ * left (the per-CPU design's trap, OpenTelemetry ebpf-profiler #1348), and
+ * it dies with its thread. Only tp_btf tracepoints are used: no kprobes
+ * (a kernel without CONFIG_KPROBES, like some cloud builds), no fentry, no
+ * sleepable program or callback (6.18's bpf_task_work was the first
+ * design; a stable update refused its callback from sched_switch). Every
+ * hook here exists since Linux 5.11 (task storage); DESIGN-NOTES.md has the
+ * kernels tried.
  * Idle (pid 0), the daemon's own threads and, unless asked, kernel
  * threads are never recorded.
  */
@@ -54,14 +67,12 @@ const volatile bool unwind_tables = false;
 #define TASK_NOLOAD 0x400
 #define PF_KTHREAD 0x00200000
 
-extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
-					      void *map__map, bpf_task_work_callback_t callback,
-					      void *aux__prog) __ksym;
-
 struct start {
 	__u64 ts;    /* bpf_ktime_get_ns at switch-out; 0 = nothing pending */
 	__u32 state; /* enum offcpu_state */
 	__u32 cpu;
+	__u32 owed;  /* != 0: a long block's user part is owed (on_resume) */
+	__u32 pad;
 };
 
 struct {
@@ -70,22 +81,6 @@ struct {
 	__type(key, int);
 	__type(value, struct start);
 } starts SEC(".maps");
-
-/* The task work that fetches a thread's user stack, per tid; an entry
- * lives from the thread's first long block to its exit. */
-struct uwork {
-	struct bpf_task_work tw;
-};
-
-/* Allocated as threads come (a preallocated 64k took 5 MiB of memory
- * locked whether or not a host had that many threads). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1 << 16); /* threads with a long block so far */
-	__type(key, __u32);
-	__type(value, struct uwork);
-} uworks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -178,16 +173,15 @@ static __noinline int user_stack(struct prof_sample_ev *ev, const struct rt_proc
 }
 
 /* Runs in the thread's own context, on its way back to user space. */
-static int user_part(struct bpf_map *map, void *key, void *value)
+static __always_inline void user_part(struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct prof_sample_ev *ev;
 	__u32 zero = 0;
 	long n, nu = 0;
 
 	ev = bpf_map_lookup_elem(&scratch, &zero);
 	if (!ev)
-		return 0;
+		return;
 	ev->type = OFFCPU_EV_USER;
 	ev->tgid = task->tgid;
 	ev->tid = task->pid;
@@ -228,7 +222,16 @@ static int user_part(struct bpf_map *map, void *key, void *value)
 				       (ev->ustack_len & 0x7fff));
 	else
 		send(ev, nu + 2 * (ev->nrt & 0xff));
-	return 0;
+}
+
+/* Does t fire rseq_update on its way back to user space? Its rseq area
+ * pointer is set while it is registered (a pointer up to 6.18; the field
+ * that is not one is not read). */
+static __always_inline bool has_rseq(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->rseq) && bpf_core_field_size(t->rseq) == sizeof(void *))
+		return BPF_CORE_READ(t, rseq) != 0;
+	return false;
 }
 
 /* next ran again after delta ns off CPU in `state`: its kernel part now,
@@ -237,7 +240,6 @@ static __always_inline void record(struct task_struct *next, __u64 now, __u64 de
 				   struct start *st)
 {
 	struct prof_sample_ev *ev;
-	struct uwork *uw;
 	__u32 zero = 0, tid = next->pid;
 	long n, nk = 0;
 	bool user = want_user && next->mm;
@@ -274,28 +276,13 @@ static __always_inline void record(struct task_struct *next, __u64 now, __u64 de
 	if (nk < 0 || nk > PROF_MAX_FRAMES) /* for the verifier */
 		nk = 0;
 	ev->nkern = nk;
-	if (user) {
-		uw = bpf_map_lookup_elem(&uworks, &tid);
-		if (!uw) {
-			static const struct uwork fresh;
-
-			bpf_map_update_elem(&uworks, &tid, &fresh, BPF_NOEXIST);
-			uw = bpf_map_lookup_elem(&uworks, &tid);
-		}
-		/* -EBUSY: a work is pending already (a second long block
-		 * before the thread got back to user space); it serves this
-		 * block too. */
-		if (uw) {
-			long err = bpf_task_work_schedule_resume_impl(next, &uw->tw, &uworks, user_part,
-								      NULL);
-
-			if (err && err != -16)
-				uw = NULL;
-		}
-		if (uw)
-			ev->flags |= OFFCPU_F_USER_NEXT;
-		else
-			count(OFFCPU_CNT_TW_ERR, 1);
+	/* A second long block before the thread got back to user space
+	 * is owed the same user part: one record serves both. */
+	if (user && has_rseq(next)) {
+		st->owed = 1;
+		ev->flags |= OFFCPU_F_USER_NEXT;
+	} else if (user) {
+		count(OFFCPU_CNT_NO_RSEQ, 1);
 	}
 	send(ev, nk);
 	count(OFFCPU_CNT_RECORDED, 1);
@@ -351,14 +338,16 @@ next:
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p)
+/* The current thread goes back to user space after a switch (see the
+ * head of this file). Most calls find nothing owed. */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(on_resume, struct task_struct *t)
 {
-	__u32 tid = p->pid;
+	struct start *st = bpf_task_storage_get(&starts, t, 0, 0);
 
-	/* The entry would outlive its thread. Deleting it cancels a work
-	 * still pending (a thread killed while blocked: its mm is gone by
-	 * now anyway); user space stores that block with kernel frames only. */
-	bpf_map_delete_elem(&uworks, &tid);
+	if (!st || !st->owed)
+		return 0;
+	st->owed = 0;
+	user_part(t);
 	return 0;
 }

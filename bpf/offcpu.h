@@ -17,7 +17,8 @@
  * two places. OFFCPU_EV_SAMPLE is written when the thread is picked to run
  * again (in the context of the thread it replaces): the duration, state
  * and kernel stack (frozen where it blocked); nuser = 0. OFFCPU_EV_USER is
- * written in the thread's own context on its next return to user space:
+ * written in the thread's own context on its next return to user space
+ * (the rseq_update tracepoint):
  * its user stack (nkern = 0), which is the same for every block since its
  * last return to user space. User space joins each SAMPLE with the next
  * USER record of the same tid. A SAMPLE whose flags lack
@@ -46,7 +47,7 @@ enum offcpu_counter {
 	OFFCPU_CNT_MAPFULL,   /* switch-outs not remembered: start map full */
 	OFFCPU_CNT_KSTACK_ERR,
 	OFFCPU_CNT_USTACK_ERR,
-	OFFCPU_CNT_TW_ERR,    /* the user-stack task work could not be scheduled */
+	OFFCPU_CNT_NO_RSEQ,   /* long blocks of threads without rseq: no user part */
 	OFFCPU_CNT_MAX,
 };
 

@@ -304,7 +304,7 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 		goto err;
 	err = offcpu_bpf__load(oc->skel);
 	if (err) {
-		pr_err("offcpu: cannot load BPF program (needs Linux 6.18 for bpf_task_work): %s",
+		pr_err("offcpu: cannot load BPF program: %s",
 		       strerror(-err));
 		goto err;
 	}

@@ -1,5 +1,5 @@
 /*
- * offcpu.h - loading bpf/offcpu.bpf.c (sched_switch + a task work)
+ * offcpu.h - loading bpf/offcpu.bpf.c (sched_switch + rseq_update)
  * and draining its ring buffer: one record per block of a thread that was
  * off CPU for at least the minimum, with the stack at which it blocked.
  */

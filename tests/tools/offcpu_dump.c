@@ -48,9 +48,9 @@ int main(int argc, char **argv)
 	offcpu__poll(oc, 0);
 	offcpu__counters(oc, c);
 	fprintf(stderr, "blocks %" PRIu64 " (%.3f s); switches %" PRIu64 " short %" PRIu64
-		" recorded %" PRIu64 " ringfull %" PRIu64 " tw_err %" PRIu64 "\n",
+		" recorded %" PRIu64 " ringfull %" PRIu64 " no_rseq %" PRIu64 "\n",
 		n, ns / 1e9, c[OFFCPU_CNT_SWITCHES], c[OFFCPU_CNT_SHORT], c[OFFCPU_CNT_RECORDED],
-		c[OFFCPU_CNT_RINGFULL], c[OFFCPU_CNT_TW_ERR]);
+		c[OFFCPU_CNT_RINGFULL], c[OFFCPU_CNT_NO_RSEQ]);
 	offcpu__close(oc);
 	return 0;
 }
