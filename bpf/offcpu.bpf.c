@@ -296,6 +296,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u64 now = bpf_ktime_get_ns(), delta;
 	__u32 state;
 
+	TEST_REFUSAL(TEST_REFUSE_OFFCPU);
 	if (wanted(prev)) {
 		/* Preempted (or yielding) threads stay runnable: they wait
 		 * for a CPU, whatever state they were about to enter. */

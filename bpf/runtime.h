@@ -31,6 +31,8 @@ enum rt_kind {
 	RT_HOTSPOT, /* its frames are written by the native walk (hotspot_walk.h) */
 	RT_V8,	    /* likewise (v8_walk.h) */
 	RT_NKINDS,
+#define TEST_REFUSE_TABLES (1u << RT_NONE) /* see TEST_REFUSAL */
+#define TEST_REFUSE_OFFCPU (1u << 31)
 	/* Not a runtime: the rt_procs entry of a JVM or V8 process whose
 	 * set-up is not ready yet (the VM still initialising). The walk
 	 * stops at its first anonymous code (PROF_UE_PENDING), so user space

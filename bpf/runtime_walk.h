@@ -9,6 +9,25 @@
 
 #include "bpf/runtime.h"
 
+/* Set by user space before load (.rodata): the runtimes whose walks are
+ * loaded, 1 << enum rt_kind each. The verifier drops the code of a walk
+ * that is off, so a kernel that refuses one walk (sampler/ring/sampler.c
+ * tries each) still loads the others; that runtime's frames stay native. */
+const volatile __u32 rt_walks = ~0u;
+#define RT_ON(k) (rt_walks & (1u << (k)))
+
+/* Tests only (PROFFS_REFUSE, sampler/ring/kfeature.h): the parts named,
+ * 1 << enum rt_kind for a runtime's walk, TEST_REFUSE_TABLES for the
+ * unwind tables and TEST_REFUSE_OFFCPU for the off-CPU program, get an
+ * instruction the verifier refuses (a read above the stack frame), so
+ * the daemon's path on a kernel that refuses them runs here. */
+const volatile __u32 test_refuse = 0;
+#define TEST_REFUSAL(bit)                                                        \
+	do {                                                                     \
+		if (test_refuse & (bit))                                         \
+			asm volatile("r0 = *(u64 *)(r10 + 8)" ::: "r0");        \
+	} while (0)
+
 /* Filled by user space per process it walks (or waits for): allocated as
  * entries come, not 1 MiB up front. */
 struct {
@@ -45,10 +64,17 @@ static __always_inline int rt_walk(struct prof_sample_ev *ev, struct rt_proc *rt
 
 	if (!rt || (rt->kind != RT_PYTHON && rt->kind != RT_RUBY))
 		return 0;
-	if (rt->kind == RT_PYTHON)
+	if (rt->kind == RT_PYTHON) {
+		if (!RT_ON(RT_PYTHON))
+			return 0;
+		TEST_REFUSAL(1u << RT_PYTHON);
 		r = py_walk(ev, &rt->py, at);
-	else
+	} else {
+		if (!RT_ON(RT_RUBY))
+			return 0;
+		TEST_REFUSAL(1u << RT_RUBY);
 		r = rb_walk(ev, &rt->rb, at);
+	}
 	ev->nrt = r & 0xffff;
 	ev->rtend = (__u32)r >> 16;
 	ev->rtkind = rt->kind;

@@ -59,6 +59,16 @@ enum { MAP_NONE, MAP_TABLE, MAP_FP, MAP_PENDING, MAP_HOTSPOT };
  * tools, the off-CPU program): frame pointers walk it. */
 const volatile bool anon_wait = false;
 
+/* The two shapes of mm_struct.mm_lock_seq (unwind_user): CO-RE picks the
+ * one the running kernel has. */
+struct mm_struct___seqc {
+	struct {
+		unsigned int sequence;
+	} mm_lock_seq;
+} __attribute__((preserve_access_index));
+struct mm_struct___int {
+	int mm_lock_seq;
+} __attribute__((preserve_access_index));
 
 struct walk {
 	__u64 pc, sp, bp;
@@ -245,7 +255,7 @@ anon:
 		/* anonymous code: a JVM's code cache, or another JIT's; a
 		 * runtime still setting up, or a process user space has
 		 * not looked at since: its code for user space to walk */
-		w->kind = hs_owns(addr) ? MAP_HOTSPOT : w->anon_fp ? MAP_FP : MAP_PENDING;
+		w->kind = RT_ON(RT_HOTSPOT) && hs_owns(addr) ? MAP_HOTSPOT : w->anon_fp ? MAP_FP : MAP_PENDING;
 		return 0;
 	}
 file:
@@ -418,7 +428,7 @@ apply:
 	if (r->ra == UNW_RA_CFA && r->bp == UNW_BP_CFA && r->bp_off + 8 == r->ra_off &&
 	    cfa + (__s64)r->bp_off >= w->sp) {
 		v = cfa + (__s64)r->bp_off;
-		if (w->v8.on ? !v8_pair(&w->v8, pair, v) : !bpf_probe_read_user(pair, sizeof(pair), (const void *)v)) {
+		if (RT_ON(RT_V8) && w->v8.on ? !v8_pair(&w->v8, pair, v) : !bpf_probe_read_user(pair, sizeof(pair), (const void *)v)) {
 			w->bp = pair[0];
 			w->bp_ok = 1;
 			ra = pair[1];
@@ -479,7 +489,7 @@ static __always_inline int hotspot_step(struct walk *w, __u64 look)
 {
 	struct hs_regs r = { w->pc, w->sp, w->bp_ok ? w->bp : 0, w->r13, w->lreg[0], w->lreg[3] };
 
-	if (!hs_owns(look))
+	if (!RT_ON(RT_HOTSPOT) || !hs_owns(look))
 		return fp_step(w);
 	if (hs_step(&r, w->n == 1 && w->exact, w->n - 1))
 		return PROF_UE_BAD_FRAME;
@@ -531,7 +541,7 @@ static long walk_step(__u64 i, void *data)
 	w->n++;
 	/* V8 code (its JIT's, or builtins linked without CFI): the rbp step,
 	 * reading the frame's JS function on the way. */
-	if (w->v8.on && v8_code(&w->v8, w->anon, look)) {
+	if (RT_ON(RT_V8) && w->v8.on && v8_code(&w->v8, w->anon, look)) {
 		struct v8_regs vr = { w->pc, w->sp, w->bp };
 
 		end = v8_step(&w->v8, &vr, w->n - 1);
@@ -576,10 +586,17 @@ static __always_inline void copy_pages(struct prof_sample_ev *ev, __u64 sp, __u6
 		return;
 	bpf_probe_read_user(ev->ustack, off & 4095 ? off & 4095 : 4096, (const void *)sp);
 	for (int i = 0; i < UNW_STACK_COPY / 4096; i++) {
-		if (off > UNW_STACK_COPY - 4096 || off + 4096 > len)
+		__u64 o = off;
+
+		if (off + 4096 > len)
 			break;
-		bpf_probe_read_user(ev->ustack + off, 4096, (const void *)(sp + off));
-		off += 4096;
+		/* The bound where the verifier sees it: clang would fold it
+		 * into the loop's, which 6.1's verifier cannot follow. */
+		barrier_var(o);
+		if (o > UNW_STACK_COPY - 4096)
+			break;
+		bpf_probe_read_user(ev->ustack + o, 4096, (const void *)(sp + o));
+		off = o + 4096;
 	}
 	ev->ustack_len = off;
 	if (off < len)
@@ -623,25 +640,40 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 	wp->exact = 1;
 	wp->nk = nk;
 	wp->anon_fp = rt ? rt->kind != RT_SETTING_UP : !anon_wait;
+	TEST_REFUSAL(TEST_REFUSE_TABLES);
 	mm = task->mm;
-	if (bpf_core_field_exists(mm->mm_lock_seq) && mm) {
+	/* The map cache is checked against the mm's write sequence: a
+	 * seqcount from 6.13 (odd while written), an int bumped at each
+	 * write unlock from 6.4 (with per-VMA locks), none before. */
+	if (bpf_core_field_exists(((struct mm_struct___seqc *)mm)->mm_lock_seq.sequence) && mm) {
 		wp->mc_mm = (__u64)mm;
-		wp->mc_seq = mm->mm_lock_seq.sequence;
+		wp->mc_seq = BPF_CORE_READ((struct mm_struct___seqc *)mm, mm_lock_seq.sequence);
 		wp->mc_ok = !(wp->mc_seq & 1);
+	} else if (bpf_core_field_exists(((struct mm_struct___int *)mm)->mm_lock_seq) && mm) {
+		wp->mc_mm = (__u64)mm;
+		wp->mc_seq = BPF_CORE_READ((struct mm_struct___int *)mm, mm_lock_seq);
+		wp->mc_ok = 1;
 	}
-	hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
-	v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0, ev->time_ns);
+	if (RT_ON(RT_HOTSPOT)) {
+		TEST_REFUSAL(1u << RT_HOTSPOT);
+		hs_begin(task->tgid, rt && rt->kind == RT_HOTSPOT ? &rt->hs : 0);
+	}
+	wp->v8.on = 0;
+	if (RT_ON(RT_V8)) {
+		TEST_REFUSAL(1u << RT_V8);
+		v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0, ev->time_ns);
+	}
 	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);
 	ev->uend = wp->end;
 	ev->ustack_len = 0;
 	/* The JVM's or V8's records, after the native frames. */
 	at = (__u32)nk + wp->n;
-	if (at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_HOTSPOT) {
+	if (RT_ON(RT_HOTSPOT) && at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_HOTSPOT) {
 		nr = hs_finish(ev->frames, at, 2 * PROF_MAX_FRAMES);
 		ev->nrt = nr;
 		ev->rtend = nr ? RT_END_OK : RT_END_IDLE;
 		ev->rtkind = RT_HOTSPOT;
-	} else if (at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_V8) {
+	} else if (RT_ON(RT_V8) && at <= 2 * PROF_MAX_FRAMES && rt && rt->kind == RT_V8) {
 		nr = v8_emit(&wp->v8, ev->frames, at);
 		ev->nrt = nr;
 		ev->rtend = wp->v8.end == V8_END_TRUNC ? RT_END_TRUNC : wp->v8.end == V8_END_READ ? RT_END_READ :

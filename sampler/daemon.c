@@ -26,6 +26,7 @@
 #include "cmd.h"
 #include "fs/fuse/mount.h"
 #include "sampler/offcpu/offcpu.h"
+#include "sampler/ring/kfeature.h"
 #include "sampler/privs.h"
 #include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
@@ -276,6 +277,7 @@ static void metrics_cb(struct buf *out, void *ctx)
 	symbol_metrics(r, out);
 	/* Each language runtime writes its own lines. */
 	profiler__runtime_metrics(r->prof, out);
+	kfeature__metrics(out);
 	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
 	prom__u64_by(out, "proffs_unwind_tables", "kind", "table", st.unw.tables);
 	prom__u64_by(out, "proffs_unwind_tables", "kind", "frame_pointers", st.unw.fp_files);
@@ -842,6 +844,8 @@ int cmd_run(int argc, char **argv)
 		pr_err("run: cannot start sampling: %s", strerror(-err));
 		goto out;
 	}
+	/* A kernel that refused it: the daemon runs on without the type. */
+	r.offcpu = po.offcpu = profiler__has_offcpu(r.prof);
 	to.metrics_ctx = &r;
 	if (um) {
 		mo.on_serve = drop_in_fuse_thread;

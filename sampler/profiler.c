@@ -421,6 +421,13 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 	err = sampler__open(&pr->s, &so);
 	if (err)
 		goto err;
+	if (pr->unw && !sampler__walks_tables(pr->s)) {
+		/* The kernel refused the tables: frame pointers (said). */
+		pending__free(pr->pend);
+		unwinder__free(pr->unw);
+		pr->pend = NULL;
+		pr->unw = NULL;
+	}
 	if (!mode || strcmp(mode, "off")) {
 		pr->rts = runtimes__new(pr->s, pr->ps);
 		pr->rtframes = calloc(STACK_MAX_FRAMES, sizeof(*pr->rtframes));
@@ -452,9 +459,17 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 			err = -ENOMEM;
 			goto err;
 		}
+		/* A kernel that refuses it loses the offcpu type only
+		 * (offcpu__open said why). */
+		oo.rt_walks = pr->rts ? sampler__rt_walks(pr->s) : 0;
 		err = offcpu__open(&pr->oc, &oo);
-		if (err)
+		if (err == -ENOMEM)
 			goto err;
+		if (err) {
+			minutes__free(pr->omins);
+			pr->omins = NULL;
+			pr->oc = NULL;
+		}
 	}
 	*out = pr;
 	return 0;
@@ -633,6 +648,11 @@ int profiler__take_offcpu(struct profiler *pr, int64_t cut_ns, bool all,
 void profiler__wake(struct profiler *pr)
 {
 	sampler__wake(pr->s);
+}
+
+bool profiler__has_offcpu(const struct profiler *pr)
+{
+	return pr->oc != NULL;
 }
 
 void profiler__runtime_metrics(struct profiler *pr, struct buf *out)

@@ -97,6 +97,8 @@ void profiler__stats(struct profiler *pr, struct profiler_stats *st);
  * own: sampler/runtime/runtime.h) and what samples cost the BPF program
  * by runtime (sampler__cost_metrics). Any thread. */
 void profiler__runtime_metrics(struct profiler *pr, struct buf *out);
+/* Is off-CPU time recorded (asked for, and the kernel took it)? */
+bool profiler__has_offcpu(const struct profiler *pr);
 void profiler__close(struct profiler *pr);
 
 /* The pipeline's symbolizer (issue 30: the daemon sets its hooks and

@@ -12,6 +12,7 @@
 
 #include "gen/offcpu.skel.h"
 #include "sampler/offcpu/offcpu.h"
+#include "sampler/ring/kfeature.h"
 #include "store/util/util.h"
 
 struct offcpu {
@@ -237,6 +238,52 @@ int64_t offcpu__oldest(const struct offcpu *oc)
 	return t;
 }
 
+/* Opens and loads the object, walking user stacks with the tables unw
+ * (NULL: frame pointers) and the runtime walks `walks`. Returns 0
+ * (oc->skel loaded) or -errno (oc->skel NULL). */
+static int load_one(struct offcpu *oc, size_t ring, const struct unwind_fds *unw, uint32_t walks)
+{
+	int err;
+
+	oc->skel = offcpu_bpf__open();
+	if (!oc->skel) {
+		err = -errno;
+		pr_err("offcpu: cannot open BPF object: %s", strerror(errno));
+		return err;
+	}
+	oc->skel->rodata->self_tgid = oc->o.self_tgid;
+	oc->skel->rodata->target_tgid = oc->o.target_tgid;
+	oc->skel->rodata->min_ns = oc->o.min_ns;
+	oc->skel->rodata->state_mask = oc->o.states;
+	oc->skel->rodata->with_kthreads = oc->o.kthreads;
+	oc->skel->rodata->rt_walks = walks;
+	oc->skel->rodata->test_refuse = kfeature__test_refuse("offcpu") ? TEST_REFUSE_OFFCPU : 0;
+	/* The cpu sampler's tables, not copies: one set of rows to build,
+	 * and a file's table loaded for either program serves both. */
+	oc->skel->rodata->unwind_tables = unw != NULL;
+	if (unw &&
+	    ((err = bpf_map__reuse_fd(oc->skel->maps.unw_rows, unw->rows)) ||
+	     (err = bpf_map__reuse_fd(oc->skel->maps.unw_rules, unw->rules)) ||
+	     (err = bpf_map__reuse_fd(oc->skel->maps.unw_files, unw->files)))) {
+		pr_err("offcpu: cannot share the unwind tables: %s", strerror(-err));
+		goto err;
+	}
+	/* And its runtime processes: set up from either program's records. */
+	if (oc->o.rt_procs_fd > 0 && (err = bpf_map__reuse_fd(oc->skel->maps.rt_procs, oc->o.rt_procs_fd))) {
+		pr_err("offcpu: cannot share the runtime processes: %s", strerror(-err));
+		goto err;
+	}
+	err = bpf_map__set_max_entries(oc->skel->maps.events, ring);
+	if (!err)
+		err = offcpu_bpf__load(oc->skel);
+	if (!err)
+		return 0;
+err:
+	offcpu_bpf__destroy(oc->skel);
+	oc->skel = NULL;
+	return err;
+}
+
 int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 {
 	struct offcpu *oc;
@@ -263,32 +310,6 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 		err = -ENOMEM;
 		goto err;
 	}
-	oc->skel = offcpu_bpf__open();
-	if (!oc->skel) {
-		err = -errno;
-		pr_err("offcpu: cannot open BPF object: %s", strerror(errno));
-		goto err;
-	}
-	oc->skel->rodata->self_tgid = oc->o.self_tgid;
-	oc->skel->rodata->target_tgid = oc->o.target_tgid;
-	oc->skel->rodata->min_ns = oc->o.min_ns;
-	oc->skel->rodata->state_mask = oc->o.states;
-	oc->skel->rodata->with_kthreads = oc->o.kthreads;
-	/* The cpu sampler's tables, not copies: one set of rows to build,
-	 * and a file's table loaded for either program serves both. */
-	oc->skel->rodata->unwind_tables = o->unw != NULL;
-	if (o->unw &&
-	    ((err = bpf_map__reuse_fd(oc->skel->maps.unw_rows, o->unw->rows)) ||
-	     (err = bpf_map__reuse_fd(oc->skel->maps.unw_rules, o->unw->rules)) ||
-	     (err = bpf_map__reuse_fd(oc->skel->maps.unw_files, o->unw->files)))) {
-		pr_err("offcpu: cannot share the unwind tables: %s", strerror(-err));
-		goto err;
-	}
-	/* And its Python processes: set up from either program's records. */
-	if (o->rt_procs_fd > 0 && (err = bpf_map__reuse_fd(oc->skel->maps.rt_procs, o->rt_procs_fd))) {
-		pr_err("offcpu: cannot share the Python processes: %s", strerror(-err));
-		goto err;
-	}
 	/* Records are drained every poll (~250 ms) without a wakeup each:
 	 * 1 MiB holds ~2.5k typical records (~400 B), i.e. ~10k blocks/s of
 	 * at least the minimum, 15x the busy host of scripts/bench/busy.sh
@@ -299,15 +320,16 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 	ring = o->ring_bytes ? o->ring_bytes : 1u << 20;
 	for (pow = 1 << 20; pow < ring && pow < (1u << 28); pow <<= 1)
 		;
-	err = bpf_map__set_max_entries(oc->skel->maps.events, pow);
-	if (err)
-		goto err;
-	err = offcpu_bpf__load(oc->skel);
+	err = load_one(oc, pow, o->unw, o->rt_walks);
+	if (err && o->unw) {
+		kfeature__refused("offcpu_unwind_tables", "off-CPU user stacks by frame pointers", err);
+		err = load_one(oc, pow, NULL, o->rt_walks & ~((1u << RT_HOTSPOT) | (1u << RT_V8)));
+	}
 	if (err) {
-		pr_err("offcpu: cannot load BPF program: %s",
-		       strerror(-err));
+		kfeature__refused("offcpu", "no offcpu type", err);
 		goto err;
 	}
+	kfeature__on("offcpu");
 	err = offcpu_bpf__attach(oc->skel);
 	if (err) {
 		pr_err("offcpu: cannot attach to sched_switch: %s", strerror(-err));

@@ -35,6 +35,9 @@ struct offcpu_opts {
 	 * shared so that blocked threads get their interpreter's frames too;
 	 * -1: none. */
 	int rt_procs_fd;
+	/* The runtime walks the cpu sampler loaded (sampler__rt_walks): the
+	 * same are loaded here. */
+	uint32_t rt_walks;
 	/* Called from offcpu__poll() per record, in ring order; the record
 	 * (period = nanoseconds off CPU, state in flags) is only valid during
 	 * the call. */
@@ -42,7 +45,10 @@ struct offcpu_opts {
 	void *ctx;
 };
 
-/* Loads and attaches. Returns 0 or -errno with a logged reason. */
+/* Loads and attaches. A kernel that refuses the program with the unwind
+ * tables gets it with frame pointers; one that refuses that too, none
+ * (sampler/ring/kfeature.h says each). Returns 0 or -errno with a logged
+ * reason. */
 int offcpu__open(struct offcpu **out, const struct offcpu_opts *o);
 /* Drains the ring, waiting up to timeout_ms. Returns the number of
  * records handled or -errno. */

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "gen/profile.skel.h"
+#include "sampler/ring/kfeature.h"
 #include "sampler/ring/sampler.h"
 #include "store/util/prom.h"
 #include "store/util/util.h"
@@ -26,23 +27,9 @@ struct sampler {
 	int *pfds;
 	int nlinks, ncpus_possible;
 	int wake_fd; /* an eventfd in the ring's epoll set: sampler__wake */
+	__u32 rt_walks; /* the runtime walks loaded (1 << enum rt_kind) */
 	struct sampler_opts o;
 };
-
-static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char buf[1024];
-
-	if (level == LIBBPF_DEBUG && log_level < LOG_DEBUG)
-		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	buf[strcspn(buf, "\n")] = 0; /* log_msg ends the line itself */
-	if (level == LIBBPF_WARN)
-		pr_warn("libbpf: %s", buf);
-	else
-		pr_debug("libbpf: %s", buf);
-	return 0;
-}
 
 static int handle(void *ctx, void *data, size_t size)
 {
@@ -117,14 +104,157 @@ static int online_cpus(bool **online, int *n)
 	return 0;
 }
 
+/* The ring's size: a power of two, >= 1 MiB. */
+static size_t pow_ring(const struct sampler *s, int np)
+{
+	size_t ring = s->o.ring_bytes, pow = 1 << 20;
+
+	/* Worst case a record is ~2 KiB (a typical one ~300 bytes); keep a
+	 * second of full-depth samples of every CPU, four polls' worth, plus
+	 * a burst of 16 records carrying a whole stack copy (new binaries'
+	 * walks, ~30 KiB each; most copies are a few KiB, the stack in use).
+	 * The consumer maps the ring twice (wrap-around) and the kernel maps
+	 * all its pages at once, so each byte here is two of the daemon's
+	 * RSS: 1 MiB at 99 Hz on 2 CPUs (was 2 MiB with room for 32 copies,
+	 * and 4 MiB before that: 8 MiB of RSS, most of the busy host's peak
+	 * over its goal, issue 26). */
+	if (!ring)
+		ring = (size_t)s->o.hz * np * offsetof(struct prof_sample_ev, ustack) +
+		       16 * sizeof(struct prof_sample_ev);
+	while (pow < ring && pow < (1u << 26)) /* 64 MiB is plenty for any hz */
+		pow <<= 1;
+	return pow;
+}
+
+/* Opens and loads the object with the unwind tables on or off and the
+ * runtime walks `walks`. Returns 0 (s->skel loaded) or -errno (s->skel
+ * NULL; libbpf's messages kept the verifier's log). */
+static int load_one(struct sampler *s, size_t ring, bool tables, __u32 walks)
+{
+	__u32 refuse = 0;
+	int err;
+
+	s->skel = profile_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		pr_err("sampler: cannot open BPF object: %s", strerror(errno));
+		return err;
+	}
+	if (kfeature__test_refuse("unwind_tables"))
+		refuse |= TEST_REFUSE_TABLES;
+	if (kfeature__test_refuse("python"))
+		refuse |= 1u << RT_PYTHON;
+	if (kfeature__test_refuse("ruby"))
+		refuse |= 1u << RT_RUBY;
+	if (kfeature__test_refuse("java"))
+		refuse |= 1u << RT_HOTSPOT;
+	if (kfeature__test_refuse("js"))
+		refuse |= 1u << RT_V8;
+	s->skel->rodata->target_tgid = s->o.target_tgid;
+	s->skel->rodata->unwind_tables = tables;
+	s->skel->rodata->anon_wait = tables && s->o.anon_wait;
+	s->skel->rodata->rt_walks = walks;
+	s->skel->rodata->test_refuse = refuse;
+	err = bpf_map__set_max_entries(s->skel->maps.events, ring);
+	if (!err && tables)
+		err = unwinder__size_maps(s->o.unwinder, s->skel->maps.unw_rows, s->skel->maps.unw_rules,
+					  s->skel->maps.unw_files);
+	if (!err)
+		err = profile_bpf__load(s->skel);
+	if (err) {
+		profile_bpf__destroy(s->skel);
+		s->skel = NULL;
+	}
+	return err;
+}
+
+/* The runtime walks, by feature name (enum rt_kind). */
+static const char *const walk_names[RT_NKINDS] = {
+	[RT_PYTHON] = "python", [RT_RUBY] = "ruby", [RT_HOTSPOT] = "java", [RT_V8] = "js",
+};
+/* Walks that need the unwind tables (they are steps of the native walk). */
+#define TABLE_WALKS ((1u << RT_HOTSPOT) | (1u << RT_V8))
+#define ALL_WALKS ((1u << RT_PYTHON) | (1u << RT_RUBY) | TABLE_WALKS)
+
+/*
+ * Loads what the kernel takes, stepping down (kfeature.h says each step):
+ * everything; else without the runtime walks the kernel refuses (each
+ * tried alone, so one refused walk costs no other); else the kernel's
+ * frame-pointer walk instead of the unwind tables, with the walks that do
+ * not need them. Only an object refused in its smallest form fails.
+ */
+static int load_ladder(struct sampler *s, size_t ring)
+{
+	bool tables = s->o.unwinder != NULL;
+	__u32 walks = tables ? ALL_WALKS : ALL_WALKS & ~TABLE_WALKS;
+	int err, err0;
+
+	err = load_one(s, ring, tables, walks);
+	if (err && tables) {
+		err0 = err;
+		err = load_one(s, ring, true, 0);
+		if (err) {
+			kfeature__refused("unwind_tables", "user stacks walked by frame pointers only", err);
+			tables = false;
+			walks &= ~TABLE_WALKS;
+			s->o.unwinder = NULL;
+			err = load_one(s, ring, false, walks);
+		} else {
+			/* The log the full load kept is not the one-walk loads'. */
+			profile_bpf__destroy(s->skel);
+			s->skel = NULL;
+			err = err0;
+		}
+	}
+	if (err) {
+		/* Each walk alone, on what loads without any. */
+		err = load_one(s, ring, tables, 0);
+		if (err) {
+			kfeature__refused(tables ? "unwind_tables" : "cpu_sampler", "no sampling program loads", err);
+			return err;
+		}
+		profile_bpf__destroy(s->skel);
+		s->skel = NULL;
+		__u32 ok = 0;
+		for (int k = 0; k < RT_NKINDS; k++) {
+			if (!(walks & (1u << k)))
+				continue;
+			err = load_one(s, ring, tables, 1u << k);
+			if (err) {
+				kfeature__refused(walk_names[k], "its frames stay native", err);
+				continue;
+			}
+			profile_bpf__destroy(s->skel);
+			s->skel = NULL;
+			ok |= 1u << k;
+		}
+		walks = ok;
+		err = load_one(s, ring, tables, walks);
+		if (err) {
+			kfeature__refused("runtime walks", "together too large: all runtimes' frames stay native", err);
+			walks = 0;
+			err = load_one(s, ring, tables, 0);
+			if (err)
+				return err;
+		}
+	}
+	s->rt_walks = walks;
+	kfeature__on("cpu_sampler");
+	if (tables)
+		kfeature__on("unwind_tables");
+	for (int k = 0; k < RT_NKINDS; k++)
+		if (walks & (1u << k))
+			kfeature__on(walk_names[k]);
+	return 0;
+}
+
 int sampler__open(struct sampler **out, const struct sampler_opts *o)
 {
 	struct sampler *s;
 	bool *online = NULL;
-	size_t ring;
 	int err, np = 0;
 
-	libbpf_set_print(libbpf_log);
+	kfeature__install();
 	s = calloc(1, sizeof(*s));
 	if (s)
 		s->wake_fd = -1;
@@ -138,46 +268,10 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 		goto err;
 	s->ncpus_possible = np;
 
-	s->skel = profile_bpf__open();
-	if (!s->skel) {
-		err = -errno;
-		pr_err("sampler: cannot open BPF object: %s", strerror(errno));
-		goto err;
-	}
-	s->skel->rodata->target_tgid = o->target_tgid;
-	/* Worst case a record is ~2 KiB (a typical one ~300 bytes); keep a
-	 * second of full-depth samples of every CPU, four polls' worth, plus
-	 * a burst of 16 records carrying a whole stack copy (new binaries'
-	 * walks, ~30 KiB each; most copies are a few KiB, the stack in use).
-	 * Power of two, >= 1 MiB. The consumer maps the ring twice
-	 * (wrap-around) and the kernel maps all its pages at once, so each
-	 * byte here is two of the daemon's RSS: 1 MiB at 99 Hz on 2 CPUs
-	 * (was 2 MiB with room for 32 copies, and 4 MiB before that: 8 MiB
-	 * of RSS, most of the busy host's peak over its goal, issue 26). */
-	ring = o->ring_bytes;
-	if (!ring)
-		ring = (size_t)s->o.hz * np * offsetof(struct prof_sample_ev, ustack) +
-		       16 * sizeof(struct prof_sample_ev);
-	size_t pow = 1 << 20;
-	while (pow < ring && pow < (1u << 26)) /* 64 MiB is plenty for any hz */
-		pow <<= 1;
-	err = bpf_map__set_max_entries(s->skel->maps.events, pow);
+	err = load_ladder(s, pow_ring(s, np));
 	if (err)
 		goto err;
-	s->skel->rodata->unwind_tables = o->unwinder != NULL;
-	s->skel->rodata->anon_wait = o->unwinder && o->anon_wait;
-	if (o->unwinder) {
-		err = unwinder__size_maps(o->unwinder, s->skel->maps.unw_rows, s->skel->maps.unw_rules,
-					  s->skel->maps.unw_files);
-		if (err)
-			goto err;
-	}
-	err = profile_bpf__load(s->skel);
-	if (err) {
-		pr_err("sampler: cannot load BPF program: %s", strerror(-err));
-		goto err;
-	}
-	if (o->unwinder) {
+	if (s->o.unwinder) {
 		err = unwinder__start(o->unwinder, s->skel->maps.unw_rows, s->skel->maps.unw_rules,
 				      s->skel->maps.unw_files);
 		if (err) {
@@ -244,7 +338,8 @@ int sampler__open(struct sampler **out, const struct sampler_opts *o)
 		goto err;
 	}
 	free(online);
-	pr_info("sampler: %d Hz on %d CPUs, ring %zu KiB", s->o.hz, s->nlinks, pow >> 10);
+	pr_info("sampler: %d Hz on %d CPUs, ring %u KiB", s->o.hz, s->nlinks,
+		bpf_map__max_entries(s->skel->maps.events) >> 10);
 	*out = s;
 	return 0;
 err:
@@ -360,6 +455,16 @@ int sampler__ncpus(struct sampler *s)
 int sampler__rt_procs_fd(struct sampler *s)
 {
 	return bpf_map__fd(s->skel->maps.rt_procs);
+}
+
+bool sampler__walks_tables(const struct sampler *s)
+{
+	return s->o.unwinder != NULL;
+}
+
+uint32_t sampler__rt_walks(const struct sampler *s)
+{
+	return s->rt_walks;
 }
 
 int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out)

@@ -5,6 +5,7 @@
 #ifndef PROFFS_SAMPLER_H
 #define PROFFS_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -31,8 +32,11 @@ struct sampler_opts {
 	void *ctx;
 };
 
-/* Loads and attaches. Returns 0 or -errno with a logged reason
- * (-EPERM/-ENOSYS etc. when the kernel or privileges do not allow BPF). */
+/* Loads and attaches. A kernel that refuses the unwind tables or a
+ * runtime's walk gets the object without them (sampler/ring/kfeature.h
+ * says so): see sampler__walks_tables and sampler__rt_walks. Returns 0 or
+ * -errno with a logged reason (-EPERM/-ENOSYS etc. when the kernel or
+ * privileges do not allow BPF, or refuse the smallest object). */
 int sampler__open(struct sampler **out, const struct sampler_opts *o);
 /* Drains whatever is in the ring, waiting up to timeout_ms for a wakeup
  * (lifecycle records wake at once; samples are picked up on the next
@@ -67,6 +71,11 @@ int sampler__unwind_fds(struct sampler *s, struct unwind_fds *out);
 /* The descriptor of the map of runtime processes BPF walks
  * (sampler__rt_set fills it), owned by s and valid until sampler__close. */
 int sampler__rt_procs_fd(struct sampler *s);
+/* Does BPF walk user stacks with the unwinder's tables (the kernel took
+ * them)? false: frame pointers, and the unwinder was not started. */
+bool sampler__walks_tables(const struct sampler *s);
+/* The runtime walks the kernel took, 1 << enum rt_kind each. */
+uint32_t sampler__rt_walks(const struct sampler *s);
 /* Detaches and frees. */
 void sampler__close(struct sampler *s);
 
