@@ -70,8 +70,8 @@ is_mounted() {
 }
 
 # run_start STORE MP [args...]: starts `proffs run` in the background and
-# waits until MP is mounted. Sets RUN_PID and RUN_LOG. If BPF cannot load
-# for lack of a kernel capability, skips the test. RUN_SETSID=1: in a
+# waits until MP is mounted. Sets RUN_PID and RUN_LOG. A daemon that
+# exits first fails the test with its first error line. RUN_SETSID=1: in a
 # session of its own, as systemd starts a service (setsid execs the
 # daemon: a background job of a script leads no process group).
 RUN_N=0
@@ -94,10 +94,9 @@ run_start() {
 		if is_mounted "$mp" && [[ -e $mp/README ]]; then return 0; fi
 		if ! kill -0 "$RUN_PID" 2>/dev/null; then
 			cat "$RUN_LOG"
-			if grep -q "cannot start sampling: \(Operation not permitted\|Function not implemented\|Operation not supported\)" "$RUN_LOG"; then
-				skip "the kernel does not allow BPF perf_event sampling here"
-			fi
-			die "proffs run exited early"
+			# The daemon's own first error is the cause (a kernel that
+			# refuses a program says which and why): never a skip.
+			die "proffs run exited early: $(grep -m 1 'error:' "$RUN_LOG")"
 		fi
 		sleep 0.05
 	done
