@@ -610,18 +610,16 @@ static __always_inline void copy_pages(struct prof_sample_ev *ev, __u64 sp, __u6
  * or NULL: a JVM's or V8's frames are walked by their own step and their
  * records written after the native frames (ev->nrt, rtend, rtkind).
  */
-static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const struct rt_proc *rt)
+static __noinline int unwind_begin(struct prof_sample_ev *ev, int nk, const struct rt_proc *rt)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct mm_struct *mm;
 	__u32 zero = 0;
 	struct walk *wp = bpf_map_lookup_elem(&walk_state, &zero);
-	__u64 top = 0, len;
-	__u32 at, nr;
 
-	if (!wp)
-		return 0;
+	if (!ev || !wp)
+		return -1;
 	__builtin_memset(wp, 0, sizeof(*wp));
 
 	/* (direct loads: bpf_task_pt_regs gives a trusted pointer, and a
@@ -663,7 +661,21 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 		TEST_REFUSAL(1u << RT_V8);
 		v8_begin(&wp->v8, rt && rt->kind == RT_V8 ? &rt->v8 : 0, ev->time_ns);
 	}
-	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);
+	return 0;
+}
+
+/* After the walk: the runtime's records, and what a walk to finish in
+ * user space carries. Returns the number of native frames. */
+static __noinline int unwind_end(struct prof_sample_ev *ev, int nk, const struct rt_proc *rt)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0;
+	struct walk *wp = bpf_map_lookup_elem(&walk_state, &zero);
+	__u64 top = 0, len;
+	__u32 at, nr;
+
+	if (!ev || !wp)
+		return 0;
 	ev->uend = wp->end;
 	ev->ustack_len = 0;
 	/* The JVM's or V8's records, after the native frames. */
@@ -701,6 +713,20 @@ static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const 
 		}
 	}
 	return wp->n;
+}
+
+/*
+ * The walk in three calls, so that no big frame is live under the loop's
+ * callback: a kernel before 6.13 adds every frame of the call chain
+ * (on_sample, user_stack, walk_step, find_map or hs_step) into one 512
+ * byte stack, and 6.12 refused 544.
+ */
+static __always_inline int unwind_user(struct prof_sample_ev *ev, int nk, const struct rt_proc *rt)
+{
+	if (unwind_begin(ev, nk, rt))
+		return 0;
+	bpf_loop(PROF_MAX_FRAMES + 1, walk_step, NULL, 0);
+	return unwind_end(ev, nk, rt);
 }
 
 /* After unwind_user: the signature of the sample's runtime records
