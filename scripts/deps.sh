@@ -17,6 +17,7 @@ PKGS=(
   sshfs openssh-server openssh-client
   nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
   linux-perf procps psmisc util-linux
+  qemu-system-x86 busybox-static cpio zstd
   libdevel-nytprof-perl libc6-dbg
   libdebuginfod-dev debuginfod
   nodejs systemd
@@ -55,8 +56,15 @@ for p in "${PKGS[@]}"; do
   st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$st" == "install ok installed" ]] || missing+=("$p")
 done
+# Debian 12's own kernels for the VM tests (tests/vm/kernels.sh: fetched
+# once into /var/cache/proffs-vm, unpacked, never installed).
+vm_kernels() {
+  "$(dirname "$0")/../tests/vm/kernels.sh" >/dev/null
+}
+
 if ((${#missing[@]} == 0)); then
   node18
+  vm_kernels
   exit 0
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -68,3 +76,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 node18
+vm_kernels

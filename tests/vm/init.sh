@@ -42,7 +42,7 @@ for m in $(cat /modules.list); do
 done
 
 ok=
-for i in 1 2 3 4 5 6 7 8 9 10; do
+for _ in 1 2 3 4 5 6 7 8 9 10; do
 	# cache=loose: the host root does not change under a test run.
 	if mount -t 9p -o $P9,ro,cache=loose hostroot $R 2>/dev/null; then ok=1; break; fi
 	sleep 0.2
@@ -90,12 +90,12 @@ while read -r kind tag mode path; do
 	[ -n "$path" ] || continue
 	case $kind in
 	9p)
-		mkdir -p $R$path 2>/dev/null
+		mkdir -p "$R$path" 2>/dev/null
 		if [ $mode = rw ]; then o=cache=mmap; else o=ro,cache=loose; fi
 		mount -t 9p -o $P9,$o "$tag" "$R$path" || fail "mount 9p $tag at $path"
 		;;
 	tmpfs)
-		mkdir -p $R$path 2>/dev/null
+		mkdir -p "$R$path" 2>/dev/null
 		mount -t tmpfs -o mode=0755 tmpfs "$R$path" || fail "tmpfs at $path"
 		;;
 	overlay)

@@ -82,7 +82,7 @@ fetch() {
 
 # Ensures one kernel of series $1 is unpacked; prints "<series> <release> <dir>".
 ensure() {
-  local s=$1 re pin_pkg pin_ver pkg ver d rel
+  local s=$1 re pin_pkg pin_ver pkg ver d rel pin
   re=$(series_regex "$s")
   case $s in
     6.1)  pin_pkg=$PIN_6_1_PKG;  pin_ver=$PIN_6_1_VER ;;
@@ -91,6 +91,12 @@ ensure() {
   # Fast path: the pinned kernel is already unpacked.
   if [[ -f $CACHE/$pin_pkg/.done ]] && rel=$(release_of "$CACHE/$pin_pkg"); then
     echo "$s $rel $CACHE/$pin_pkg"; return 0
+  fi
+  # Fast path 2: the pin was found gone before and a fallback unpacked.
+  if [[ -f $CACHE/.fallback-$s ]] && read -r pin d <"$CACHE/.fallback-$s" &&
+     [[ $pin == "$pin_pkg=$pin_ver" && -f $CACHE/$d/.done ]] && rel=$(release_of "$CACHE/$d"); then
+    log "pinned $pin_pkg=$pin_ver is gone; using $(<"$CACHE/$d/.done")"
+    echo "$s $rel $CACHE/$d"; return 0
   fi
   apt_lists
   pkg=$pin_pkg ver=$pin_ver
@@ -107,7 +113,10 @@ ensure() {
   if [[ -n $pkg && -n $ver ]]; then
     if [[ -f $CACHE/$pkg/.done && $(<"$CACHE/$pkg/.done") == "$pkg=$ver" ]] ||
        fetch "$pkg" "$ver"; then
-      rel=$(release_of "$CACHE/$pkg") && { echo "$s $rel $CACHE/$pkg"; return 0; }
+      if rel=$(release_of "$CACHE/$pkg"); then
+        [[ $pkg=$ver != "$pin_pkg=$pin_ver" ]] && echo "$pin_pkg=$pin_ver $pkg" >"$CACHE/.fallback-$s"
+        echo "$s $rel $CACHE/$pkg"; return 0
+      fi
     fi
   fi
   # Offline or nothing downloadable: fall back to any kernel of the series
