@@ -23,6 +23,7 @@ PROFFS=$BUILD/proffs
 TB=$BUILD/tests
 RUNS=${RUNS:-7}
 ROUNDS=${ROUNDS:-200000}
+SPIN=${SPIN:-0} # work between passes: SPIN=60000 gives ~60k switches/s on this idle host
 for f in "$PROFFS" "$TB/pingpong"; do
 	[[ -x $f ]] || { echo "bench: $f missing; run make all first" >&2; exit 1; }
 done
@@ -62,22 +63,28 @@ daemon_stop() {
 	DPID=""
 }
 
-# The newest sched_switch program (the daemon just started loaded it):
-# "run_time_ns run_cnt".
+# The newest sched_switch and rseq_update programs (the daemon just
+# started loaded them): "run_time_ns run_cnt" of the switch program, with
+# the rseq_update program's time added (it runs once per switch of a
+# thread back to user space: its cost is per switch too), then that
+# program's own "run_time_ns run_cnt".
 prog_stats() {
 	bpftool -j prog show | python3 -c '
 import json, sys
-ps = [p for p in json.load(sys.stdin) if p.get("name") == "on_switch"]
-p = max(ps, key=lambda p: p["id"]) if ps else {}
-print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'
+ps = json.load(sys.stdin)
+def newest(name):
+    q = [p for p in ps if p.get("name") == name]
+    return max(q, key=lambda p: p["id"]) if q else {}
+s, r = newest("on_switch"), newest("on_resume")
+print(s.get("run_time_ns", 0) + r.get("run_time_ns", 0), s.get("run_cnt", 0), r.get("run_time_ns", 0), r.get("run_cnt", 0))'
 }
 
 # job: "secs switches" of one pingpong run.
-job() { taskset -c 0 "$TB/pingpong" "$ROUNDS"; }
+job() { taskset -c 0 "$TB/pingpong" "$ROUNDS" "$SPIN"; }
 
 sysctl -q kernel.bpf_stats_enabled=1
 declare -A T
-BPFNS=() BPFCNT=() BPFNSA=() BPFCNTA=() DCPU=() DCPUA=() SWS=()
+BPFNS=() BPFCNT=() RNS=() RCNT=() BPFNSA=() BPFCNTA=() DCPU=() DCPUA=() SWS=()
 RSS=0 MEMLOCK=0
 for i in $(seq "$RUNS"); do
 	log "run $i of $RUNS"
@@ -86,10 +93,10 @@ for i in $(seq "$RUNS"); do
 	read -r s n < <(job); T[cpu]+="$s "
 	daemon_stop
 	daemon_start --offcpu
-	read -r ns0 c0 < <(prog_stats); d0=$(cpu_ticks "$DPID"); t0=$EPOCHREALTIME
+	read -r ns0 c0 rn0 rc0 < <(prog_stats); d0=$(cpu_ticks "$DPID"); t0=$EPOCHREALTIME
 	read -r s n < <(job); T[offcpu]+="$s "
-	read -r ns1 c1 < <(prog_stats); d1=$(cpu_ticks "$DPID"); t1=$EPOCHREALTIME
-	BPFNS+=($((ns1 - ns0))); BPFCNT+=($((c1 - c0)))
+	read -r ns1 c1 rn1 rc1 < <(prog_stats); d1=$(cpu_ticks "$DPID"); t1=$EPOCHREALTIME
+	BPFNS+=($((ns1 - ns0))); BPFCNT+=($((c1 - c0))); RNS+=($((rn1 - rn0))); RCNT+=($((rc1 - rc0)))
 	DCPU+=("$(awk -v c="$((d1 - d0))" -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')")
 	if ((i == RUNS)); then
 		RSS=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status")
@@ -101,9 +108,9 @@ for i in $(seq "$RUNS"); do
 	fi
 	daemon_stop
 	daemon_start --offcpu --offcpu-min 1us
-	read -r ns0 c0 < <(prog_stats); d0=$(cpu_ticks "$DPID"); t0=$EPOCHREALTIME
+	read -r ns0 c0 _ _ < <(prog_stats); d0=$(cpu_ticks "$DPID"); t0=$EPOCHREALTIME
 	read -r s n < <(job); T[all]+="$s "
-	read -r ns1 c1 < <(prog_stats); d1=$(cpu_ticks "$DPID"); t1=$EPOCHREALTIME
+	read -r ns1 c1 _ _ < <(prog_stats); d1=$(cpu_ticks "$DPID"); t1=$EPOCHREALTIME
 	BPFNSA+=($((ns1 - ns0))); BPFCNTA+=($((c1 - c0)))
 	DCPUA+=("$(awk -v c="$((d1 - d0))" -v hz="$TCK" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", 100 * c / hz / (b - a) }')")
 	daemon_stop
@@ -119,6 +126,9 @@ NSA=0 NCNTA=0
 for i in "${!BPFNSA[@]}"; do NSA=$((NSA + BPFNSA[i])); NCNTA=$((NCNTA + BPFCNTA[i])); done
 PERSWA=$(awk -v a="$NSA" -v b="$NCNTA" 'BEGIN { if (b) printf "%.0f", a / b; else print "n/a" }')
 SWPS=$(median "${SWS[@]}")
+RN=0 RC=0
+for i in "${!RNS[@]}"; do RN=$((RN + RNS[i])); RC=$((RC + RCNT[i])); done
+PERRS=$(awk -v a="$RN" -v b="$RC" 'BEGIN { if (b) printf "%.0f", a / b; else print "n/a" }')
 
 BCC="not run"
 if command -v offcputime-bpfcc >/dev/null; then
@@ -140,12 +150,12 @@ cat <<MD
 Host: $(nproc) CPUs, $(uname -r), load at start $(cut -d' ' -f1-3 /proc/loadavg). Same run for
 every figure; modes interleaved, $RUNS runs each, medians.
 
-Job: \`taskset -c 0 pingpong $ROUNDS\` (two threads passing a byte over two
+Job: \`taskset -c 0 pingpong $ROUNDS $SPIN\` (two threads passing a byte over two
 pipes on one CPU: every pass blocks one thread and wakes the other), about
 $SWPS context switches/s without the daemon. Its blocks last microseconds,
 so with the default \`--offcpu-min 1ms\` each switch takes the cheap path
 (note the switch-out, find the block short, count it); \`--offcpu-min 1us\`
-unwinds every one (kernel stack, task work, user stack, record).
+unwinds every one (kernel stack, user stack at rseq_update, record).
 
 | figure | value | goal |
 |---|---|---|
@@ -154,8 +164,9 @@ unwinds every one (kernel stack, task work, user stack, record).
 | with \`proffs run --offcpu\` | ${MO} s | |
 | **slowdown of --offcpu** (vs the daemon without it) | **$(pctd "$MC" "$MO")** | <= 5% |
 | with \`--offcpu --offcpu-min 1us\` (every block unwound) | ${MA} s ($(pctd "$MC" "$MA") vs cpu only) | |
-| BPF time per switch, sched_switch program, \`--offcpu\` (bpf_stats: run_time_ns / run_cnt over the job's runs) | ${PERSW} ns ($NCNT runs) | |
-| same, \`--offcpu-min 1us\` (nearly every switch unwinds the kernel stack and schedules the task work) | ${PERSWA} ns ($NCNTA runs) | |
+| BPF time per switch, sched_switch and rseq_update programs, \`--offcpu\` (bpf_stats: their run_time_ns / sched_switch's run_cnt over the job's runs) | ${PERSW} ns ($NCNT runs) | |
+| of which rseq_update's (run_time_ns / its run_cnt) | ${PERRS} ns a run ($RC runs) | |
+| same, \`--offcpu-min 1us\` (every block unwinds the kernel stack at the switch and the user stack at rseq_update) | ${PERSWA} ns ($NCNTA runs) | |
 | daemon CPU during the job, \`--offcpu\` | $(median "${DCPU[@]}")% of one core | |
 | daemon CPU during the job, \`--offcpu-min 1us\` | $(median "${DCPUA[@]}")% of one core | |
 | daemon RSS with \`--offcpu\` | ${RSS} KiB | |

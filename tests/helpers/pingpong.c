@@ -4,6 +4,8 @@
  * pass blocks one thread and wakes the other. Pinned to one CPU (taskset),
  * every pass is a direct switch between the two. Prints the wall seconds
  * and the process's context switches (voluntary + involuntary).
+ * usage: pingpong ROUNDS [SPIN]: SPIN loop iterations of work by the
+ * first thread between passes (default 0), for fewer switches a second.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +15,8 @@
 #include <unistd.h>
 
 static int ab[2], ba[2];
-static long rounds;
+static long rounds, spin;
+static volatile long sink;
 
 static void *pong(void *arg)
 {
@@ -32,17 +35,20 @@ int main(int argc, char **argv)
 	pthread_t t;
 	char c = 'x';
 
-	if (argc != 2 || (rounds = atol(argv[1])) <= 0) {
-		fprintf(stderr, "usage: pingpong ROUNDS\n");
+	if (argc < 2 || argc > 3 || (rounds = atol(argv[1])) <= 0 || (argc == 3 && (spin = atol(argv[2])) < 0)) {
+		fprintf(stderr, "usage: pingpong ROUNDS [SPIN]\n");
 		return 2;
 	}
 	if (pipe(ab) || pipe(ba))
 		return 1;
 	pthread_create(&t, NULL, pong, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (long i = 0; i < rounds; i++)
+	for (long i = 0; i < rounds; i++) {
+		for (long k = 0; k < spin; k++)
+			sink += k;
 		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
 			return 1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	pthread_join(t, NULL);
 	getrusage(RUSAGE_SELF, &ru);
