@@ -17,6 +17,13 @@
 # waiting) starts it before everything else, so the short ones fill the
 # slots around it instead of trailing after it.
 # TESTS="pattern" runs only tests whose name contains the pattern.
+#
+# Every test has a time limit: a line "# timeout: SECONDS" in a script
+# sets it (default 600); unit binaries get 600, fuzzers FUZZ_SECONDS + 120.
+# Each test runs in a cgroup of its own (cgroup v2), so that past its limit
+# the runner kills it and everything it started, daemons that left its
+# session included (sshfs, ganesha, setsid), unmounts the FUSE mounts its
+# killed daemons left dead, and counts it failed by name with the limit.
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -27,6 +34,71 @@ failed=()
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
 JOBS=${JOBS:-4}
 
+# The cgroup v2 hierarchy (hybrid hosts mount it at .../unified), and a
+# parent for the tests' cgroups.
+CG_ROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+CG_TESTS=""
+if [[ -n $CG_ROOT && -w $CG_ROOT ]]; then
+	CG_TESTS=$CG_ROOT/proffs-tests.$$
+	mkdir -p "$CG_TESTS" 2>/dev/null || CG_TESTS=""
+fi
+[[ -n $CG_TESTS ]] || echo "run.sh: no writable cgroup v2 hierarchy: a test past its limit is killed with its process group only" >&2
+LIMIT_DEFAULT=600
+LIMIT=$LIMIT_DEFAULT # the next test's limit (start_job, run_one)
+
+# The FUSE mounts whose daemon is gone (stat fails at once with ENOTCONN):
+# those of a test killed at its limit. Other tests' live mounts answer.
+unmount_dead() {
+	local m
+	while read -r m; do
+		[[ $m == /tmp/* || $m == /var/tmp/* || $m == "$root"/* ]] || continue
+		if ! timeout 2 stat -t "$m" >/dev/null 2>&1; then
+			fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+			echo "run.sh: unmounted $m, left by a killed test" >&2
+		fi
+	done < <(awk '$3 ~ /^fuse/ { print $2 }' /proc/mounts)
+}
+
+# limited NAME SECS CMD...: runs CMD in a cgroup of its own; past SECS
+# kills all of it and exits 124 (the report says which limit).
+limited() {
+	local name=$1 secs=$2 cg="" p w rc flag
+	shift 2
+	flag=$(mktemp /tmp/proffs-limit.XXXXXX)
+	if [[ -n $CG_TESTS ]]; then
+		cg=$CG_TESTS/${name//\//_}
+		mkdir -p "$cg" 2>/dev/null || cg=""
+	fi
+	if [[ -n $cg ]]; then
+		bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@" &
+	else
+		setsid "$@" &
+	fi
+	p=$!
+	(
+		trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+		sleep "$secs" & sp=$!
+		wait "$sp" || exit 0
+		echo "TIMEOUT: killed at its limit of $secs s"
+		echo timeout >"$flag"
+		if [[ -n $cg ]]; then echo 1 >"$cg/cgroup.kill"; else kill -KILL -- -"$p"; fi
+	) &
+	w=$!
+	wait "$p"; rc=$?
+	kill "$w" 2>/dev/null; wait "$w" 2>/dev/null
+	[[ -s $flag ]] && rc=124
+	rm -f "$flag"
+	if [[ -n $cg ]]; then
+		# What the test left running once it ended (or all of it, at
+		# the limit) goes with it.
+		[[ -s $cg/cgroup.procs ]] && echo 1 >"$cg/cgroup.kill"
+		for _ in $(seq 50); do [[ -s $cg/cgroup.procs ]] || break; sleep 0.1; done
+		rmdir "$cg" 2>/dev/null
+	fi
+	((rc == 124)) && unmount_dead
+	return "$rc"
+}
+
 selected() { [[ -z "${TESTS:-}" || "$1" == *"$TESTS"* ]]; }
 logfile() { printf '%s/%s.log' "$logs" "${1//\//_}"; }
 
@@ -34,7 +106,11 @@ logfile() { printf '%s/%s.log' "$logs" "${1//\//_}"; }
 report() {
 	local name=$1 rc=$2 dt=$3 log
 	log=$(logfile "$name")
-	if ((rc == 0)); then
+	if ((rc == 124)) && grep -q '^TIMEOUT: killed at its limit' "$log"; then
+		fail=$((fail + 1)); failed+=("$name")
+		printf 'FAIL %-50s %3ds (%s)\n' "$name" "$dt" "$(grep -m1 '^TIMEOUT:' "$log" | cut -c10-)"
+		tail -n 25 "$log" | sed 's/^/    | /'
+	elif ((rc == 0)); then
 		pass=$((pass + 1)); printf 'PASS %-50s %3ds\n' "$name" "$dt"
 	elif ((rc == 77)) && [[ ${PROFFS_TEST_ALLOW_SKIP:-} == 1 ]]; then
 		skip=$((skip + 1)); printf 'SKIP %-50s %s\n' "$name" "$(tail -n 1 "$log")"
@@ -58,7 +134,7 @@ run_one() { # name, command...
 	local name=$1; shift
 	selected "$name" || return 0
 	local t0=$SECONDS rc
-	"$@" >"$(logfile "$name")" 2>&1 </dev/null
+	limited "$name" "$LIMIT" "$@" >"$(logfile "$name")" 2>&1 </dev/null
 	rc=$?
 	report "$name" "$rc" $((SECONDS - t0))
 }
@@ -77,7 +153,7 @@ start_job() { # name, command...
 	local name=$1; shift
 	selected "$name" || return 0
 	while ((${#job_name[@]} >= JOBS)); do reap_one; done
-	"$@" >"$(logfile "$name")" 2>&1 </dev/null &
+	limited "$name" "$LIMIT" "$@" >"$(logfile "$name")" 2>&1 </dev/null &
 	job_name[$!]=$name
 	job_t0[$!]=$SECONDS
 }
@@ -95,10 +171,17 @@ for d in build build-san; do
 		echo "FAIL $d/ is not built (make all; make SAN=1 all)"
 	fi
 done
+# script_limit SCRIPT: its "# timeout: SECONDS" line, else the default.
+script_limit() {
+	local t
+	t=$(sed -n 's/^# timeout: \([0-9][0-9]*\).*/\1/p' "$1" | head -1)
+	echo "${t:-$LIMIT_DEFAULT}"
+}
 # start_it SCRIPT: one integration script (and its sanitizer twin).
 start_it() {
 	local s=$1 n
 	n=$(basename "$s" .sh)
+	LIMIT=$(script_limit "$s")
 	start_job "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
 	if grep -q '^# san: yes' "$s"; then
 		start_job "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
@@ -116,12 +199,14 @@ for s in tests/integration/*.sh; do
 	fi
 done
 for s in "${rest[@]}"; do start_it "$s"; done
+LIMIT=$LIMIT_DEFAULT
 for b in build/tests/test_*; do
 	[[ -x $b && $b != *.d ]] && start_job "unit/$(basename "$b")" "$b"
 done
 for b in build-san/tests/test_*; do
 	[[ -x $b && $b != *.d ]] && start_job "san/unit/$(basename "$b")" "$b"
 done
+LIMIT=$((FUZZ_SECONDS + 120))
 for f in build/fuzz/fuzz_*; do
 	[[ -x $f ]] || continue
 	n=$(basename "$f")
@@ -132,12 +217,14 @@ done
 drain_jobs
 for s in "${alone[@]}"; do
 	n=$(basename "$s" .sh)
+	LIMIT=$(script_limit "$s")
 	run_one "it/$n" env PROFFS="$root/build/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" bash "$s"
 	if grep -q '^# san: yes' "$s"; then
 		run_one "san/it/$n" env PROFFS="$root/build-san/proffs" TESTS_BIN="$root/build/tests" ROOT="$root" SAN=1 bash "$s"
 	fi
 done
 
+[[ -n $CG_TESTS ]] && rmdir "$CG_TESTS" 2>/dev/null
 if ((pass + fail + skip == 0)); then
 	fail=1; failed+=("TESTS=${TESTS:-}")
 	echo "FAIL no test matched TESTS='${TESTS:-}'"
