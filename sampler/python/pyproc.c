@@ -23,8 +23,10 @@ struct pyfile *pyfile__detect(int fd, const char *path, const struct elf_info *e
 	char v[16];
 	int err;
 
-	/* Cheap first: only a file with the eval loop among its functions. */
-	if (!elfsym__find(e, "_PyEval_EvalFrameDefault")) {
+	/* Cheap first: only a file with the eval loop among its functions
+	 * (_PyEval_EvalFrameDefault from 3.6, PyEval_EvalFrameEx before and
+	 * beside it: 2.7 has only that one). */
+	if (!elfsym__find(e, "_PyEval_EvalFrameDefault") && !elfsym__find(e, "PyEval_EvalFrameEx")) {
 		errno = ENOENT;
 		return NULL;
 	}
@@ -32,6 +34,10 @@ struct pyfile *pyfile__detect(int fd, const char *path, const struct elf_info *e
 	if (!pf)
 		return NULL;
 	err = pyinterp__read(fd, b ? b + 1 : path, &pf->pi);
+	/* An interpreter without what 3.7 on have (_PyRuntime, PyCode_Type
+	 * in reach): one we do not know, counted as such, each process. */
+	if (err == -ENOENT && elfsym__find(e, "Py_Initialize"))
+		err = -EOPNOTSUPP;
 	if (err == -ENOENT || err == -ENOEXEC || err == -ENOMEM) {
 		free(pf);
 		errno = -err;
