@@ -28,6 +28,7 @@
  * or the FUSE tree.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,10 +671,21 @@ void rbcode__display(const char *label, const char *path, char *out, size_t cap)
 {
 	static const char *const roots[] = { "/vendor_ruby/", "/site_ruby/", "/lib/ruby/" };
 	const char *f = NULL, *s;
+	char inner[PATH_MAX];
+	size_t n = strlen(path);
 
 	if (!path[0]) {
 		snprintf(out, cap, "%s", label);
 		return;
+	}
+	/* rubygems' require wraps a file's path (<internal:/usr/lib/ruby/
+	 * vendor_ruby/rubygems/core_ext/kernel_require.rb>): the file inside
+	 * is shown as any other, as caller_locations' path does. Ruby's own
+	 * (<internal:kernel>) has no path: shown whole. */
+	if (!strncmp(path, "<internal:/", 11) && path[n - 1] == '>' && n - 11 < sizeof(inner)) {
+		memcpy(inner, path + 10, n - 11);
+		inner[n - 11] = 0;
+		path = inner;
 	}
 	/* The last gems folder: bundler's and rubygems' paths nest them. */
 	for (s = path; (s = strstr(s, "/gems/")); s++)

@@ -128,7 +128,8 @@ static void name_frame(struct rbrt *r, const struct rbname *nm, struct frame *o,
 	*used += strlen(o->name) + 1;
 	o->rt = true;
 	o->sysname = nm->label;
-	o->file = nm->realpath && *nm->realpath ? nm->realpath : nm->path;
+	/* The file as Ruby reports it: its <internal:PATH> stays so. */
+	o->file = nm->realpath && *nm->realpath && strncmp(nm->path, "<internal:", 10) ? nm->realpath : nm->path;
 	o->line = nm->line;
 	cnt->frames++;
 }
