@@ -776,7 +776,9 @@ static int prog_stats(int fd, uint64_t *ns, uint64_t *cnt)
  */
 static void bpf_time(const struct node_rt *rt)
 {
-	char *argv[] = { "node", (char *)js_helper("known.js"), "run", "8", NULL };
+	/* Long enough for a slow BPF load on a busy host (node had exited by
+	 * perf_event_open: ESRCH); killed once measured. */
+	char *argv[] = { "node", (char *)js_helper("known.js"), "run", "120", NULL };
 	struct perf_event_attr pa = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(pa),
 				      .config = PERF_COUNT_SW_CPU_CLOCK, .freq = 1, .sample_freq = 999 };
 	static struct proc p;
@@ -790,6 +792,17 @@ static void bpf_time(const struct node_rt *rt)
 	__u32 zero = 0;
 	pid_t pid;
 	bool ok = false;
+	/* The step that failed, and its error: the check names both. */
+	const char *step = "node";
+	int err = 0;
+#define STEP(name, failed)                                   \
+	do {                                                 \
+		step = (name);                               \
+		if (failed) {                                \
+			err = errno;                         \
+			goto out;                            \
+		}                                            \
+	} while (0)
 
 	efd = open(rt->engine, O_RDONLY | O_CLOEXEC);
 	if (efd < 0 || v8file__read(efd, &vf) || v8layout__init(&vf, &l, NULL, 0)) {
@@ -806,25 +819,28 @@ static void bpf_time(const struct node_rt *rt)
 		if (!read_maps(&p) && !builtins(&p, rt->engine, &vf, &lo, &hi) && i > 10)
 			break;
 	}
-	if (pid < 0 || !lo || v8layout__proc(&l, lo, hi, &vp) || !(skel = v8_test_bpf__open()))
-		goto out;
+	STEP("node (spawn)", pid < 0);
+	STEP("maps (node's builtins found in /proc/PID/maps)", !lo);
+	STEP("V8 layout of the process", v8layout__proc(&l, lo, hi, &vp) && (errno = EINVAL));
+	STEP("BPF open", !(skel = v8_test_bpf__open()));
 	skel->rodata->target_tgid = (__u32)pid;
 	engine_range(skel, &p, rt->engine);
-	if (v8_test_bpf__load(skel) ||
-	    bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), &vp, sizeof(vp), 0))
-		goto out;
+	STEP("BPF load", (errno = -v8_test_bpf__load(skel)));
+	STEP("BPF map update (v8_procs)",
+	     (errno = -bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), &vp, sizeof(vp), 0)));
 	pfd = (int)syscall(SYS_perf_event_open, &pa, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	STEP("perf event (perf_event_open on node)", pfd < 0);
 	sfd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (pfd < 0 || sfd < 0 ||
-	    !(skel->links.v8_test_sample = bpf_program__attach_perf_event(skel->progs.v8_test_sample, pfd)))
-		goto out;
+	STEP("bpf_stats (BPF_ENABLE_STATS)", sfd < 0);
+	STEP("perf event (attach)",
+	     !(skel->links.v8_test_sample = bpf_program__attach_perf_event(skel->progs.v8_test_sample, pfd)));
 	fd = bpf_program__fd(skel->progs.v8_test_sample);
 	for (int phase = 0; phase < 3; phase++) {
 		if (phase)
 			sleep(3);
-		if (prog_stats(fd, &ns[phase], &cnt[phase]) ||
-		    bpf_map__lookup_elem(skel->maps.result, &zero, sizeof(zero), &res, sizeof(res), 0))
-			goto out;
+		STEP("bpf_stats (prog info)", prog_stats(fd, &ns[phase], &cnt[phase]));
+		STEP("BPF map lookup (result)",
+		     (errno = -bpf_map__lookup_elem(skel->maps.result, &zero, sizeof(zero), &res, sizeof(res), 0)));
 		smp[phase] = res.samples;
 		js[phase] = res.js_total;
 		if (phase == 1) /* the hook off: plain rbp steps */
@@ -846,8 +862,10 @@ out:
 		CHECK(jsps > 0 && (with - without) / jsps < 1000, "%s: BPF time per JS frame %.0f ns (< 1 us)",
 		      rt->name, jsps > 0 ? (with - without) / jsps : 0.0);
 	} else {
-		CHECK(0, "%s: the timing run (node, maps, BPF load, perf event, bpf_stats)", rt->name);
+		CHECK(0, "%s: the timing run failed at its step '%s': %s", rt->name, step,
+		      err ? strerror(err) : "no error code");
 	}
+#undef STEP
 	if (sfd >= 0)
 		close(sfd);
 	v8_test_bpf__destroy(skel);
