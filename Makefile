@@ -142,6 +142,8 @@ HELPER_CFLAGS_qsortcb := -O2 -g -fomit-frame-pointer
 HELPER_CFLAGS_forker_nofp := -O2 -g -fomit-frame-pointer
 HELPER_CFLAGS_bigframes := -O2 -g -fomit-frame-pointer
 HELPER_CFLAGS_remap := -O2 -g -fomit-frame-pointer
+HELPER_CFLAGS_hangfs = -O2 -g $(shell pkg-config --cflags fuse3)
+HELPER_LDLIBS_hangfs = $(shell pkg-config --libs fuse3)
 
 # Ground-truth workloads: their own flags (frame pointers unless the
 # helper's HELPER_CFLAGS_name says otherwise), never sanitized.

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 #include "sampler/proc/pidstat.h"
 #include "sampler/proc/safefile.h"
+#include "sampler/unwind/reader.h"
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/unwinder.h"
 #include "store/util/hmap.h"
@@ -551,19 +553,46 @@ static void enqueue(struct unwinder *u, struct entry *e)
  * small ones queued with them, so one cc1 does not hold up a fork storm. */
 #define BIG_FILE (8 << 20)
 
-/* Builds e's table from src (taken from e by the worker, ours to free). */
+/* What a reader needs to open the file e maps in src's process: its own
+ * copies (an abandoned reader outlives both). */
+struct open_ctx {
+	struct entry e; /* kdev and ino: the identity to match */
+	struct src src;
+	char path[PATH_MAX];
+};
+
+static int open_ctx(void *arg)
+{
+	struct open_ctx *c = arg;
+
+	c->src.path = c->path[0] ? c->path : NULL;
+	return open_mapped(&c->e, &c->src);
+}
+
+/* Builds e's table from src (taken from e by the worker, ours to free).
+ * The file is read on a reader thread (reader.h): a read that hangs is
+ * abandoned after 2 s, counted as a timeout, and the file left without
+ * a table until it is idle; the worker goes on with the next file. */
 static void build(struct unwinder *u, struct entry *e, struct src *src)
 {
 	struct unw_table *t = NULL;
 	int64_t t0 = now_mono_ns();
-	struct stat st;
+	struct open_ctx oc = { .src = *src };
+	struct unw_read_result res;
 	int fd, err;
 
-	if (u->o.delay_path && src->path && !strcmp(src->path, u->o.delay_path))
-		nanosleep(&(struct timespec){ u->o.build_delay_ns / 1000000000,
-					      u->o.build_delay_ns % 1000000000 }, NULL);
-	fd = open_mapped(e, src);
-	if (fd >= 0 && !e->deferred && !e->urgent && !fstat(fd, &st) && st.st_size > BIG_FILE) {
+	oc.e.kdev = e->kdev;
+	oc.e.ino = e->ino;
+	if (src->path)
+		snprintf(oc.path, sizeof(oc.path), "%s", src->path);
+	struct unw_read rd = {
+		.open = open_ctx, .ctx = &oc, .ctx_size = sizeof(oc), .debug_root = u->o.debug_root,
+		.big_bytes = !e->deferred && !e->urgent ? BIG_FILE : 0,
+		.delay_ns = u->o.delay_path && src->path && !strcmp(src->path, u->o.delay_path) ?
+				    u->o.build_delay_ns : 0,
+	};
+	unw_read__run(&rd, &u->stop, &res);
+	if (res.big) {
 		pthread_mutex_lock(&u->lock);
 		if (u->q_head) {
 			e->deferred = true;
@@ -573,17 +602,21 @@ static void build(struct unwinder *u, struct entry *e, struct src *src)
 			}
 			enqueue(u, e);
 			pthread_mutex_unlock(&u->lock);
-			close(fd);
 			free(src->path);
 			return;
 		}
 		pthread_mutex_unlock(&u->lock);
+		rd.big_bytes = 0;
+		rd.delay_ns = 0;
+		unw_read__run(&rd, &u->stop, &res);
 	}
-	if (fd < 0) {
-		err = fd;
-	} else {
-		err = unw_table__compile(fd, u->o.debug_root, &u->stop, &t);
-		close(fd);
+	fd = res.open_err < 0 ? res.open_err : 0;
+	err = fd < 0 ? fd : res.err;
+	t = res.t;
+	if (res.hung && !__atomic_load_n(&u->stop, __ATOMIC_RELAXED)) {
+		safefile__refuse(SF_R_TIMEOUT, src->path ? src->path : "(unwind table)", 0, 0);
+		pr_warn("unwind: reading %s (pid %d) hangs; abandoned", src->path ? src->path : "?",
+			(int)src->pid);
 	}
 	t0 = now_mono_ns() - t0;
 	if (!err)
@@ -620,7 +653,8 @@ static void build(struct unwinder *u, struct entry *e, struct src *src)
 		set_state(u, e, E_FP);
 	} else if (err) {
 		pr_debug("unwind: no table for %s (pid %d): %s", src->path, (int)src->pid, strerror(-err));
-		e->too_big = err == -E2BIG || err == -EFBIG;
+		/* A file whose read hung is not read again until idle. */
+		e->too_big = err == -E2BIG || err == -EFBIG || res.hung;
 		e->failed_ns = now_mono_ns();
 		set_state(u, e, E_NONE);
 	} else if (t->unsupported) {

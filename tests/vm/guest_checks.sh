@@ -24,11 +24,14 @@
 #     87.9-93.9% of its off-CPU time, its stack whole from _start through
 #     main;waitLong to the kernel's hrtimer_nanosleep in >= 90% of it, and
 #     its blocks add up to its run (+- 5%) (offcpu.sh)
-#  e. py_known.py under Debian's python3.11: >= 95% of samples carry its
-#     frames; heavy (py_known.py)'s share of them within band of the
-#     program's own figure (sampler_python.sh's `known`)
+#  e. py_known.py under Debian's python3.11: >= 95% of the samples taken
+#     after the interpreter's start-up carry its frames; heavy
+#     (py_known.py)'s share within band of the program's own figure
+#     (sampler_python.sh's `known`; the denominators differ from there,
+#     see below: start-up is not negligible under TCG)
 #  f. rb_known.rb under Debian's ruby 3.1: heavy's share of the main
-#     thread's samples within band of its own figure (sampler_ruby.sh)
+#     thread's samples within band of its own figure (sampler_ruby.sh;
+#     start-up counted on both sides, as for Python)
 #  g. Known.java under Debian's JDK 17: Known.heavy's share of heavy +
 #     light under Known.hot within band of the JVM's own (ThreadMXBean)
 #     figure (sampler_java.sh's known_share; Known.class and its JNI
@@ -40,6 +43,8 @@
 # Sample-count minimums are the host tests' scaled by the samples a phase
 # here can hold: MIN * (19 Hz * PHASE s) / (host Hz * host seconds), see
 # `scaled` (e.g. truth: 1500 at 99 Hz over 62 s -> 116).
+# With VM_SHARE set (tests/vm/run.sh), the profiles, the programs' outputs
+# and the daemon's log are left in VM_SHARE/$(uname -r)/.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PROFFS=$ROOT/build/proffs
@@ -186,27 +191,47 @@ within "$(pct "$whole" "$long")" 90 100 &&
 	{ fail "offcpu: waitLong's stack whole in only $(pct "$whole" "$long")%"; grep waitLong "$F" | sort -t' ' -k2 -nr | head -3 | cut -c1-400; }
 
 # ================= e. Python =================
+# The program's figure is heavy's share of ALL its thread's CPU time since
+# it started, start-up included; on the host start-up is ~20 ms and
+# sampler_python.sh divides by the samples that carry Python frames.
+# Under TCG the interpreter's start-up (Py_InitializeFromConfig: imports,
+# and the guest's first /dev/urandom read generating entropy) takes 2-4 s
+# of CPU, 10-15% of the run, so here both sides keep it: heavy's samples
+# over all of the process's samples (one thread). And "carries Python
+# frames" is judged, as its comment means it, on the samples taken once
+# the interpreter runs the script (under Py_RunMain); the share over all
+# samples is printed.
 F=$WORK/py.folded
 cp "$MP/merged/cpu/pid=$PP/$R/folded.txt" "$F" || die "read py_known.py's folded.txt"
 tot=$(fsum "$F"); py=$(fsum "$F" ' \(py_known\.py\)')
-log "python3.11: $tot samples, $py with py_known.py frames; the program says: $(cat "$WORK/py.out")"
-within "$(pct "$py" "$tot")" 95 100 && ok "python3.11: $(pct "$py" "$tot")% of $tot samples carry Python frames" ||
-	{ fail "python3.11: only $(pct "$py" "$tot")% of $tot samples carry Python frames"; heaviest "$F"; }
+run=$(fsum "$F" ';Py_RunMain;'); runpy=$(fsum "$F" ';Py_RunMain;(.*;)?[^;]* \(py_known\.py\)')
+log "python3.11: $tot samples, $py with py_known.py frames ($(pct "$py" "$tot")%), $run after start-up (under Py_RunMain); the program says: $(cat "$WORK/py.out")"
+within "$(pct "$runpy" "$run")" 95 100 && ok "python3.11: $(pct "$runpy" "$run")% of the $run samples after start-up carry Python frames" ||
+	{ fail "python3.11: only $(pct "$runpy" "$run")% of the $run samples after start-up carry Python frames"; heaviest "$F"; }
 want=$(sed -n 's/.*heavy=\([0-9.]*\).*/\1/p' "$WORK/py.out")
-got=$(pct "$(fsum "$F" ';heavy \(py_known\.py\)(;|$)')" "$py")
+got=$(pct "$(fsum "$F" ';heavy \(py_known\.py\)(;|$)')" "$tot")
 # sampler_python.sh: >= 500 samples of a 20 s run at 499 Hz
 [[ -n $want ]] || fail "python3.11: the program printed no figure for heavy"
-[[ -z $want ]] || share_check "python3.11: heavy (py_known.py)" "$got" "$want" "$py" "$(scaled 500 499 20)" || heaviest "$F"
+[[ -z $want ]] || share_check "python3.11: heavy (py_known.py) of all samples" "$got" "$want" "$tot" "$(scaled 500 499 20)" || heaviest "$F"
 
 # ================= f. Ruby =================
+# As for Python: the program's figure is heavy's share of all of the main
+# thread's CPU time since it started; Ruby's start-up (rubygems and the
+# default gems, ~3-5 s of CPU under TCG, a third of the run) is in it, so
+# the samples' denominator is all of the main thread's samples (those not
+# under start_thread, where its spinner and sleeper threads run), not
+# sampler_ruby.sh's samples under <main>;main (the same on the host, where
+# start-up is ~50 ms). Its minimum still counts the samples under main.
 F=$WORK/rb.folded
 cp "$MP/merged/cpu/pid=$RP/$R/folded.txt" "$F" || die "read rb_known.rb's folded.txt"
 mainre='^ruby;(.*;)?<main> \(rb_known\.rb\);main \(rb_known\.rb\);'
-tot=$(fsum "$F" "$mainre")
+inmain=$(fsum "$F" "$mainre")
+tot=$(($(fsum "$F") - $(fsum "$F" ';start_thread;')))
 want=$(sed -n 's/.*heavy=\([0-9.]*\).*/\1/p' "$WORK/rb.out")
 got=$(pct "$(fsum "$F" "$mainre(.*;)?heavy \\(rb_known\\.rb\\)(;|\$)")" "$tot")
-log "ruby: $(fsum "$F") samples, $tot of the main thread; the program says: $(grep '=' "$WORK/rb.out" | head -1)"
+log "ruby: $(fsum "$F") samples, $tot of the main thread, $inmain of them under main (rb_known.rb); the program says: $(grep '=' "$WORK/rb.out" | head -1)"
 # sampler_ruby.sh: >= 300 main-thread samples of a 20 s run at 99 Hz
+((inmain >= $(scaled 300 99 20))) || fail "ruby: only $inmain samples under main (rb_known.rb), want >= $(scaled 300 99 20)"
 [[ -n $want ]] || fail "ruby: the program printed no figure for heavy"
 [[ -z $want ]] || share_check "ruby: heavy (rb_known.rb) of the main thread" "$got" "$want" "$tot" "$(scaled 300 99 20)" || heaviest "$F"
 
@@ -251,5 +276,10 @@ else
 	ok "no 'refused' line in the daemon's log ($(wc -l <"$RUN_LOG") lines)"
 fi
 grep -E 'error|warning' "$RUN_LOG" | head -5
+# For the host: the profiles and the daemon's log, in VM_SHARE.
+if [[ -n ${VM_SHARE:-} && -d $VM_SHARE ]]; then
+	mkdir -p "$VM_SHARE/$(uname -r)"
+	cp "$WORK"/*.folded "$WORK"/*.out "$RUN_LOG" "$VM_SHARE/$(uname -r)/" 2>/dev/null
+fi
 log "kernel $(uname -r): $((SECONDS - T_START)) s"
 finish
