@@ -63,6 +63,11 @@ NODE=/usr/bin/node
 JDK=/usr/lib/jvm/java-17-openjdk-amd64
 JDIR=$TESTS_BIN/java
 mkdir -p "$MP"
+# The daemon runs from a copy: other work in this tree rebuilds
+# build/proffs in place now and then, which kills a daemon running from
+# it with SIGBUS.
+cp "$PROFFS" "$WORK/proffs" || die "copy $PROFFS"
+PROFFS=$WORK/proffs
 for x in "$PROFFS" "$TESTS_BIN/truth" "$TESTS_BIN/truth_nofp" "$TESTS_BIN/offcpu_truth" $PYBIN $RUBY $NODE "$JDK/bin/java"; do
 	[[ -x $x ]] || die "$x is missing (make all; deps.sh)"
 done
