@@ -100,7 +100,7 @@ within "$(pct "$all" 60000000)" 95 105 && ok "the sleeper's blocks add up to $(m
 # kernel's from the system call entry down to the nanosleep path (the
 # kernel's walker of a blocked thread skips the scheduler's own frames:
 # do_nanosleep, schedule, __schedule).
-whole=$(fsum "$F" '^offcpu_truth;_start;__libc_start_main[^;]*;__libc_start_call_main;main;waitLong;nap;[^;]*nanosleep[^;]*;[^;]*clock_nanosleep;entry_SYSCALL_64[^;]*_\[k\];do_syscall_64_\[k\];.*hrtimer_nanosleep_\[k\]$')
+whole=$(fsum "$F" '^offcpu_truth;_start;__libc_start_main;__libc_start_call_main;main;waitLong;nap;[^;]*nanosleep[^;]*;[^;]*clock_nanosleep;entry_SYSCALL_64[^;]*_\[k\];do_syscall_64_\[k\];.*hrtimer_nanosleep_\[k\]$')
 within "$(pct "$whole" "$long")" 90 100 && ok "waitLong's stack is whole in $(pct "$whole" "$long")% of its time" ||
 	{ fail "waitLong's stack whole in only $(pct "$whole" "$long")%"; grep waitLong "$F" | head -3; }
 # Its first blocks were walked while its table was still being built:

@@ -143,7 +143,7 @@ wait "$TP" || fail "truth_nofp failed"
 F=$WORK/truth.folded
 cp "$MP/merged/cpu/pid=$TP/last-15m/folded.txt" "$F" || die "read truth_nofp"
 tot=$(fsum "$F"); long=$(fsum "$F" ';iterateLong(;|$)')
-whole=$(fsum "$F" '^truth_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterate(Long|Short);iterate(;[^;]*_\[k\])*$')
+whole=$(fsum "$F" '^truth_nofp;_start;__libc_start_main;__libc_start_call_main;main;iterate(Long|Short);iterate(;[^;]*_\[k\])*$')
 log "truth_nofp: $tot samples, iterateLong $(pct "$long" "$tot")%, whole $(pct "$whole" "$tot")%"
 ((tot >= 500)) || fail "truth_nofp has only $tot samples"
 within "$(pct "$whole" "$tot")" 95 100 && ok "truth_nofp (no frame pointers): whole from _start in $(pct "$whole" "$tot")% of $tot samples" ||

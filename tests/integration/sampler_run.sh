@@ -137,7 +137,7 @@ else
 fi
 # The stack is whole: the frames in order, nothing missing between them
 # (the unwinder goes on past main to libc's start code and _start).
-whole=$(fsum "$F" '^truth;(_start;__libc_start_main[^;]*;)?(__libc_start_call_main;)?main;iterateLong;iterate$')
+whole=$(fsum "$F" '^truth;_start;__libc_start_main;__libc_start_call_main;main;iterateLong;iterate$')
 wp=$(pct "$whole" "$long")
 within "$wp" 90 100 && ok "stack truth;main;iterateLong;iterate whole in $wp% of iterateLong's samples" ||
 	{ fail "stack truth;main;iterateLong;iterate whole in only $wp%"; grep iterateLong "$F" | head -5; }

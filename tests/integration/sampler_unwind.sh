@@ -130,7 +130,7 @@ share=$(pct "$long" "$tot")
 log "truth_nofp: $n samples, iterateLong $share%"
 ((n >= 500)) || fail "truth_nofp has only $n samples (want >= 500: the host is too busy to judge)"
 within "$share" 88.9 92.9 && ok "truth_nofp: iterateLong $share% (90.9 +- 2)" || { fail "truth_nofp: iterateLong $share%, want 90.9 +- 2"; sort -t' ' -k2 -n "$F" | tail -5; }
-whole=$(fsum "$F" '^truth_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterateLong;iterate(;[^;]*_\[k\])*$')
+whole=$(fsum "$F" '^truth_nofp;_start;__libc_start_main;__libc_start_call_main;main;iterateLong;iterate(;[^;]*_\[k\])*$')
 wp=$(pct "$whole" "$long")
 within "$wp" 95 100 && ok "truth_nofp: _start;...;main;iterateLong;iterate whole in $wp% of iterateLong's samples" ||
 	{ fail "truth_nofp: whole stack in only $wp% of iterateLong's samples"; grep iterateLong "$F" | sort -t' ' -k2 -n | tail -5; }
@@ -141,7 +141,7 @@ cp "$MP/merged/cpu/comm=qsortcb/$R/folded.txt" "$F" || die "read qsortcb folded.
 # cmpKeys' own samples: it is the innermost user frame (the signal run's
 # handler also lands on top of cmpKeys; those are judged below).
 cmp=$(fsum "$F" ';cmpKeys(;[^;]*_\[k\])*$')
-CHAIN_RE='^qsortcb;_start;__libc_start_main[^;]*;__libc_start_call_main;main;chainA;chainB;[^;]*qsort[^;]*;(msort[^;]*;)*cmpKeys(;[^;]*_\[k\])*$'
+CHAIN_RE='^qsortcb;_start;__libc_start_main;__libc_start_call_main;main;chainA;chainB;[^;]*qsort[^;]*;(msort[^;]*;)*cmpKeys(;[^;]*_\[k\])*$'
 chain=$(fsum "$F" "$CHAIN_RE")
 cp_=$(pct "$chain" "$cmp")
 within "$cp_" 95 100 && ok "qsort: main;chainA;chainB;qsort;...;cmpKeys whole in $cp_% of cmpKeys' $cmp samples" ||
@@ -216,14 +216,14 @@ for comm in fknofp frnofp; do
 	# Over the samples with a user stack (in exit_mmap a process has none).
 	all=$(fsum "$F")
 	tot=$(awk -v k="$FOLDED_SCALE" '{ n = $NF; sub(/ [0-9]+$/, ""); split($0, f, ";"); if (f[2] !~ /_\[k\]$/ && f[2] != "") s += n } END { printf "%.0f\n", s * k }' "$F")
-	good=$(fsum "$F" "^$comm;_start;__libc_start_main[^;]*;__libc_start_call_main;main;childWork(;|$)")
+	good=$(fsum "$F" "^$comm;_start;__libc_start_main;__libc_start_call_main;main;childWork(;|$)")
 	gp=$(pct "$good" "$tot")
 	log "$comm: $(pct "$((all - tot))" "$all")% of samples have no user stack (exit)"
 	if within "$gp" 90 100; then
 		ok "$comm: $gp% of $((tot / (1000000000 / HZ))) samples complete (main;childWork under _start)"
 	else
 		fail "$comm: only $gp% of samples complete"
-		grep -Ev "^$comm;_start;__libc_start_main[^;]*;__libc_start_call_main;main;childWork(;|$| )" "$F" | sort -t' ' -k2 -n | tail -5 | cut -c1-300
+		grep -Ev "^$comm;_start;__libc_start_main;__libc_start_call_main;main;childWork(;|$| )" "$F" | sort -t' ' -k2 -n | tail -5 | cut -c1-300
 	fi
 done
 
@@ -262,7 +262,7 @@ read -r _ _ same _ loads <"$WORK/remap.out"
 log "remap: the other library's address reused in ${same:-?} of ${loads:-?} loads"
 ((${same:-0} * 2 >= ${loads:-1})) || fail "remap: libraries reused an address in only ${same:-?} of ${loads:-?} loads"
 whole_share "$MP/merged/cpu/pid=$RP/$R/folded.txt" "$WORK/remap.folded" 200 ';remapInner[AB](;[^;]*_\[k\])*$' \
-	'^remap;_start;__libc_start_main[^;]*;__libc_start_call_main;main;cycle;remapBurn;remapBurn[AB];remapInner[AB](;[^;]*_\[k\])*$' \
+	'^remap;_start;__libc_start_main;__libc_start_call_main;main;cycle;remapBurn;remapBurn[AB];remapInner[AB](;[^;]*_\[k\])*$' \
 	"libraries loaded in turn at one address (remap)"
 
 run_stop "$RUN_PID" "$MP" && ok "SIGTERM: exit 0, unmounted"
@@ -290,7 +290,7 @@ wait "$P2" || fail "the second run failed"
 sleep 3
 # The old code left every stack "no table" (0%).
 whole_share "$MP/merged/cpu/pid=$P2/$R/folded.txt" "$WORK/once.folded" 200 ';iterate(;|$)' \
-	'^once_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterate(Long|Short);iterate(;|$)' \
+	'^once_nofp;_start;__libc_start_main;__libc_start_call_main;main;iterate(Long|Short);iterate(;|$)' \
 	"second run of a file whose first reader exited"
 gone=$(metric 'proffs_unwind_builds_total{event="requester_exited"}')
 ((${gone:-0} >= 1)) && ok "metrics: $gone builds given up for an exited process" || fail "metrics: requester_exited is ${gone:-missing}"
@@ -322,7 +322,7 @@ cp "$TESTS_BIN/bigframes" "$WORK/bigframes"
 sleep 3
 deep80=$(printf ';deepframe%.0s' $(seq 80))
 whole_share "$MP/merged/cpu/comm=bigframes/$R/folded.txt" "$WORK/big.folded" 150 '' \
-	"^bigframes;_start;__libc_start_main[^;]*;__libc_start_call_main;main$deep80;burn(;[^;]*)*\$" \
+	"^bigframes;_start;__libc_start_main;__libc_start_call_main;main$deep80;burn(;[^;]*)*\$" \
 	"a stack deeper than the copy (bigframes: 80 frames of 1 KiB)"
 run_stop "$RUN_PID" "$MP"
 finish
