@@ -1,7 +1,7 @@
 /* test_pycode: naming code objects of live CPython processes
  * (sampler/python/pycode.c). For each installed interpreter (Debian's
  * python3.11, pyenv's 3.10.13, 3.11.7, 3.12.1, 3.13.0; one not installed
- * prints SKIP and why) a script defines functions with ASCII, Latin-1,
+ * fails naming it) a script defines functions with ASCII, Latin-1,
  * UCS-2 and UCS-4 names, a method, an exec'd function with an empty file
  * name, code objects renamed "" and one of 2000 characters, prints for
  * each its address, the addresses of its co_filename and co_name (the
@@ -731,7 +731,9 @@ static void live(const struct interp *in, const char *dir)
 	size_t n;
 
 	if (access(in->path, X_OK)) {
-		printf("SKIP %s: %s: %s\n", in->name, in->path, strerror(errno));
+		/* deps.sh and the machine provide every version: a missing one
+		 * is a failure, never a silent pass. */
+		CHECK(0, "%s: %s: %s", in->name, in->path, strerror(errno));
 		return;
 	}
 	/* A file name that is not ASCII either. */
