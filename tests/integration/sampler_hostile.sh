@@ -242,7 +242,9 @@ for n in "${!CASE[@]}"; do kill -0 "${CASE[$n]}" 2>/dev/null || fail "case $n no
 before=$(fsum "$MP/merged/cpu/pid=$WP/last-15m/folded.txt")
 t0=$(date +%s%N)
 kill -TERM "$RUN_PID"
-for i in $(seq 100); do kill -0 "$RUN_PID" 2>/dev/null || break; sleep 0.02; done
+for i in $(seq 250); do kill -0 "$RUN_PID" 2>/dev/null || break; sleep 0.02; done
+# Bounded: a daemon still there 5 s on is killed (and fails below).
+kill -0 "$RUN_PID" 2>/dev/null && { tail -5 "$RUN_LOG"; kill -KILL "$RUN_PID"; }
 wait "$RUN_PID"; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 own=$(grep -o 'stopped after [0-9]* ms' "$RUN_LOG")
