@@ -198,10 +198,12 @@ tol=$(awk -v w="$want" 'BEGIN { printf "%.0f", 3.5 * sqrt(w) }')
 # (On a host so busy that it ran past the next cut, a part of it is in
 # a closed batch: the count still says whether any was lost.)
 ((late)) && log "lastreadme ran past the next cut: its samples are in two batches"
-if ((want >= 30 && got >= want - tol && got <= want + tol)); then
+# At nice 0 among nice 19 loads it runs nearly all the time it wants:
+# the open batch holds >= 90% of its expected samples (issue 46).
+if ((want >= 30 && got * 10 >= want * 9 && got <= want + tol)); then
 	ok "the open batch was stored: lastreadme's $got samples for $((cpu_ns / 1000000)) ms of CPU ($want +- $tol)"
 else
-	fail "the open batch: lastreadme's $got samples for $((${cpu_ns:-0} / 1000000)) ms of CPU (want $want +- $tol)"
+	fail "the open batch: lastreadme's $got samples for $((${cpu_ns:-0} / 1000000)) ms of CPU (want >= 90% of $want, at most +$tol)"
 fi
 "$PROFFS" check --store "$STORE" >"$WORK/check.out" 2>&1 && ok "proffs check: store sound" || { cat "$WORK/check.out"; fail "proffs check"; }
 finish
