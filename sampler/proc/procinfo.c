@@ -660,6 +660,8 @@ void procs__gc(struct procs *ps)
 		struct proc *p = ps->pids.vals[i];
 
 		if (ps->pids.keys[i] && p->exit_ns && now - p->exit_ns > ps->o.grace_ns) {
+			pr_debug("procs: pid %d forgotten %lld ms after its exit", (int)p->pid,
+				 (long long)((now - p->exit_ns) / 1000000));
 			/* deletion shifts entries into slot i: look at it again */
 			hmap__del(&ps->pids, ps->pids.keys[i]);
 			proc__free(ps, p);
