@@ -193,23 +193,24 @@ check_bounds() { # what profile.pb minute: time_nanos/duration_nanos are the min
 }
 for key in 53-19 53-99 07-19 07-99 53-def; do
 	mp=${MP[$key]} hz=${key#*-}
-	[[ $hz == def ]] && hz=19
+	lab="phase :${key%-*} ${hz}Hz"
+	[[ $hz == def ]] && hz=19 lab="phase :${key%-*} as shipped (19 Hz, no --pid)"
 	sel=$mp/cpu/pid=$WPID
 	for k in 0 1; do
 		m=$((N + 60 * k))
 		f=$WORK/$key-$k.pb
 		if ! cp "$sel/$(minute $m)/profile.pb" "$f" 2>/dev/null; then
-			fail "phase :$key: minute $(minute $m) missing"; continue
+			fail "$lab: minute $(minute $m) missing"; continue
 		fi
 		got=$(samples_of "$f")
-		if ((k == 0)); then check_count "phase :${key%-*} ${hz}Hz first minute" "$got" "$(cpu_of $m)" 10 "$hz"
+		if ((k == 0)); then check_count "$lab first minute" "$got" "$(cpu_of $m)" 10 "$hz"
 		else
-			check_count "phase :${key%-*} ${hz}Hz next minute" "$got" "$(cpu_of $m)" 60 "$hz"
+			check_count "$lab next minute" "$got" "$(cpu_of $m)" 60 "$hz"
 			awk -v g="$got" -v h="$hz" 'BEGIN { exit !(g <= 60 * h * 1.02) }' &&
-				ok "phase :${key%-*} ${hz}Hz: a complete minute holds <= 60 x Hz x 1.02" ||
-				fail "phase :${key%-*} ${hz}Hz: $got samples in one minute of one thread > 60 x $hz x 1.02"
+				ok "$lab: a complete minute holds <= 60 x Hz x 1.02" ||
+				fail "$lab: $got samples in one minute of one thread > 60 x $hz x 1.02"
 		fi
-		check_bounds "phase :${key%-*} ${hz}Hz" "$f" "$m"
+		check_bounds "$lab" "$f" "$m"
 	done
 	M2=$(minute $((N + 120)))
 	# The thread's last instants (it stops at second 0 and exits) may
@@ -219,8 +220,8 @@ for key in 53-19 53-99 07-19 07-99 53-def; do
 	else
 		got=$(cat "$mp/merged/cpu/pid=$WPID/$M2..$(minute $((N + 180)))/profile.pb" >"$WORK/m2.pb" && samples_of "$WORK/m2.pb")
 	fi
-	within "${got:-x}" 0 2 && ok "phase :${key%-*} ${hz}Hz: $M2 holds ${got} samples" ||
-		fail "phase :${key%-*} ${hz}Hz: $M2 holds '${got}' samples"
+	within "${got:-x}" 0 2 && ok "$lab: $M2 holds ${got} samples" ||
+		fail "$lab: $M2 holds '${got}' samples"
 done
 # ---- offcpu: the napper's off-CPU time lands in the minute it passed in ----
 offcpu_of() { "$PPROFCAT" totals "$1" | awk '$1 == "offcpu/nanoseconds" { printf "%.3f", $2 / 1e9 }'; }
