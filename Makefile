@@ -163,6 +163,20 @@ $(BUILD)/tests/truth_stripped: tests/helpers/truth.c
 		-DTRUTH_STRIPPED -Wall -Werror -o $@.full $< && \
 	  objcopy --only-keep-debug $@.full $@.debug && strip -o $@ $@.full && rm $@.full
 
+# Go workloads (tests/helpers/go), built by Debian's Go offline, its caches
+# under build/: stripped as release builds are (-s -w: no .symtab, no
+# DWARF) and not.
+GO_HELPERS := $(BUILD)/tests/gohot_stripped $(BUILD)/tests/gohot_full
+GOENV := GOFLAGS=-mod=mod GOCACHE=$(abspath $(BUILD))/gocache GOPATH=$(abspath $(BUILD))/gopath \
+	GOPROXY=off GOTOOLCHAIN=local GOTELEMETRY=off
+all: $(GO_HELPERS)
+$(BUILD)/tests/gohot_stripped: tests/helpers/go/gohot.go tests/helpers/go/go.mod
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(dir $@) && cd tests/helpers/go && $(GOENV) go build -ldflags='-s -w' -o $(abspath $@) .
+$(BUILD)/tests/gohot_full: tests/helpers/go/gohot.go tests/helpers/go/go.mod
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(dir $@) && cd tests/helpers/go && $(GOENV) go build -o $(abspath $@) .
+
 # Java workloads of sampler/java/'s tests: Known.class (for JDK 17 and
 # newer) and its JNI library, built like Debian's libraries (no frame
 # pointers); Unload.class with the template of its generations.
@@ -188,7 +202,7 @@ $(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
 	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/safefile.c sampler/proc/pidstat.c \
-	sampler/symbols/debugfile.c sampler/symbols/dwline.c \
+	sampler/symbols/debugfile.c sampler/symbols/dwline.c sampler/symbols/gopclntab.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sampler/symbols/elfsym.h"
+#include "sampler/symbols/gopclntab.h"
 #include "store/util/util.h"
 
 static void hex(const uint8_t *p, size_t n, char *out, size_t outsz)
@@ -195,6 +196,88 @@ static long read_syms(Elf *elf, Elf64_Word type, struct elf_sym **syms, size_t *
 	return added;
 }
 
+/* Go's names (gopclntab.h) gathered into a table like read_syms's. */
+struct go_syms {
+	struct elf_sym *syms;
+	char *strs;
+	size_t nsyms, cap, strs_len, scap;
+};
+
+static int go_sym(void *ctx, uint64_t entry, uint64_t end, const char *name, size_t n)
+{
+	struct go_syms *g = ctx;
+
+	if (g->nsyms >= ELFSYM_MAX_SYMS || g->strs_len + n + 1 > ELFSYM_MAX_STRS)
+		return -EFBIG;
+	if (g->nsyms == g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 1024;
+		struct elf_sym *ns = realloc(g->syms, nc * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		g->syms = ns;
+		g->cap = nc;
+	}
+	if (g->strs_len + n + 1 > g->scap) {
+		size_t nc = g->scap ? g->scap * 2 : 65536;
+		char *ns;
+
+		while (nc < g->strs_len + n + 1)
+			nc *= 2;
+		ns = realloc(g->strs, nc);
+		if (!ns)
+			return -ENOMEM;
+		g->strs = ns;
+		g->scap = nc;
+	}
+	memcpy(g->strs + g->strs_len, name, n);
+	g->strs[g->strs_len + n] = 0;
+	g->syms[g->nsyms++] = (struct elf_sym){ .addr = entry, .size = end - entry, .name = (uint32_t)g->strs_len };
+	g->strs_len += n + 1;
+	return 0;
+}
+
+/* A Go binary without .symtab: its functions from .gopclntab. Returns
+ * the count (0: not Go), or -errno (e->go_refused set for a table we do
+ * not read: the file keeps what it had). */
+static long read_go(Elf *elf, struct elf_info *e, struct go_syms *g)
+{
+	Elf_Scn *scn = NULL, *tab = NULL;
+	uint64_t text = 0;
+	size_t shstr, fsize = 0;
+	GElf_Shdr sh;
+	long n;
+
+	if (elf_getshdrstrndx(elf, &shstr))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(elf, shstr, sh.sh_name)))
+			continue;
+		if (!strcmp(nm, ".gopclntab") || !strcmp(nm, ".data.rel.ro.gopclntab"))
+			tab = scn;
+		else if (!strcmp(nm, ".text"))
+			text = sh.sh_addr;
+	}
+	if (!tab || !gelf_getshdr(tab, &sh) || sh.sh_type == SHT_NOBITS)
+		return 0;
+	elf_rawfile(elf, &fsize);
+	Elf_Data *d = sh.sh_offset <= fsize && sh.sh_size <= fsize - sh.sh_offset ? elf_getdata(tab, NULL) : NULL;
+
+	if (!d || !d->d_buf) {
+		e->go_refused = true;
+		return -EINVAL;
+	}
+	e->go_layout = gopclntab__layout(d->d_buf, d->d_size);
+	n = gopclntab__walk(d->d_buf, d->d_size, text, go_sym, g);
+	if (n < 0) {
+		e->go_layout = NULL;
+		e->go_refused = true;
+	}
+	return n;
+}
+
 static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
 {
 	struct elf_sym *syms = NULL;
@@ -212,6 +295,26 @@ static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
 		free(syms);
 		free(strs);
 		return n < 0 ? (int)n : -ENOENT;
+	}
+	/* No .symtab: a Go binary names itself (its .dynsym, if any, holds
+	 * only what cgo exports). A table we cannot read leaves it as is. */
+	if (!symtab && !require_symtab) {
+		struct go_syms g = { 0 };
+		long ng = read_go(elf, e, &g);
+
+		if (ng > 0) {
+			free(syms);
+			free(strs);
+			syms = g.syms;
+			strs = g.strs;
+			nsyms = g.nsyms;
+			strs_len = g.strs_len;
+			n = ng;
+			symtab = true; /* names as good as a .symtab's */
+		} else {
+			free(g.syms);
+			free(g.strs);
+		}
 	}
 	if (nsyms)
 		qsort_r(syms, nsyms, sizeof(*syms), sym_cmp, strs);

@@ -29,6 +29,12 @@ struct elf_info {
 	char *strs; /* all symbol names, NUL-separated */
 	size_t strs_len;
 	bool has_symtab; /* .symtab found (not just .dynsym) */
+	/* A Go binary named from its .gopclntab (no .symtab): the layout
+	 * read ("1.16", "1.18", "1.20"; static), else NULL. go_refused: it
+	 * has one we do not read, or a damaged one (its code stays
+	 * module+0x). */
+	const char *go_layout;
+	bool go_refused;
 	bool corrupt;    /* a symbol table lies outside the file: skipped */
 };
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sampler/symbols/gopclntab.h"
 #include "sampler/unwind/table.h"
 
 /* x86-64 DWARF register numbers. */
@@ -608,6 +609,67 @@ static int v8_gaps(struct build *b, Elf *e)
 	return 0;
 }
 
+/* Go code has no CFI: its own table of stack depths (gopclntab.h), the
+ * one Go's traceback unwinds with, gives each run of instructions its
+ * rule. At depth d (bytes below the entry sp): CFA = sp + d + 8, the
+ * return address just below it; once a frame is made (d > 0) the
+ * caller's rbp is saved under the return address (Go's amd64 prologue).
+ * The functions that start a stack (runtime.goexit under every
+ * goroutine, runtime.mstart and rt0_go under the system stacks) end the
+ * walk as Go's traceback ends there. */
+static int go_run(void *ctx, uint64_t lo, uint64_t hi, int32_t d, const char *name, size_t n)
+{
+	struct build *b = ctx;
+	struct unw_rule r = { .cfa = UNW_CFA_SP, .cfa_off = d + 8, .ra = UNW_RA_CFA, .ra_off = -8 };
+	long idx;
+
+	(void)hi;
+	if ((n == 14 && !memcmp(name, "runtime.goexit", 14)) || (n == 14 && !memcmp(name, "runtime.mstart", 14)) ||
+	    (n == 14 && !memcmp(name, "runtime.rt0_go", 14)))
+		r = (struct unw_rule){ .cfa = UNW_CFA_SP, .cfa_off = 8, .ra = UNW_RA_UNDEF };
+	else if (d > 0)
+		r.bp = UNW_BP_CFA, r.bp_off = -16;
+	if (b->cancel && __atomic_load_n(b->cancel, __ATOMIC_RELAXED))
+		return -ECANCELED;
+	idx = intern(b, &r);
+	if (idx < 0)
+		return -EFBIG;
+	return add_row(b, lo, idx);
+}
+
+static int from_go(struct build *b, Elf *e)
+{
+	Elf_Scn *scn = NULL, *tab = NULL;
+	uint64_t text = 0;
+	size_t shstr, fsize = 0;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	long n;
+
+	if (elf_getshdrstrndx(e, &shstr))
+		return -ENODATA;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(e, shstr, sh.sh_name)))
+			continue;
+		if (!strcmp(nm, ".gopclntab") || !strcmp(nm, ".data.rel.ro.gopclntab"))
+			tab = scn;
+		else if (!strcmp(nm, ".text"))
+			text = sh.sh_addr;
+	}
+	if (!tab || !gelf_getshdr(tab, &sh) || sh.sh_type == SHT_NOBITS)
+		return -ENODATA;
+	elf_rawfile(e, &fsize);
+	if (sh.sh_offset > fsize || sh.sh_size > fsize - sh.sh_offset || !(d = elf_getdata(tab, NULL)) || !d->d_buf)
+		return -ENODATA;
+	n = gopclntab__walk_sp(d->d_buf, d->d_size, text, go_run, b);
+	if (n < 0)
+		return n == -ECANCELED || n == -ENOMEM || n == -EFBIG ? (int)n : -ENODATA;
+	b->t->source = ".gopclntab";
+	return 0;
+}
+
 static int compile_elf(Elf *e, const char *debug_root, const int *cancel, struct unw_table **out)
 {
 	struct build *b = calloc(1, sizeof(*b));
@@ -649,6 +711,8 @@ static int compile_elf(Elf *e, const char *debug_root, const int *cancel, struct
 		b->t->source = ".eh_frame";
 	} else {
 		err = from_debug_frame(b, e);
+		if (err == -ENODATA)
+			err = from_go(b, e);
 		if (err == -ENODATA)
 			err = from_debug_file(b, e, debug_root);
 	}

@@ -1,0 +1,269 @@
+/*
+ * gopclntab.c - Go's function table read for names (gopclntab.h).
+ *
+ * The table (Go's runtime/symtab.go, pcHeader and functab) starts with a
+ * header: magic (4 bytes), two pad bytes, the instruction quantum, the
+ * pointer size, then pointer-sized words: nfunc, nfiles, [textStart from
+ * 1.18], and the offsets, from the table's start, of funcnametab, cutab,
+ * filetab, pctab and pclntab. pclntab begins with functab: nfunc + 1
+ * pairs (entry, offset of the function's _func record from pclntab's
+ * start); 1.18 on they are two uint32 (entry as an offset from
+ * textStart), before that two pointer-sized words. A _func record starts
+ * with the entry (uint32 offset from 1.18, a word before) and the name's
+ * offset in funcnametab (int32). The last pair's entry is the end of the
+ * module's text.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "sampler/symbols/gopclntab.h"
+
+#define MAGIC_116 0xfffffffau
+#define MAGIC_118 0xfffffff0u
+#define MAGIC_120 0xfffffff1u
+/* A name longer than this is a damaged table (Go's longest are a few
+ * hundred bytes: generic instantiations). */
+#define NAME_MAX_BYTES 4096
+
+static uint32_t u32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+const char *gopclntab__layout(const uint8_t *tab, size_t n)
+{
+	if (n < 8)
+		return NULL;
+	switch (u32(tab)) {
+	case MAGIC_116:
+		return "1.16";
+	case MAGIC_118:
+		return "1.18";
+	case MAGIC_120:
+		return "1.20";
+	default:
+		return NULL;
+	}
+}
+
+/* One function as the walk found it: its record (at tab + rec), entry,
+ * end and name. */
+struct gofunc {
+	size_t rec;
+	uint64_t entry, end;
+	const char *name;
+	size_t len;
+};
+typedef int (*walk_fn)(void *ctx, const struct gofunc *f);
+
+struct layout {
+	bool new_layout;
+	uint64_t pctab, pcln;
+};
+
+static long walk(const uint8_t *tab, size_t n, uint64_t text, walk_fn fn, void *ctx, struct layout *lo)
+{
+	uint32_t magic;
+	uint64_t nfunc, names, cu, filetab, pctab, pcln, hdr_text = 0;
+	size_t w, at, pair;
+	bool new_layout;
+
+	if (n < 8)
+		return -EINVAL;
+	magic = u32(tab);
+	if (magic != MAGIC_116 && magic != MAGIC_118 && magic != MAGIC_120)
+		return -EPROTONOSUPPORT;
+	/* x86-64 only: 8-byte words, 1-byte instruction quantum. */
+	if (tab[4] || tab[5] || tab[6] != 1 || tab[7] != 8)
+		return -EPROTONOSUPPORT;
+	new_layout = magic != MAGIC_116;
+	w = 8;
+	if (n < w + 8 * (new_layout ? 8 : 7))
+		return -EINVAL;
+	nfunc = u64(tab + w);
+	{
+		size_t o = w + (new_layout ? 24 : 16);
+
+		if (new_layout)
+			hdr_text = u64(tab + w + 16);
+		names = u64(tab + o);
+		cu = u64(tab + o + 8);
+		filetab = u64(tab + o + 16);
+		pctab = u64(tab + o + 24);
+		pcln = u64(tab + o + 32);
+	}
+	/* The parts follow each other in this order: names end where the
+	 * compilation units' table begins. */
+	if (!(names < cu && cu <= filetab && filetab <= pctab && pctab <= pcln && pcln < n))
+		return -EINVAL;
+	/* Go's linker writes textStart for a binary linked at a fixed
+	 * address; a position-independent one gets it by relocation (0 in
+	 * the file): the .text section's address is the same thing. */
+	if (!text)
+		text = hdr_text;
+	pair = new_layout ? 8 : 16;
+	if (names >= n || pcln >= n || nfunc == 0 || nfunc > (n - pcln) / pair - 1)
+		return -EINVAL;
+	uint64_t prev = 0;
+
+	for (uint64_t i = 0; i < nfunc; i++) {
+		const uint8_t *ft = tab + pcln + i * pair;
+		uint64_t entry, end, off, nameoff;
+		const char *name;
+		size_t len;
+		int32_t no;
+
+		if (new_layout) {
+			entry = text + u32(ft);
+			end = text + u32(ft + 8);
+			off = u32(ft + 4);
+		} else {
+			entry = u64(ft);
+			end = u64(ft + 16);
+			off = u64(ft + 8);
+		}
+		/* Entries ascend; the record lies in the table. */
+		if (end < entry || entry < prev)
+			return -EINVAL;
+		prev = entry;
+		at = pcln + off;
+		if (off >= n || at >= n || n - at < (new_layout ? 8 : 12))
+			return -EINVAL;
+		/* The record names the entry the pair did. */
+		if (new_layout ? text + u32(tab + at) != entry : u64(tab + at) != entry)
+			return -EINVAL;
+		memcpy(&no, tab + at + (new_layout ? 4 : 8), 4);
+		if (no < 0)
+			return -EINVAL;
+		nameoff = names + (uint64_t)no;
+		if (nameoff >= cu)
+			return -EINVAL;
+		name = (const char *)tab + nameoff;
+		len = strnlen(name, cu - nameoff < NAME_MAX_BYTES ? cu - nameoff : NAME_MAX_BYTES);
+		if (!len || nameoff + len >= cu || len == NAME_MAX_BYTES)
+			return -EINVAL;
+		/* A name is printable text (UTF-8 allowed): a control byte
+		 * says the offset is not a name's. */
+		for (size_t k = 0; k < len; k++)
+			if ((uint8_t)name[k] < 0x20 || name[k] == 0x7f)
+				return -EINVAL;
+		struct gofunc f = { at, entry, end, name, len };
+		int r;
+
+		lo->new_layout = new_layout;
+		lo->pctab = pctab;
+		lo->pcln = pcln;
+		r = fn(ctx, &f);
+		if (r)
+			return r;
+	}
+	return (long)nfunc;
+}
+
+struct names_ctx {
+	gopclntab_fn fn;
+	void *ctx;
+};
+
+static int names_one(void *ctx, const struct gofunc *f)
+{
+	struct names_ctx *c = ctx;
+
+	return c->fn(c->ctx, f->entry, f->end, f->name, f->len);
+}
+
+long gopclntab__walk(const uint8_t *tab, size_t n, uint64_t text, gopclntab_fn fn, void *ctx)
+{
+	struct names_ctx c = { fn, ctx };
+	struct layout lo;
+
+	return walk(tab, n, text, names_one, &c, &lo);
+}
+
+/* Go's varint (little-endian base 128) at *p below end; false past end or
+ * over 32 bits. */
+static bool varint(const uint8_t **p, const uint8_t *end, uint32_t *v)
+{
+	uint32_t r = 0;
+
+	for (int shift = 0; shift < 35; shift += 7) {
+		if (*p >= end)
+			return false;
+		uint8_t b = *(*p)++;
+
+		r |= (uint32_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = r;
+			return true;
+		}
+	}
+	return false;
+}
+
+struct sp_ctx {
+	const uint8_t *tab;
+	size_t n;
+	struct layout *lo;
+	gopclntab_sp_fn fn;
+	void *ctx;
+};
+
+/* Max steps of one function's table: a bound for a damaged one. */
+#define PCSP_MAX_STEPS 65536
+
+static int sp_one(void *ctx, const struct gofunc *f)
+{
+	struct sp_ctx *c = ctx;
+	const uint8_t *tab = c->tab, *p, *end = tab + c->n;
+	uint32_t off, ud, pd;
+	uint64_t pc = f->entry;
+	int32_t val = -1;
+	size_t at = f->rec + (c->lo->new_layout ? 16 : 20);
+
+	if (at + 4 > c->n)
+		return -EINVAL;
+	off = u32(tab + at);
+	if (!off) /* no table: an assembly stub without frame; depth 0 */
+		return c->fn(c->ctx, f->entry, f->end, 0, f->name, f->len);
+	if (c->lo->pctab + off >= c->lo->pcln)
+		return -EINVAL;
+	p = tab + c->lo->pctab + off;
+	for (int step = 0; step < PCSP_MAX_STEPS; step++) {
+		uint64_t lo = pc;
+		int r;
+
+		if (p >= end)
+			return -EINVAL;
+		if (*p == 0 && step)
+			return 0; /* the table's end */
+		if (!varint(&p, end, &ud) || !varint(&p, end, &pd))
+			return -EINVAL;
+		val += (int32_t)(-(ud & 1) ^ (ud >> 1));
+		pc += pd; /* x86-64: the quantum is 1 */
+		if (pc > f->end || val < 0)
+			return -EINVAL;
+		if (pc > lo && (r = c->fn(c->ctx, lo, pc, val, f->name, f->len)))
+			return r;
+	}
+	return -EINVAL;
+}
+
+long gopclntab__walk_sp(const uint8_t *tab, size_t n, uint64_t text, gopclntab_sp_fn fn, void *ctx)
+{
+	struct layout lo = { 0 };
+	struct sp_ctx c = { tab, n, &lo, fn, ctx };
+
+	return walk(tab, n, text, sp_one, &c, &lo);
+}

@@ -1,0 +1,52 @@
+/*
+ * gopclntab.h - function names from Go's own function table.
+ *
+ * Every Go binary carries .gopclntab: the table Go's runtime reads to
+ * print a panic's stack (names, files, lines, frame sizes). A release
+ * build (`go build -ldflags='-s -w'`) has no .symtab and no DWARF, so
+ * this table is the only place its functions are named. The reader here
+ * takes names and entry addresses; a table of a layout it does not know
+ * is refused, never read as another (a wrong name is worse than none).
+ *
+ * Layouts (the table's first word): Go 1.16-1.17 0xfffffffa, 1.18-1.19
+ * 0xfffffff0, 1.20 and later 0xfffffff1. Go 1.2-1.15 (0xfffffffb) is not
+ * read: refused as unknown.
+ */
+#ifndef PROFFS_GOPCLNTAB_H
+#define PROFFS_GOPCLNTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The Go versions a layout covers, for metrics ("1.16", "1.18", "1.20"),
+ * or NULL when the magic is not one we read. */
+const char *gopclntab__layout(const uint8_t *tab, size_t n);
+
+/* Called per function: its entry (link-time address), its end (the next
+ * function's entry, or the table's end of text) and its name (n bytes,
+ * not NUL-terminated; valid during the call). Return non-zero to stop. */
+typedef int (*gopclntab_fn)(void *ctx, uint64_t entry, uint64_t end, const char *name, size_t n);
+
+/*
+ * Walks the table tab (n bytes, the whole .gopclntab section) of a binary
+ * whose .text starts at text (link-time address; Go 1.18+ tables hold
+ * offsets from it). Every offset is checked against n. Returns the number
+ * of functions walked, or -errno: -EPROTONOSUPPORT for a layout not read
+ * here, -EINVAL for a table that contradicts itself (damaged, truncated),
+ * or the callback's non-zero value.
+ */
+long gopclntab__walk(const uint8_t *tab, size_t n, uint64_t text, gopclntab_fn fn, void *ctx);
+
+/* Called per run of instructions with one stack depth: [lo, hi) (link-
+ * time addresses) of function `name` (n bytes) have sp = the function's
+ * entry sp - sp_delta (bytes; 0 at the entry, where the return address is
+ * at sp). Return non-zero to stop. */
+typedef int (*gopclntab_sp_fn)(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, const char *name,
+			      size_t n);
+
+/* Walks every function's stack-depth table (its pcsp, the table Go's own
+ * traceback unwinds with), bounded like gopclntab__walk. Returns the
+ * number of functions, or -errno as gopclntab__walk. */
+long gopclntab__walk_sp(const uint8_t *tab, size_t n, uint64_t text, gopclntab_sp_fn fn, void *ctx);
+
+#endif

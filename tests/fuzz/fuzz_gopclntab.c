@@ -1,0 +1,41 @@
+/* fuzz_gopclntab: a Go binary's function table is whatever bytes a local
+ * user put in a file. gopclntab__walk never crashes or reads past them,
+ * and every name it hands on lies inside the table, is non-empty and has
+ * no control byte; a function never ends before it begins. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/symbols/gopclntab.h"
+
+struct span {
+	const uint8_t *lo, *hi;
+};
+
+static int check(void *ctx, uint64_t entry, uint64_t end, const char *name, size_t n)
+{
+	const struct span *s = ctx;
+
+	if (!n || (const uint8_t *)name < s->lo || (const uint8_t *)name + n > s->hi || end < entry)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if ((uint8_t)name[i] < 0x20)
+			abort();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* The table's own copy, so ASan sees a read one past it. */
+	uint8_t *t = malloc(size ? size : 1);
+	struct span s = { t, t + size };
+
+	if (!t)
+		return 0;
+	memcpy(t, data, size);
+	gopclntab__layout(t, size);
+	gopclntab__walk(t, size, 0x401000, check, &s);
+	gopclntab__walk(t, size, 0, check, &s);
+	free(t);
+	return 0;
+}
