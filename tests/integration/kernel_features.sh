@@ -55,14 +55,14 @@ n=$(fsum "$F"); p=$(fsum "$F" '\.py\)(;|$)')
 ((n >= 50 && p == 0)) && ok "python walk refused: $n samples of py_known.py, none with a Python frame" ||
 	fail "python walk refused: $n samples of py_known.py (want >= 50), $p with Python frames (want 0)"
 n=$(fsum "$MP/merged/cpu/pid=$TP/last-15m/folded.txt")
-((n >= 50)) && ok "cpu samples go on: truth has $n" || fail "truth has $n samples (want >= 50)"
+((n >= 10)) && ok "cpu samples go on: truth has $n" || fail "truth has $n samples (want >= 10 of its 6 s)"
 run_stop "$P1" "$MP" && ok "SIGTERM: exit 0 with the refused features"
 
 # --- the unwind tables refused: frame pointers ---
 PROFFS_REFUSE=unwind_tables run_start "$WORK/s2" "$MP" --batch-interval 2s
 P2=$RUN_PID
 refusal "$RUN_LOG" unwind_tables
-"$TESTS_BIN/truth" 12 & TP=$!; PIDS+=("$TP")
+"$TESTS_BIN/truth" 20 & TP=$!; PIDS+=("$TP")
 wait "$TP" || fail "truth failed"
 stored
 v=$(metric 'proffs_kernel_feature{feature="unwind_tables"}')
@@ -72,9 +72,9 @@ cp "$MP/merged/cpu/pid=$TP/last-15m/folded.txt" "$F" || fail "read truth's folde
 n=$(fsum "$F" ';iterate(Long|Short);iterate$'); l=$(fsum "$F" ';iterateLong;iterate$')
 w=$(fsum "$F" '^truth;(_start;__libc_start_main;)?(__libc_start_call_main;)?main;iterate(Long|Short);iterate$')
 share=$(pct "$l" "$n"); b=$(band 90.9 "$n")
-((n >= 150)) && within "$share" "$(awk -v b="$b" 'BEGIN { print 90.9 - b }')" "$(awk -v b="$b" 'BEGIN { print 90.9 + b }')" &&
+((n >= 80)) && within "$share" "$(awk -v b="$b" 'BEGIN { print 90.9 - b }')" "$(awk -v b="$b" 'BEGIN { print 90.9 + b }')" &&
 	ok "frame pointers: iterateLong $share% of $n samples (90.9 +- $b)" ||
-	fail "frame pointers: iterateLong $share% of $n samples (want >= 150, 90.9 +- $b)"
+	fail "frame pointers: iterateLong $share% of $n samples (want >= 80, 90.9 +- $b)"
 [[ $w == "$n" ]] && ok "frame pointers: all $n of truth's iterate samples whole from main" ||
 	{ fail "frame pointers: $w of $n iterate samples whole from main"; grep iterate "$F" | head -3; }
 run_stop "$P2" "$MP" && ok "SIGTERM: exit 0"
