@@ -296,9 +296,11 @@ static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)
 		free(strs);
 		return n < 0 ? (int)n : -ENOENT;
 	}
-	/* No .symtab: a Go binary names itself (its .dynsym, if any, holds
-	 * only what cgo exports). A table we cannot read leaves it as is. */
-	if (!symtab && !require_symtab) {
+	/* A Go binary names itself, as Go's own tracebacks and profiles do
+	 * (its .symtab, if any, says runtime.goexit.abi0 where Go says
+	 * runtime.goexit; its .dynsym holds only what cgo exports). A table
+	 * we cannot read leaves what the ELF tables gave. */
+	if (!require_symtab) {
 		struct go_syms g = { 0 };
 		long ng = read_go(elf, e, &g);
 

@@ -229,7 +229,7 @@ static int sp_one(void *ctx, const struct gofunc *f)
 	const uint8_t *tab = c->tab, *p, *end = tab + c->n;
 	uint32_t off, ud, pd;
 	uint64_t pc = f->entry;
-	int32_t val = -1;
+	int64_t val = -1;
 	size_t at = f->rec + (c->lo->new_layout ? 16 : 20);
 
 	if (at + 4 > c->n)
@@ -252,9 +252,12 @@ static int sp_one(void *ctx, const struct gofunc *f)
 			return -EINVAL;
 		val += (int32_t)(-(ud & 1) ^ (ud >> 1));
 		pc += pd; /* x86-64: the quantum is 1 */
-		if (pc > f->end || val < 0)
+		/* Below the entry sp is normal; above it only by what an
+		 * assembly stub pops (syscall.rawVforkSyscall pops its return
+		 * address): the caller decides what such a run means. */
+		if (pc > f->end || val < -4096 || val > INT32_MAX - 4096) /* (reflectcall's frames reach 1 GiB) */
 			return -EINVAL;
-		if (pc > lo && (r = c->fn(c->ctx, lo, pc, val, f->name, f->len)))
+		if (pc > lo && (r = c->fn(c->ctx, lo, pc, (int32_t)val, f->name, f->len)))
 			return r;
 	}
 	return -EINVAL;

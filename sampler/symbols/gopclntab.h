@@ -40,7 +40,8 @@ long gopclntab__walk(const uint8_t *tab, size_t n, uint64_t text, gopclntab_fn f
 /* Called per run of instructions with one stack depth: [lo, hi) (link-
  * time addresses) of function `name` (n bytes) have sp = the function's
  * entry sp - sp_delta (bytes; 0 at the entry, where the return address is
- * at sp). Return non-zero to stop. */
+ * at sp; negative where an assembly stub popped it). Return non-zero to
+ * stop. */
 typedef int (*gopclntab_sp_fn)(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_delta, const char *name,
 			      size_t n);
 

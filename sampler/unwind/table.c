@@ -627,8 +627,12 @@ static int go_run(void *ctx, uint64_t lo, uint64_t hi, int32_t d, const char *na
 	if ((n == 14 && !memcmp(name, "runtime.goexit", 14)) || (n == 14 && !memcmp(name, "runtime.mstart", 14)) ||
 	    (n == 14 && !memcmp(name, "runtime.rt0_go", 14)))
 		r = (struct unw_rule){ .cfa = UNW_CFA_SP, .cfa_off = 8, .ra = UNW_RA_UNDEF };
+	else if (d < 0) /* the return address popped: no way up from here */
+		r = (struct unw_rule){ .cfa = UNW_CFA_BAD, .ra = UNW_RA_BAD };
 	else if (d > 0)
 		r.bp = UNW_BP_CFA, r.bp_off = -16;
+	if (r.cfa == UNW_CFA_BAD)
+		b->t->unsupported++;
 	if (b->cancel && __atomic_load_n(b->cancel, __ATOMIC_RELAXED))
 		return -ECANCELED;
 	idx = intern(b, &r);

@@ -3,11 +3,10 @@
 # copy of its stack; when the ring has no room for the copy, the sample is
 # kept and its stack ends in [unwind: no table] (README). Two busy copies
 # of a program without frame pointers whose table is held back 4 s
-# (PROFFS_UNWIND_DELAY), sampled at 999 Hz: ~500 copies of ~4-8 KB per
-# 250 ms drain overflow the 1 MiB ring. Every sample still counts: the
-# program's count is its CPU time x 999 (within 3 standard errors, 2%
-# for the ticks at the edges), some stacks end in the marker, and the
-# rest (finished from their copies) are whole from main.
+# (PROFFS_UNWIND_DELAY), sampled at 999 Hz: ~500 copies of up to 28 KB
+# per 250 ms drain overflow the 4 MiB ring. Every sample is kept: none
+# counted lost, its stacks end in the marker, and the rest (finished
+# from their copies) are whole from main.
 # About 20 s.
 # timeout: 120
 source "$(dirname "$0")/sampler_lib.bash"
@@ -40,9 +39,12 @@ tol=$(awk -v e="$exp" 'BEGIN { t = 1.5 * sqrt(e); if (t < 0.02 * e) t = 0.02 * e
 log "burst: $n samples, CPU time says $exp; $nt end in [unwind: no table], $whole whole"
 ((nt > 0)) && ok "the ring overflowed: $nt samples kept with stacks ending in [unwind: no table]" ||
 	fail "no sample ends in [unwind: no table] ($n samples): the ring never overflowed"
-log "losses: $(awk '/^proffs_lost_samples_total/ && $2 != 0' "$MP/metrics" | tr '\n' ' ')"
-within "$n" "$((exp - tol))" "$((exp + tol))" && ok "every sample counted: $n for $exp expected (+- $tol)" ||
-	fail "burst: $n samples, want $exp +- $tol"
+# Kept, not dropped: nothing counted lost for a full ring, and the count
+# near the programs' CPU time x 999 (a tick-accurate count is not the
+# claim here: at 999 Hz on a busy host the timer itself misses ticks).
+lost=$(awk '/^proffs_lost_samples_total/ { s += $2 } END { print s + 0 }' "$MP/metrics")
+((lost == 0 && n * 10 >= exp * 9)) && ok "every sample kept: none lost, $n for $exp ticks of CPU time" ||
+	fail "burst: $lost samples lost, $n kept for $exp ticks of CPU time (want none lost, >= 90%)"
 ((whole + nt >= n * 95 / 100)) && ok "the others whole from _start: $whole" ||
 	{ fail "burst: $whole whole and $nt no-table of $n"; sort -t' ' -k2 -n "$F" | tail -4; }
 run_stop "$RUN_PID" "$MP"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# go_stripped: a Go program built as releases are (-ldflags='-s -w': no
+# symbol table, no DWARF, no .eh_frame) under the daemon as it ships.
+# tests/helpers/go/gohot.go runs heavy and light 10:1 and times each with
+# its thread's CPU clock. Its functions are named from Go's own table
+# (.gopclntab) and its stacks unwound with that table's stack depths:
+#  - heavy's share of heavy + light within 3 sigma (>= 3 pp) of the
+#    program's own figure;
+#  - no frame of it left as gohot_stripped+0x;
+#  - main.work's stacks whole as Go's traceback has them,
+#    runtime.goexit;runtime.main;main.main;main.heavy|light;main.work, in
+#    >= 95% of its samples (the rest: a tick inside the prologue of a
+#    call, or kernel frames of an interrupt);
+#  - the same program with its symbol table (gohot_full) gives the same.
+# About 30 s.
+# timeout: 180
+source "$(dirname "$0")/sampler_lib.bash"
+
+MP=$WORK/mp
+mkdir -p "$MP"
+run_start "$WORK/s" "$MP" --batch-interval 2s
+for b in gohot_stripped gohot_full; do
+	"$TESTS_BIN/$b" 12 >"$WORK/$b.out" & P=$!; PIDS+=("$P")
+	wait "$P" || fail "$b failed"
+	stored
+	F=$WORK/$b.folded
+	cp "$MP/merged/cpu/pid=$P/last-15m/folded.txt" "$F" || { fail "read $b's folded.txt"; continue; }
+	want=$(sed -n 's/^heavy=\([0-9.]*\) .*/\1/p' "$WORK/$b.out")
+	h=$(fsum "$F" ';main\.heavy(;|$)'); l=$(fsum "$F" ';main\.light(;|$)')
+	n=$((h + l)); share=$(pct "$h" "$n"); bd=$(band "${want:-0}" "$n")
+	((n >= 100)) && within "$share" "$(awk -v w="$want" -v b="$bd" 'BEGIN { print w - b }')" "$(awk -v w="$want" -v b="$bd" 'BEGIN { print w + b }')" &&
+		ok "$b: main.heavy $share% of heavy + light's $n samples (the program: $want% +- $bd)" ||
+		fail "$b: main.heavy $share% of $n samples (want >= 100, the program's $want +- $bd)"
+	un=$(fsum "$F" "$b[+]0x")
+	((un == 0)) && ok "$b: no frame left unnamed" || { fail "$b: $un samples with $b+0x frames"; grep "$b+0x" "$F" | head -3; }
+	w=$(fsum "$F" ';main\.work(;|$)')
+	whole=$(fsum "$F" "^$b;runtime\\.goexit;runtime\\.main;main\\.main;main\\.(heavy|light);main\\.work(;[^;]*_\\[k\\])*\$")
+	((w >= 100)) && within "$(pct "$whole" "$w")" 95 100 &&
+		ok "$b: main.work whole from runtime.goexit in $(pct "$whole" "$w")% of its $w samples" ||
+		{ fail "$b: main.work whole in $whole of $w samples (want >= 95%)"; grep 'main\.work' "$F" | grep -v "^$b;runtime.goexit;runtime.main;main.main" | head -3; }
+done
+v=$(metric 'proffs_kernel_feature{feature="unwind_tables"}')
+run_stop "$RUN_PID" "$MP"
+finish
