@@ -16,6 +16,7 @@
 
 #include "store/util/hmap.h"
 #include "sampler/proc/safefile.h"
+#include "sampler/proc/busguard.h"
 #include "sampler/symbols/debugfile.h"
 #include "sampler/symbols/dwline.h"
 #include "sampler/symbols/kallsyms.h"
@@ -440,6 +441,28 @@ static void report_read(struct symbolizer *s, const struct job *j, const struct 
 
 /* Loads the symbols of j->d. Returns the symtab for it or NULL; with
  * s->lock held on return. */
+/* elfsym__read of a file a user controls, its SIGBUS (the file
+ * truncated, its FUSE server gone) an -EIO (sampler/proc/busguard.h). */
+struct elf_read_ctx {
+	int fd;
+	bool syms;
+	struct elf_info *e;
+};
+
+static int elf_read_now(void *p)
+{
+	struct elf_read_ctx *c = p;
+
+	return elfsym__read(c->fd, c->syms, c->e);
+}
+
+static int elf_read(int fd, bool syms, struct elf_info *e)
+{
+	struct elf_read_ctx c = { fd, syms, e };
+
+	return busguard__run(elf_read_now, &c);
+}
+
 static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 {
 	struct elf_info hdr;
@@ -464,7 +487,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	if (fstat(fd, &st))
 		memset(&st, 0, sizeof(st));
 	/* Headers first: a known build id means the symbols are cached. */
-	err = elfsym__read(fd, false, &hdr);
+	err = elf_read(fd, false, &hdr);
 	if (err) {
 		if (err != -ENOMEM)
 			safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
@@ -485,7 +508,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		goto out;
-	err = elfsym__read(fd, true, &t->elf);
+	err = elf_read(fd, true, &t->elf);
 	if (err) {
 		if (err == -EFBIG)
 			safefile__refuse(SF_R_TOO_BIG, j->path, st.st_dev, st.st_ino);

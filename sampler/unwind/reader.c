@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sampler/proc/busguard.h"
 #include "sampler/unwind/reader.h"
 #include "store/util/util.h"
 
@@ -19,6 +20,7 @@ struct job {
 	int refs;      /* 2 while both hold it */
 	bool done;
 	int cancel;    /* the compile gives up when set */
+	int fd;        /* the file, while it is compiled */
 	struct unw_read r;
 	struct unw_read_result res;
 };
@@ -47,6 +49,13 @@ static void job_put(struct job *j)
 	free(j);
 }
 
+static int compile_now(void *p)
+{
+	struct job *j = p;
+
+	return unw_table__compile(j->fd, j->r.debug_root, &j->cancel, &j->res.t);
+}
+
 static void read_now(struct job *j)
 {
 	struct stat st;
@@ -61,8 +70,13 @@ static void read_now(struct job *j)
 	}
 	if (j->r.big_bytes && !fstat(fd, &st) && (uint64_t)st.st_size > j->r.big_bytes)
 		j->res.big = true;
-	else
-		j->res.err = unw_table__compile(fd, j->r.debug_root, &j->cancel, &j->res.t);
+	else {
+		/* A SIGBUS of the file's mapping ends the read, not the daemon. */
+		j->fd = fd;
+		j->res.err = busguard__run(compile_now, j);
+		if (j->res.err)
+			j->res.t = NULL; /* half built: leaked, never freed */
+	}
 	close(fd);
 }
 

@@ -9,6 +9,8 @@
 #  - another new program started meanwhile still gets its table: its
 #    stacks whole from main (>= 90% of its iterate samples, as
 #    sampler_unwind judges truth_nofp);
+#  - hangfs killed while reads of its file still hang (mapped reads then
+#    fault with SIGBUS): the daemon lives on and samples;
 #  - SIGTERM ends the daemon within 2 s (SPEC), exit 0, no mount left.
 # About 25 s.
 # timeout: 180
@@ -46,8 +48,19 @@ w=$(fsum "$F" '^other;_start;__libc_start_main;__libc_start_call_main;main;itera
 ((n >= 20)) && within "$(pct "$w" "$n")" 90 100 &&
 	ok "the other program's table was built meanwhile: $w of $n iterate samples whole from main" ||
 	{ fail "the other program: $w of $n iterate samples whole from main (want >= 20 samples, >= 90%)"; head -3 "$F"; }
+# The server dies while the daemon's readers still wait on its file:
+# their mapped reads fault (SIGBUS), which must end those reads, not the
+# daemon.
+kill "$PP" 2>/dev/null
+kill -KILL "$HPID"; wait "$HPID" 2>/dev/null
+sleep 2
+kill -0 "$RUN_PID" 2>/dev/null && ok "the hung file's server killed: the daemon lives on" ||
+	fail "the daemon died when the hung file's server did: $(tail -3 "$RUN_LOG")"
+fusermount3 -u -z "$HF" 2>/dev/null
+"$TESTS_BIN/truth_nofp" 2 & TP=$!; PIDS+=("$TP"); wait "$TP"
+stored
+(($(fsum "$MP/merged/cpu/pid=$TP/last-15m/folded.txt") > 0)) && ok "and samples after it" || fail "no samples after the server died"
 run_stop "$RUN_PID" "$MP" && within "$RUN_STOP_S" 0 2 &&
 	ok "SIGTERM while a read hangs: exit 0 in $RUN_STOP_S s (<= 2 s)" ||
 	fail "SIGTERM while a read hangs: $RUN_STOP_S s (want <= 2 s, exit 0)"
-kill "$PP" 2>/dev/null
 finish
