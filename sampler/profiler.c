@@ -659,6 +659,7 @@ void profiler__runtime_metrics(struct profiler *pr, struct buf *out)
 {
 	runtimes__metrics(pr->rts, out);
 	sampler__cost_metrics(pr->s, out);
+	symbolizer__go_metrics(pr->sym, out);
 }
 
 void profiler__stats(struct profiler *pr, struct profiler_stats *st)

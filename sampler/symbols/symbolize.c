@@ -18,6 +18,7 @@
 #include "sampler/proc/safefile.h"
 #include "sampler/proc/busguard.h"
 #include "sampler/symbols/debugfile.h"
+#include "store/util/prom.h"
 #include "sampler/symbols/dwline.h"
 #include "sampler/symbols/kallsyms.h"
 #include "sampler/python/pyproc.h"
@@ -116,6 +117,9 @@ struct symbolizer {
 	char changed[CHANGED_MAX][129]; /* symbolizer__symbols_changed's queue */
 	size_t nchanged;
 	uint64_t nsymbols, nsymtabs, loads, abandoned, perfmap_reads;
+	/* Go binaries named from .gopclntab, by layout (1.16, 1.18, 1.20),
+	 * and those whose table we do not read (unknown layout, damaged). */
+	uint64_t go_read[3], go_refused;
 	uint64_t perfmap_bytes, tab_bytes, evicted;
 };
 
@@ -520,6 +524,19 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	}
 	if (t->elf.corrupt)
 		safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
+	if (t->elf.go_layout || t->elf.go_refused) {
+		const char *gl = t->elf.go_layout;
+		int k = !gl ? -1 : !strcmp(gl, "1.16") ? 0 : !strcmp(gl, "1.18") ? 1 : 2;
+
+		pthread_mutex_lock(&s->lock);
+		if (k < 0)
+			s->go_refused++;
+		else
+			s->go_read[k]++;
+		pthread_mutex_unlock(&s->lock);
+		if (k < 0)
+			pr_debug("symbolize: %s: a Go function table we do not read; its frames stay unnamed", j->path);
+	}
 	{
 		bool own = t->elf.has_symtab;
 		int debug = load_debug(s, t, &dw_bytes);
@@ -1135,4 +1152,22 @@ void symbolizer__perfmap_free(struct symbolizer *s, struct perfmap *m)
 		pthread_mutex_unlock(&s->lock);
 	}
 	perfmap__free(m);
+}
+
+void symbolizer__go_metrics(struct symbolizer *s, struct buf *out)
+{
+	static const char *const layouts[3] = { "1.16", "1.18", "1.20" };
+	uint64_t r[3], bad;
+
+	pthread_mutex_lock(&s->lock);
+	memcpy(r, s->go_read, sizeof(r));
+	bad = s->go_refused;
+	pthread_mutex_unlock(&s->lock);
+	prom__family(out, "proffs_go_binaries_total", PROM_COUNTER,
+		     "Go binaries whose functions were named from their own table (.gopclntab), by the "
+		     "table's layout (the first Go version that writes it); unknown: a layout not read, or a "
+		     "damaged table (their frames stay module+0x).");
+	for (int k = 0; k < 3; k++)
+		prom__u64_by(out, "proffs_go_binaries_total", "layout", layouts[k], r[k]);
+	prom__u64_by(out, "proffs_go_binaries_total", "layout", "unknown", bad);
 }

@@ -200,4 +200,9 @@ void symbolizer__perfmap_free(struct symbolizer *s, struct perfmap *m);
  * whole path): NULL with errno set when absent or refused. */
 struct perfmap *perfmap__load(pid_t pid);
 
+struct buf;
+/* Appends the proffs_go_binaries_total family (Go binaries named from
+ * their own function table, by layout). Any thread. */
+void symbolizer__go_metrics(struct symbolizer *s, struct buf *out);
+
 #endif

@@ -11,7 +11,9 @@
 #    runtime.goexit;runtime.main;main.main;main.heavy|light;main.work, in
 #    >= 95% of its samples (the rest: a tick inside the prologue of a
 #    call, or kernel frames of an interrupt);
-#  - the same program with its symbol table (gohot_full) gives the same.
+#  - the same program with its symbol table (gohot_full) gives the same,
+#    with Go's own names (runtime.goexit, not the symbol table's .abi0);
+#  - /prof/metrics counts both as read from a Go 1.18 layout.
 # About 30 s.
 # timeout: 180
 source "$(dirname "$0")/sampler_lib.bash"
@@ -39,6 +41,7 @@ for b in gohot_stripped gohot_full; do
 		ok "$b: main.work whole from runtime.goexit in $(pct "$whole" "$w")% of its $w samples" ||
 		{ fail "$b: main.work whole in $whole of $w samples (want >= 95%)"; grep 'main\.work' "$F" | grep -v "^$b;runtime.goexit;runtime.main;main.main" | head -3; }
 done
-v=$(metric 'proffs_kernel_feature{feature="unwind_tables"}')
+v=$(metric 'proffs_go_binaries_total{layout="1.18"}')
+((v >= 2)) && ok "metrics: $v Go binaries named from a 1.18-layout table" || fail "metrics: proffs_go_binaries_total{layout=\"1.18\"} is '$v', want >= 2"
 run_stop "$RUN_PID" "$MP"
 finish
