@@ -922,6 +922,8 @@ int cmd_run(int argc, char **argv)
 			pusho.settle_s = atoll(e);
 		if ((e = getenv("PROFFS_PUSH_BACKOFF_MAX_S")))
 			pusho.backoff_max_s = atoll(e);
+		if ((e = getenv("PROFFS_PUSH_MAX_AGE_S")))
+			pusho.max_age_s = atoll(e);
 		struct pusher *pp = NULL;
 
 		err = pusher__start(&pp, r.store, &pusho);

@@ -21,7 +21,8 @@
 #  - /prof/metrics: two JVMs walked, steps and frames counted;
 #  - a second daemon, at the default rate with --offcpu, started after a
 #    Temurin 25 Known that has run and compiled for a second: the known
-#    answer again at 19 Hz over 25 s (>= 400 samples); its stacks whole;
+#    answer again at 19 Hz over 48 s (>= 850 samples: 3 sigma <= 3 pp);
+#    its stacks whole;
 #    the off-CPU blocks of its k-parker thread (LockSupport.parkNanos)
 #    under Known.parker and the JDK's Java frames down to Unsafe_Park
 #    and the futex wait, adding up to the thread's life under the daemon;
@@ -184,9 +185,11 @@ run_stop "$RUN_PID" "$MP"
 # comes from a running JVM's tables, not from its start. k-hot spins
 # PRE_MS under it; the JVM's own figure is the difference of its totals
 # around that time. Then the JVM exits and the daemon goes on.
-PRE_MS=25000
+PRE_MS=48000
 PRE_HZ=19 # the default rate (proffs run --help)
-PRE_MIN_N=400 # ~19 a second for 25 s: a 3-sigma band of 4.2 pp at 91%
+# ~19 a second for 48 s: >= 850 samples make 3 sigma of a 91% share at
+# most 3 pp (9 x 0.91 x 0.09 / 0.03^2 = 819), as the issue asks.
+PRE_MIN_N=850
 mkfifo "$WORK/pre.in"
 "${JDKS[1]}/bin/java" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Known::heavy \
 	-XX:CompileCommand=dontinline,Known::light -cp "$JDIR" Known "$JDIR/libknownjni.so" \
