@@ -32,7 +32,9 @@
 #    keeps its native frames only, counted as unsupported_version; run
 #    with --perf-basic-prof, its JS frames are the perf map's, ending in
 #    _[j] (heavy's in >= 50% of its samples: the main thread and the
-#    worker each spend ~80% in it).
+#    worker each spend ~80% in it);
+#  - the daemon as it ships (19 Hz) over 50 s of node 20: each thread's
+#    share as above, on >= 850 samples (3 sigma <= 3 pp).
 # alone: yes (shares are judged on samples: four busy threads on two CPUs,
 # and beside three other tests a hot thread got ~430 samples in 24 s)
 source "$(dirname "$0")/sampler_lib.bash"
@@ -218,5 +220,28 @@ n=$(fsum "$F"); j=$(fsum "$F" '\.js\)(;|$)')
 	fail "V8 11.3 withheld: $n samples, $j with JS frames (want none), Builtins_JSEntry in $(grep -c 'Builtins_JSEntry' "$F") stacks"
 u=$(metric 'proffs_js_processes_total{state="unsupported_version"}')
 ((${u:-0} >= 1)) && ok "metrics: node 20 counted as unsupported_version ($u)" || fail "metrics: unsupported_version is ${u:-missing}"
+run_stop "$RUN_PID" "$MP"
+
+# --- the daemon as it ships (19 Hz), node 20 for 50 s ---
+# ~19 a second on each busy thread: >= 850 samples of heavy + light make
+# 3 sigma of a ~91% share at most 3 pp (9 x 0.91 x 0.09 / 0.03^2 = 819).
+run_start "$WORK/store-def" "$MP"
+node_run 0 50 "$WORK/node-def.out"; DP=$NODE_PID
+wait "$DP" || fail "known.js under node 20 (default rate) failed: $(tail -3 "$WORK/node-def.out")"
+stored
+F=$WORK/node-def.folded
+cp "$MP/merged/cpu/pid=$DP/$R/folded.txt" "$F" || fail "read the default-rate run's folded.txt"
+for th in main worker; do
+	if [[ $th == main ]]; then root='^node;_start;'; tag=''; else root='^node;__GI___clone3;start_thread;'; tag='worker-'; fi
+	hn=$(awk -v k="${tag}heavy" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node-def.out")
+	ln=$(awk -v k="${tag}light" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node-def.out")
+	want=$(awk -v h="${hn:-0}" -v l="${ln:-0}" 'BEGIN { if (h + l) printf "%.1f", 100 * h / (h + l) }')
+	h=$(fsum "$F" "$root(.*;)?outer $K;heavy $K(;|\$)")
+	l=$(fsum "$F" "$root(.*;)?outer $K;light $K(;|\$)")
+	got=$(pct "$h" $((h + l))); tol=$(band "${want:-0}" $((h + l)))
+	((h + l >= 850)) && within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
+		ok "node20 at 19 Hz, $th thread: heavy is $got% of heavy + light's $((h + l)) samples (the program: $want% +- $tol pp)" ||
+		fail "node20 at 19 Hz, $th thread: heavy is $got% of $((h + l)) samples, the program says ${want:-nothing}% (+- $tol pp, >= 850 samples)"
+done
 run_stop "$RUN_PID" "$MP"
 finish
