@@ -242,40 +242,20 @@ static int go_sym(void *ctx, uint64_t entry, uint64_t end, const char *name, siz
  * not read: the file keeps what it had). */
 static long read_go(Elf *elf, struct elf_info *e, struct go_syms *g)
 {
-	Elf_Scn *scn = NULL, *tab = NULL;
-	uint64_t text = 0;
-	size_t shstr, fsize = 0;
-	GElf_Shdr sh;
-	long n;
+	const uint8_t *tab;
+	uint64_t text;
+	size_t n;
+	long r;
 
-	if (elf_getshdrstrndx(elf, &shstr))
+	if (gopclntab__section(elf, &tab, &n, &text))
 		return 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *nm;
-
-		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(elf, shstr, sh.sh_name)))
-			continue;
-		if (!strcmp(nm, ".gopclntab") || !strcmp(nm, ".data.rel.ro.gopclntab"))
-			tab = scn;
-		else if (!strcmp(nm, ".text"))
-			text = sh.sh_addr;
-	}
-	if (!tab || !gelf_getshdr(tab, &sh) || sh.sh_type == SHT_NOBITS)
-		return 0;
-	elf_rawfile(elf, &fsize);
-	Elf_Data *d = sh.sh_offset <= fsize && sh.sh_size <= fsize - sh.sh_offset ? elf_getdata(tab, NULL) : NULL;
-
-	if (!d || !d->d_buf) {
-		e->go_refused = true;
-		return -EINVAL;
-	}
-	e->go_layout = gopclntab__layout(d->d_buf, d->d_size);
-	n = gopclntab__walk(d->d_buf, d->d_size, text, go_sym, g);
-	if (n < 0) {
+	e->go_layout = gopclntab__layout(tab, n);
+	r = gopclntab__walk(tab, n, text, go_sym, g);
+	if (r < 0) {
 		e->go_layout = NULL;
 		e->go_refused = true;
 	}
-	return n;
+	return r;
 }
 
 static int load_syms(Elf *elf, struct elf_info *e, bool require_symtab)

@@ -14,6 +14,8 @@
  * module's text.
  */
 #include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -40,6 +42,38 @@ static uint64_t u64(const uint8_t *p)
 
 	memcpy(&v, p, 8);
 	return v;
+}
+
+int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text)
+{
+	Elf_Scn *scn = NULL, *found = NULL;
+	size_t shstr, fsize = 0;
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	*text = 0;
+	if (elf_getshdrstrndx(elf, &shstr))
+		return -ENODATA;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(elf, shstr, sh.sh_name)))
+			continue;
+		/* (a position-independent build puts it in .data.rel.ro) */
+		if (!strcmp(nm, ".gopclntab") || !strcmp(nm, ".data.rel.ro.gopclntab"))
+			found = scn;
+		else if (!strcmp(nm, ".text"))
+			*text = sh.sh_addr;
+	}
+	if (!found || !gelf_getshdr(found, &sh) || sh.sh_type == SHT_NOBITS)
+		return -ENODATA;
+	elf_rawfile(elf, &fsize);
+	if (sh.sh_offset > fsize || sh.sh_size > fsize - sh.sh_offset || !(d = elf_getdata(found, NULL)) ||
+	    !d->d_buf)
+		return -ENODATA;
+	*tab = d->d_buf;
+	*n = d->d_size;
+	return 0;
 }
 
 const char *gopclntab__layout(const uint8_t *tab, size_t n)

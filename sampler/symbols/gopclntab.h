@@ -18,6 +18,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+typedef struct Elf Elf;
+
+/* The .gopclntab section of the ELF file elf (its bytes, as libelf holds
+ * them, valid while elf is) and the link-time address of its .text.
+ * Returns 0, or -ENODATA when the file has none (not Go, or a section
+ * the file cannot hold). */
+int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text);
+
 /* The Go versions a layout covers, for metrics ("1.16", "1.18", "1.20"),
  * or NULL when the magic is not one we read. */
 const char *gopclntab__layout(const uint8_t *tab, size_t n);

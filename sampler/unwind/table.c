@@ -643,33 +643,16 @@ static int go_run(void *ctx, uint64_t lo, uint64_t hi, int32_t d, const char *na
 
 static int from_go(struct build *b, Elf *e)
 {
-	Elf_Scn *scn = NULL, *tab = NULL;
-	uint64_t text = 0;
-	size_t shstr, fsize = 0;
-	GElf_Shdr sh;
-	Elf_Data *d;
-	long n;
+	const uint8_t *tab;
+	uint64_t text;
+	size_t n;
+	long r;
 
-	if (elf_getshdrstrndx(e, &shstr))
+	if (gopclntab__section(e, &tab, &n, &text))
 		return -ENODATA;
-	while ((scn = elf_nextscn(e, scn))) {
-		const char *nm;
-
-		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(e, shstr, sh.sh_name)))
-			continue;
-		if (!strcmp(nm, ".gopclntab") || !strcmp(nm, ".data.rel.ro.gopclntab"))
-			tab = scn;
-		else if (!strcmp(nm, ".text"))
-			text = sh.sh_addr;
-	}
-	if (!tab || !gelf_getshdr(tab, &sh) || sh.sh_type == SHT_NOBITS)
-		return -ENODATA;
-	elf_rawfile(e, &fsize);
-	if (sh.sh_offset > fsize || sh.sh_size > fsize - sh.sh_offset || !(d = elf_getdata(tab, NULL)) || !d->d_buf)
-		return -ENODATA;
-	n = gopclntab__walk_sp(d->d_buf, d->d_size, text, go_run, b);
-	if (n < 0)
-		return n == -ECANCELED || n == -ENOMEM || n == -EFBIG ? (int)n : -ENODATA;
+	r = gopclntab__walk_sp(tab, n, text, go_run, b);
+	if (r < 0)
+		return r == -ECANCELED || r == -ENOMEM || r == -EFBIG ? (int)r : -ENODATA;
 	b->t->source = ".gopclntab";
 	return 0;
 }
