@@ -73,7 +73,12 @@ mnt_start() {
 	for i in $(seq 100); do
 		# a mount that answers (a stale one from a killed daemon fails
 		# statfs with ENOTCONN; mount ids are reused, so not those)
-		if is_mounted "$mp" fuse.proffs && stat -f "$mp" >/dev/null 2>&1; then return 0; fi
+		# ... and once the daemon said so: it stats its own mountpoint
+		# first (to know its connection), and while that stat is in
+		# flight the mount is busy (fusermount3 -u: EBUSY, seen once
+		# under the sanitizers, whose daemon answers slowly).
+		if is_mounted "$mp" fuse.proffs && stat -f "$mp" >/dev/null 2>&1 &&
+			grep -q "mounted at" "$MNT_LOG"; then return 0; fi
 		kill -0 "$MNT_PID" 2>/dev/null || { cat "$MNT_LOG"; die "proffs mount exited early"; }
 		sleep 0.05
 	done
