@@ -13,6 +13,9 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 MP=$WORK/mp
 mkdir -p "$MP"
+# jitmap under a name of its own: sampler_run selects comm=jitmap on the
+# whole host beside this test.
+cp "$TESTS_BIN/jitmap" "$WORK/jitcaps"
 run_start "$WORK/s" "$MP" --batch-interval 2s
 too0=$(metric 'proffs_files_refused_total{reason="too_big"}')
 
@@ -21,7 +24,7 @@ too0=$(metric 'proffs_files_refused_total{reason="too_big"}')
 declare -A JP
 jit() {
 	local name=$1 mb=$2 pid addr size map
-	JITMAP_PRINT=1 "$TESTS_BIN/jitmap" 8 >"$WORK/jit-$name.out" & pid=$!; PIDS+=("$pid")
+	JITMAP_PRINT=1 "$WORK/jitcaps" 8 >"$WORK/jit-$name.out" & pid=$!; PIDS+=("$pid")
 	for i in $(seq 100); do [[ -s $WORK/jit-$name.out ]] && break; sleep 0.02; done
 	read -r addr size <"$WORK/jit-$name.out"
 	map=/tmp/perf-$pid.map; PERFMAPS+=("$pid")

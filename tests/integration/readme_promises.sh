@@ -16,6 +16,9 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 MP=$WORK/mp
 mkdir -p "$MP"
+# jitmap under a name of its own: sampler_run selects comm=jitmap on the
+# whole host beside this test.
+cp "$TESTS_BIN/jitmap" "$WORK/jitpromise"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 PROFFS_DEBUG=1 run_start "$WORK/s" "$MP" --offcpu --batch-interval 2s
 D=$RUN_PID
@@ -38,7 +41,7 @@ names=$(cat /proc/$D/task/*/comm 2>/dev/null | sort -u | tr '\n' ' ')
 refused() {
 	local why=$1 owner=$2 mode=$3 len=$4 r0 r1 pid addr size map name F
 	r0=$(metric "proffs_files_refused_total{reason=\"$why\"}")
-	JITMAP_PRINT=1 "${NOBODY[@]}" "$TESTS_BIN/jitmap" 6 >"$WORK/jit-$why.out" & pid=$!; PIDS+=("$pid")
+	JITMAP_PRINT=1 "${NOBODY[@]}" "$WORK/jitpromise" 6 >"$WORK/jit-$why.out" & pid=$!; PIDS+=("$pid")
 	for i in $(seq 100); do [[ -s $WORK/jit-$why.out ]] && break; sleep 0.02; done
 	read -r addr size <"$WORK/jit-$why.out"
 	map=/tmp/perf-$pid.map; PERFMAPS+=("$pid")
