@@ -19,6 +19,7 @@ mkdir -p "$MP"
 # jitmap under a name of its own: sampler_run selects comm=jitmap on the
 # whole host beside this test.
 cp "$TESTS_BIN/jitmap" "$WORK/jitpromise"
+chmod 711 "$WORK"; chmod 755 "$WORK/jitpromise" # nobody runs it
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 PROFFS_DEBUG=1 run_start "$WORK/s" "$MP" --offcpu --batch-interval 2s
 D=$RUN_PID

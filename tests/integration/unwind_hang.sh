@@ -57,7 +57,7 @@ sleep 2
 kill -0 "$RUN_PID" 2>/dev/null && ok "the hung file's server killed: the daemon lives on" ||
 	fail "the daemon died when the hung file's server did: $(tail -3 "$RUN_LOG")"
 fusermount3 -u -z "$HF" 2>/dev/null
-"$TESTS_BIN/truth_nofp" 2 & TP=$!; PIDS+=("$TP"); wait "$TP"
+cp "$TESTS_BIN/truth_nofp" "$WORK/after"; "$WORK/after" 2 & TP=$!; PIDS+=("$TP"); wait "$TP"
 stored
 (($(fsum "$MP/merged/cpu/pid=$TP/last-15m/folded.txt") > 0)) && ok "and samples after it" || fail "no samples after the server died"
 run_stop "$RUN_PID" "$MP" && within "$RUN_STOP_S" 0 2 &&
