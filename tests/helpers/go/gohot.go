@@ -4,6 +4,10 @@
 // compare with a profile. Built stripped (-ldflags='-s -w') by the tests,
 // so only Go's own function table (.gopclntab) can name its functions.
 //
+// With GOHOT_PROF=FILE it also writes Go's own CPU profile of the run
+// (runtime/pprof, 100 Hz) to FILE: the truth a profile of it is judged
+// against.
+//
 // usage: gohot SECONDS
 package main
 
@@ -11,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -43,6 +48,16 @@ func threadCPU() int64 {
 
 func main() {
 	secs, _ := strconv.ParseFloat(os.Args[1], 64)
+	if p := os.Getenv("GOHOT_PROF"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			panic(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			panic(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	runtime.LockOSThread()
 	var h, l int64
 	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
