@@ -4,11 +4,11 @@
 #ifndef PROFFS_CMD_H
 #define PROFFS_CMD_H
 
-int cmd_import(int argc, char **argv); /* store/cmd_import.c */
-int cmd_check(int argc, char **argv);  /* store/cmd_check.c */
+int cmd_import(int argc, char **argv); /* store/cmd/cmd_import.c */
+int cmd_check(int argc, char **argv);  /* store/cmd/cmd_check.c */
 int cmd_copy(int argc, char **argv);   /* store/cmd/cmd_copy.c */
-int cmd_cat(int argc, char **argv);    /* fs/cmd_cat.c */
-int cmd_mount(int argc, char **argv);  /* fs/cmd_mount.c */
-int cmd_run(int argc, char **argv);    /* sampler/cmd_run.c */
+int cmd_cat(int argc, char **argv);    /* fs/tree/cmd_cat.c */
+int cmd_mount(int argc, char **argv);  /* fs/fuse/cmd_mount.c */
+int cmd_run(int argc, char **argv);    /* sampler/daemon.c */
 
 #endif

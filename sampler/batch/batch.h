@@ -1,6 +1,6 @@
 /*
  * batch.h - the open batch: samples aggregated by (series labels, stack)
- * into a struct profile (store/profile.h) until the daemon hands it to
+ * into a struct profile (store/profile/profile.h) until the daemon hands it to
  * store__append() and starts the next one.
  *
  * Each sample's string labels are its series labels (comm, exe, pid,

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "bpf/profile.h"
-#include "sampler/unwind/unwinder.h" /* the record layouts (store/profile.h is another file) */
+#include "sampler/unwind/unwinder.h" /* the record layouts (store/profile/profile.h is another file) */
 
 struct sampler;
 

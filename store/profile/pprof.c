@@ -1,6 +1,6 @@
 /*
  * pprof.c - perftools.profiles.Profile decode (raw or gzip, validated) and
- * encode, with protobuf-c over store/profile.proto.
+ * encode, with protobuf-c over store/profile/profile.proto.
  *
  * Decoding checks everything a later consumer would trip on, up front, so
  * that no code past this file ever sees a dangling string index or id: a

@@ -1,6 +1,6 @@
 /*
  * pprof.h - perftools.profiles.Profile encode and decode (protobuf-c,
- * generated from store/profile.proto).
+ * generated from store/profile/profile.proto).
  */
 #ifndef PROFFS_PPROF_H
 #define PROFFS_PPROF_H
