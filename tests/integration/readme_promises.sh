@@ -42,7 +42,7 @@ names=$(cat /proc/$D/task/*/comm 2>/dev/null | sort -u | tr '\n' ' ')
 refused() {
 	local why=$1 owner=$2 mode=$3 len=$4 r0 r1 pid addr size map name F
 	r0=$(metric "proffs_files_refused_total{reason=\"$why\"}")
-	JITMAP_PRINT=1 "${NOBODY[@]}" "$WORK/jitpromise" 6 >"$WORK/jit-$why.out" & pid=$!; PIDS+=("$pid")
+	JITMAP_PRINT=1 "${NOBODY[@]}" "$WORK/jitpromise" 8 >"$WORK/jit-$why.out" & pid=$!; PIDS+=("$pid")
 	for i in $(seq 100); do [[ -s $WORK/jit-$why.out ]] && break; sleep 0.02; done
 	read -r addr size <"$WORK/jit-$why.out"
 	map=/tmp/perf-$pid.map; PERFMAPS+=("$pid")
@@ -57,7 +57,7 @@ refused() {
 	r1=$(metric "proffs_files_refused_total{reason=\"$why\"}")
 	F=$WORK/jit-$why.folded
 	cp "$MP/merged/cpu/pid=$pid/last-15m/folded.txt" "$F" || { fail "$why: read jitmap's folded.txt"; return; }
-	((r1 > r0)) && ! grep -q "jitted_$why" "$F" && (($(fsum "$F") >= 20)) &&
+	((r1 > r0)) && ! grep -q "jitted_$why" "$F" && (($(fsum "$F") >= 10)) &&
 		ok "perf map refused: $why counted ($r0 -> $r1), $(fsum "$F") samples and no frame named by it" ||
 		fail "perf map ($why): counted $r0 -> $r1, $(fsum "$F") samples, named by it in $(grep -c "jitted_$why" "$F") stacks"
 }
