@@ -49,7 +49,7 @@ too1=$(metric 'proffs_files_refused_total{reason="too_big"}')
 pb=$(metric proffs_perfmap_bytes)
 named() { local c; c=$(grep -c "jitted_$1" "$MP/merged/cpu/pid=${JP[$1]}/last-15m/folded.txt" 2>/dev/null); echo "${c:-0}"; }
 n=$(fsum "$MP/merged/cpu/pid=${JP[big]}/last-15m/folded.txt")
-((n >= 20 && $(named big) == 0)) && ok "a 9 MB map names nothing ($n samples)" || fail "the 9 MB map: $n samples, named in $(named big) stacks"
+((n >= 10 && $(named big) == 0)) && ok "a 9 MB map names nothing ($n samples)" || fail "the 9 MB map: $n samples, named in $(named big) stacks"
 (($(named b) > 0 && $(named c) > 0)) && ok "the first two 4 MB maps name their JIT frames" ||
 	fail "4 MB maps: b named in $(named b) stacks, c in $(named c)"
 (($(named d) == 0)) && ok "the third 4 MB map, past 16 MB in all, names nothing" || fail "the third 4 MB map named $(named d) stacks"
