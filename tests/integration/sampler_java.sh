@@ -21,7 +21,7 @@
 #  - /prof/metrics: two JVMs walked, steps and frames counted;
 #  - a second daemon, at the default rate with --offcpu, started after a
 #    Temurin 25 Known that has run and compiled for a second: the known
-#    answer again at 19 Hz over 48 s (>= 850 samples: 3 sigma <= 3 pp);
+#    answer again at 19 Hz over 48 s (>= 820 samples: 3 sigma <= 3 pp);
 #    its stacks whole;
 #    the off-CPU blocks of its k-parker thread (LockSupport.parkNanos)
 #    under Known.parker and the JDK's Java frames down to Unsafe_Park
@@ -187,9 +187,9 @@ run_stop "$RUN_PID" "$MP"
 # around that time. Then the JVM exits and the daemon goes on.
 PRE_MS=48000
 PRE_HZ=19 # the default rate (proffs run --help)
-# ~19 a second for 48 s: >= 850 samples make 3 sigma of a 91% share at
+# ~19 a second for 48 s: >= 820 samples make 3 sigma of a 91% share at
 # most 3 pp (9 x 0.91 x 0.09 / 0.03^2 = 819), as the issue asks.
-PRE_MIN_N=850
+PRE_MIN_N=820
 mkfifo "$WORK/pre.in"
 "${JDKS[1]}/bin/java" -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Known::heavy \
 	-XX:CompileCommand=dontinline,Known::light -cp "$JDIR" Known "$JDIR/libknownjni.so" \
