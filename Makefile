@@ -166,13 +166,16 @@ $(BUILD)/tests/truth_stripped: tests/helpers/truth.c
 # Go workloads (tests/helpers/go), built by Debian's Go offline, its caches
 # under build/: stripped as release builds are (-s -w: no .symtab, no
 # DWARF) and not.
-GO_HELPERS := $(BUILD)/tests/gohot_stripped $(BUILD)/tests/gohot_full
+GO_HELPERS := $(BUILD)/tests/gohot_stripped $(BUILD)/tests/gohot_full $(BUILD)/tests/gocgo_stripped
 GOENV := GOFLAGS=-mod=mod GOCACHE=$(abspath $(BUILD))/gocache GOPATH=$(abspath $(BUILD))/gopath \
 	GOPROXY=off GOTOOLCHAIN=local GOTELEMETRY=off
 all: $(GO_HELPERS)
 $(BUILD)/tests/gohot_stripped: tests/helpers/go/gohot.go tests/helpers/go/go.mod
 	$(call msg,GO,$@)
 	$(Q)mkdir -p $(dir $@) && cd tests/helpers/go && $(GOENV) go build -ldflags='-s -w' -o $(abspath $@) .
+$(BUILD)/tests/gocgo_stripped: tests/helpers/gocgo/main.go tests/helpers/gocgo/go.mod
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(dir $@) && cd tests/helpers/gocgo && CGO_ENABLED=1 $(GOENV) go build -ldflags='-s -w' -o $(abspath $@) .
 $(BUILD)/tests/gohot_full: tests/helpers/go/gohot.go tests/helpers/go/go.mod
 	$(call msg,GO,$@)
 	$(Q)mkdir -p $(dir $@) && cd tests/helpers/go && $(GOENV) go build -o $(abspath $@) .

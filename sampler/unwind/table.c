@@ -617,9 +617,16 @@ static int v8_gaps(struct build *b, Elf *e)
  * The functions that start a stack (runtime.goexit under every
  * goroutine, runtime.mstart and rt0_go under the system stacks) end the
  * walk as Go's traceback ends there. */
+/* The end of the Go text walked so far (go_run): from_go ends the Go rows
+ * there, so that what follows keeps no Go rule. */
+static __thread uint64_t go_text_end;
+
 static int go_run(void *ctx, uint64_t lo, uint64_t hi, int32_t d, const char *name, size_t n)
 {
 	struct build *b = ctx;
+
+	if (hi > go_text_end)
+		go_text_end = hi;
 	struct unw_rule r = { .cfa = UNW_CFA_SP, .cfa_off = d + 8, .ra = UNW_RA_CFA, .ra_off = -8 };
 	long idx;
 
@@ -650,10 +657,77 @@ static int from_go(struct build *b, Elf *e)
 
 	if (gopclntab__section(e, &tab, &n, &text))
 		return -ENODATA;
+	go_text_end = 0;
 	r = gopclntab__walk_sp(tab, n, text, go_run, b);
 	if (r < 0)
 		return r == -ECANCELED || r == -ENOMEM || r == -EFBIG ? (int)r : -ENODATA;
+	r = add_row(b, go_text_end, 0);
+	if (r)
+		return (int)r;
 	b->t->source = ".gopclntab";
+	return 0;
+}
+
+/* The rule in force at off in rows (sorted, each holding to the next):
+ * 0 before the first. *i is a cursor that only moves forward. */
+static uint32_t rule_at(const struct unw_row *rows, size_t n, size_t *i, uint32_t off)
+{
+	while (*i + 1 < n && rows[*i + 1].off <= off)
+		(*i)++;
+	return n && rows[*i].off <= off ? rows[*i].rule : 0;
+}
+
+/*
+ * A cgo binary: its C code has .eh_frame, its Go code none. The Go rows
+ * are built apart and laid under the .eh_frame ones: wherever .eh_frame
+ * has no information (rule 0, or no row yet), Go's rule holds.
+ */
+static int go_under(struct build *b, Elf *e)
+{
+	struct unw_table *t = b->t;
+	struct unw_row *a = t->rows, *g, *c;
+	size_t na = t->nrows, acap = b->rcap, ng, nc = 0, i = 0, j = 0, ia = 0, ig = 0;
+	const char *src = t->source;
+	uint32_t last = UINT32_MAX;
+	int err;
+
+	t->rows = NULL;
+	t->nrows = b->rcap = 0;
+	err = from_go(b, e);
+	g = t->rows;
+	ng = t->nrows;
+	t->rows = a;
+	t->nrows = na;
+	b->rcap = acap;
+	t->source = src;
+	if (err || !ng) {
+		free(g);
+		return err == -ENODATA ? 0 : err;
+	}
+	c = malloc((na + ng) * sizeof(*c));
+	if (!c) {
+		free(g);
+		return -ENOMEM;
+	}
+	while (i < na || j < ng) {
+		uint32_t off = j >= ng || (i < na && a[i].off <= g[j].off) ? a[i].off : g[j].off, ra, rg, r;
+
+		while (i < na && a[i].off == off)
+			i++;
+		while (j < ng && g[j].off == off)
+			j++;
+		ra = rule_at(a, na, &ia, off);
+		rg = rule_at(g, ng, &ig, off);
+		r = ra ? ra : rg;
+		if (r != last)
+			c[nc++] = (struct unw_row){ off, r };
+		last = r;
+	}
+	free(g);
+	free(t->rows);
+	t->rows = c;
+	t->nrows = b->rcap = nc;
+	t->source = ".eh_frame+.gopclntab";
 	return 0;
 }
 
@@ -696,6 +770,8 @@ static int compile_elf(Elf *e, const char *debug_root, const int *cancel, struct
 	    (cfi = dwarf_getcfi_elf(e))) {
 		err = emit(b, cfi, starts, n);
 		b->t->source = ".eh_frame";
+		if (!err)
+			err = go_under(b, e);
 	} else {
 		err = from_debug_frame(b, e);
 		if (err == -ENODATA)
