@@ -222,12 +222,12 @@ u=$(metric 'proffs_js_processes_total{state="unsupported_version"}')
 ((${u:-0} >= 1)) && ok "metrics: node 20 counted as unsupported_version ($u)" || fail "metrics: unsupported_version is ${u:-missing}"
 run_stop "$RUN_PID" "$MP"
 
-# --- the daemon as it ships (19 Hz), node 20 for 50 s ---
-# ~19 a second on each busy thread: ~900 samples of heavy + light in 50
+# --- the daemon as it ships (19 Hz), node 20 for 56 s ---
+# ~19 a second on each busy thread: ~1000 samples of heavy + light in 56
 # s; the check wants those that make 3 sigma of the thread's share at most
 # 3 pp (9 p (1 - p) / 0.03^2: 819 at 91%).
 run_start "$WORK/store-def" "$MP"
-node_run 0 50 "$WORK/node-def.out"; DP=$NODE_PID
+node_run 0 56 "$WORK/node-def.out"; DP=$NODE_PID
 wait "$DP" || fail "known.js under node 20 (default rate) failed: $(tail -3 "$WORK/node-def.out")"
 stored
 F=$WORK/node-def.folded

@@ -52,7 +52,7 @@ TESTS_BIN=$ROOT/build/tests
 source "$ROOT/tests/integration/sampler_lib.bash"
 
 HZ=19     # proffs run's default rate (no --hz given)
-PHASE=20  # seconds per phase
+PHASE=25  # seconds per phase
 HELP=$ROOT/tests/helpers
 STORE=$WORK/store
 MP=$WORK/mp
