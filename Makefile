@@ -169,7 +169,10 @@ $(BUILD)/tests/truth_stripped: tests/helpers/truth.c
 GO_HELPERS := $(BUILD)/tests/gohot_stripped $(BUILD)/tests/gohot_full $(BUILD)/tests/gocgo_stripped
 GOENV := GOFLAGS=-mod=mod GOCACHE=$(abspath $(BUILD))/gocache GOPATH=$(abspath $(BUILD))/gopath \
 	GOPROXY=off GOTOOLCHAIN=local GOTELEMETRY=off
+# (the normal build's only: the sanitizer build runs no workload of its own)
+ifneq ($(SAN),1)
 all: $(GO_HELPERS)
+endif
 $(BUILD)/tests/gohot_stripped: tests/helpers/go/gohot.go tests/helpers/go/go.mod
 	$(call msg,GO,$@)
 	$(Q)mkdir -p $(dir $@) && cd tests/helpers/go && $(GOENV) go build -ldflags='-s -w' -o $(abspath $@) .

@@ -142,10 +142,12 @@ static long walk(const uint8_t *tab, size_t n, uint64_t text, walk_fn fn, void *
 	 * compilation units' table begins. */
 	if (!(names < cu && cu <= filetab && filetab <= pctab && pctab <= pcln && pcln < n))
 		return -EINVAL;
-	/* Go's linker writes textStart for a binary linked at a fixed
-	 * address; a position-independent one gets it by relocation (0 in
-	 * the file): the .text section's address is the same thing. */
-	if (!text)
+	/* Go's linker writes textStart (runtime.text) for a binary linked
+	 * at a fixed address: it is where Go's code starts, which for an
+	 * externally linked (cgo) binary is not .text's start (the C start
+	 * code comes first). A position-independent one gets it by
+	 * relocation (0 in the file): then the caller's .text address. */
+	if (hdr_text)
 		text = hdr_text;
 	pair = new_layout ? 8 : 16;
 	if (names >= n || pcln >= n || nfunc == 0 || nfunc > (n - pcln) / pair - 1)

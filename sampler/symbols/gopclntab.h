@@ -37,8 +37,9 @@ typedef int (*gopclntab_fn)(void *ctx, uint64_t entry, uint64_t end, const char 
 
 /*
  * Walks the table tab (n bytes, the whole .gopclntab section) of a binary
- * whose .text starts at text (link-time address; Go 1.18+ tables hold
- * offsets from it). Every offset is checked against n. Returns the number
+ * whose Go code starts at the table's own textStart, or where the
+ * table holds 0 there (a position-independent binary) at text (the
+ * link-time address of .text; Go 1.18+ tables hold offsets from it). Every offset is checked against n. Returns the number
  * of functions walked, or -errno: -EPROTONOSUPPORT for a layout not read
  * here, -EINVAL for a table that contradicts itself (damaged, truncated),
  * or the callback's non-zero value.
