@@ -187,6 +187,7 @@ static int load_ladder(struct sampler *s, size_t ring)
 {
 	bool tables = s->o.unwinder != NULL;
 	__u32 walks = tables ? ALL_WALKS : ALL_WALKS & ~TABLE_WALKS;
+	bool base_loads = false; /* (tables, no walk) is known to load */
 	int err, err0;
 
 	err = load_one(s, ring, tables, walks);
@@ -203,18 +204,22 @@ static int load_ladder(struct sampler *s, size_t ring)
 			/* The log the full load kept is not the one-walk loads'. */
 			profile_bpf__destroy(s->skel);
 			s->skel = NULL;
+			base_loads = true;
 			err = err0;
 		}
 	}
 	if (err) {
 		/* Each walk alone, on what loads without any. */
-		err = load_one(s, ring, tables, 0);
-		if (err) {
-			kfeature__refused(tables ? "unwind_tables" : "cpu_sampler", "no sampling program loads", err);
-			return err;
+		if (!base_loads) {
+			err = load_one(s, ring, tables, 0);
+			if (err) {
+				kfeature__refused(tables ? "unwind_tables" : "cpu_sampler", "no sampling program loads",
+						  err);
+				return err;
+			}
+			profile_bpf__destroy(s->skel);
+			s->skel = NULL;
 		}
-		profile_bpf__destroy(s->skel);
-		s->skel = NULL;
 		__u32 ok = 0;
 		for (int k = 0; k < RT_NKINDS; k++) {
 			if (!(walks & (1u << k)))

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # cat_pprof.sh - what `proffs cat` serves, judged by the real tools:
 #   - minute, merged and diff profile.pb pass protoc --decode and
 #     go tool pprof -top; time_nanos/duration_nanos are the window's, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # cat_tree.sh - `proffs cat` over a known store: listings exactly as SPEC
 # section 2 describes them (types, label pairs, minutes, latest, merged
 # suggestions, diff's vs), percent-encoding, symlinks followed inside a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # cli_flags: SPEC §1 - bad flags print one line saying what is wrong and
 # exit 2, for every subcommand; nothing goes to stdout and no store is
 # created or touched.

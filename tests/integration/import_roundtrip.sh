@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # import_roundtrip.sh - Go's own CPU, heap, allocs, goroutine, mutex and
 # block profiles go into a store with
 # `proffs import` and come back out of `proffs cat` (the bytes the mount

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 600 (three times its longest run on a clean clone, stop 48)
 # minutes: a minute holds exactly the samples taken in it (SPEC §2
 # Minutes), whatever phase the daemon started at, and `latest` names only
 # complete minutes, whose bytes never change afterwards.

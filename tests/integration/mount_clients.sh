@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_clients: a known dataset imported, mounted, and read by real
 # clients: ls listings and `latest` as SPEC describes, go tool pprof -top
 # on minute, label, merged and diff files against pprof's own computation

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_fuzz: >= 10,000 random and adversarial lookups and reads over the
 # mount (tests/tools/pathfuzz): every answer is ENOENT (or ENAMETOOLONG /
 # ENOTDIR from the kernel) or a valid file whose size matches its bytes;

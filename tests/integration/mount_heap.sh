@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_heap: while reads go on, renders reuse the heap (issue 13).
 # `proffs mount` over an hour of bench_gen's busy host (a minute's
 # profile.pb is ~1.3 MB, ~4,500 samples over ~16k locations):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 180 (three times its longest run on a clean clone, stop 48)
 # mount_memory: what a walk of the tree leaves resident (issue 9 item 5).
 # `proffs mount` with its defaults (render cache 32M) over 20 busy minutes
 # of bench_gen's synthetic host; every file three levels down read once.

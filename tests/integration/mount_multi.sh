@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_multi: `proffs mount --store A --store B --store C MP` serves
 # several hosts' stores as one tree.
 #  - two daemons (`proffs run --label node=web-1`, `node=web-2`) are

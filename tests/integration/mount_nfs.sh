@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_nfs: the mount re-exported by nfs-ganesha (FSAL VFS, which reaches
 # files by kernel file handles: name_to_handle_at/open_by_handle_at, so the
 # FUSE side must support exports). Ganesha and rpcbind run inside

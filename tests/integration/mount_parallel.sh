@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_parallel: 16 parallel readers over different merged and diff files
 # (with a small render cache, so renders are evicted and redone while
 # others wait on them) while another process imports into the same store.

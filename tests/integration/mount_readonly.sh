@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_readonly: every mutation fails with EROFS (opens for writing with
 # EROFS or EACCES) and the tree is unchanged afterwards.
 # san: yes

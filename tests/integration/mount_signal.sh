@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_signal: SIGTERM while a reader holds a file open exits 0 with no
 # mount left; SIGINT likewise; after kill -9 (a stale mount: "Transport
 # endpoint is not connected") a new `proffs mount` on the same mountpoint

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # mount_sshfs: the mount re-exported over sshfs (sshd bound to 127.0.0.1
 # on a free port, host and user keys made by the test, root login by key
 # in a temporary config): listings, the latest link and every file's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 240 (three times its longest run on a clean clone, stop 48)
 # offcpu: `proffs run --offcpu` on the whole host, with ground-truth
 # programs (tests/helpers/offcpu_truth.c) side by side, read through the
 # mounted tree and real clients. About 75 s.

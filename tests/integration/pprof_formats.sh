@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # pprof_formats.sh - proffs' pprof decoder, encoder and renderers against
 # real profiles written by Go's runtime/pprof, checked with the real tools:
 # go tool pprof (-top, -raw, -diff_base), protoc --decode, xmllint.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # pprof_import_bad.sh - `proffs import` refuses every crafted malformed
 # file (tests/unit/pprof_bad.h) with "FILE: reason" and a non-zero exit,
 # stores nothing of the run (the store files stay byte-identical, even when

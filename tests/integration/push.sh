@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 360 (three times its longest run on a clean clone, stop 48)
 # push: `proffs run --push URL` against a receiver of ours that speaks
 # Pyroscope's push API (tests/integration/push_receiver.py: protoc
 # --decode with sampler/push/push.proto, __name__ and service_name on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 480 (three times its longest run on a clean clone, stop 48)
 # sampler_bounds: `proffs run --retention` and `--max-size` do what they
 # say (SPEC §3), on the daemon's own path (every commit synced), each on a
 # store that already holds older data (written by the test tool

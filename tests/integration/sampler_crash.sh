@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # sampler_crash: kill -9 of `proffs run` loses at most the open batch;
 # the store stays sound, and the next `proffs run` on the same store and
 # mountpoint (a stale FUSE mount left behind) starts, serves the old

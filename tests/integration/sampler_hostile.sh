@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # sampler_hostile: no local user can stop, exhaust or steer the daemon
 # (SPEC §3). One `proffs run` at 99 Hz; beside a plain spinner (the
 # witness), processes running as nobody do what any local user may:

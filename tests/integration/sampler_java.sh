@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 300 (three times its longest run on a clean clone, stop 48)
 # sampler_java: Java shows as Java (SPEC §3). One `proffs run` at 99 Hz,
 # no flag or agent in the JVMs, Debian's JDK 17 then Temurin 25, each
 # running tests/helpers/java/Known (Known.class, built by the Makefile

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # sampler_java_many: JVMs as a host has them (SPEC §3): classes unloaded
 # while sampled, and many JVMs at once. One `proffs run` at 99 Hz, no
 # flag in the JVMs (tests/helpers/java/Unload):

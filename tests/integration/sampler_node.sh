@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 300 (three times its longest run on a clean clone, stop 48)
 # sampler_node: JavaScript shows as written (SPEC §3). One `proffs run` at
 # 99 Hz, no flag in the processes, NodeSource's node 20 (V8 11.3, the
 # engine in the executable) and Debian's node 18 (V8 10.2, the engine in

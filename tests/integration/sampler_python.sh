@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 240 (three times its longest run on a clean clone, stop 48)
 # sampler_python: Python code shows as Python (SPEC §3), through the
 # mounted tree of `proffs run --hz 99`:
 #  - a known answer (tests/helpers/py_known.py: three functions with the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 660 (three times its longest run on a clean clone, stop 48)
 # sampler_readme: `proffs run` as the README shows it - no flag but where
 # to keep the store and mount the tree (so: 19 Hz, 10 s batches, the
 # unwind tables) - for three minutes on a host kept busy by a fork storm,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 180 (three times its longest run on a clean clone, stop 48)
 # sampler_ruby: Ruby shows as Ruby (SPEC §3). One `proffs run` at 99 Hz
 # with Debian's ruby (3.1), no flag in the process:
 #  - a known answer (tests/helpers/rb_known.rb): heavy and light run the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 480 (three times its longest run on a clean clone, stop 48)
 # sampler_run: one `proffs run` at 99 Hz with real workloads side by side,
 # checked through the mounted tree, then stopped with SIGTERM.
 #  - ground truth: truth's iterateLong gets 90.9% +- 2 pp of its samples,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # sampler_signal: SIGTERM ends `proffs run` within 2 s (SPEC §3), exit 0,
 # no mount left, the open batch stored, however many other mount
 # namespaces hold a copy of the mount. Copies come from every container

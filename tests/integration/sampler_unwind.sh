@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 240 (three times its longest run on a clean clone, stop 48)
 # sampler_unwind: stacks of code built without frame pointers are whole
 # (SPEC §3), checked through the mounted tree of one `proffs run` at 99 Hz:
 #  - the 10:1 truth program built -O2 -fomit-frame-pointer: iterateLong

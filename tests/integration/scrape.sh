@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 420 (three times its longest run on a clean clone, stop 48)
 # scrape: `proffs run --scrape` against a real Go service (tests/go/
 # scrapetarget: net/http/pprof, allocLong 10 MiB/s, allocShort 1 MiB/s,
 # holdHeap 8 MiB live, 25 goroutines in holdGoroutine) and four bad ones,

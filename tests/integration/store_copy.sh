@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # store_copy: `proffs copy --store DIR DEST` of a store being written.
 #  - while an appender (tests/tools/synth_batches) commits batches as fast
 #    as it can, 5 copies are taken: each passes `proffs check`, and holds

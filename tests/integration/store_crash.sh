@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # store_crash: an appender (tests/tools/synth_batches) writes batches
 # continuously and is kill -9'ed at a random moment, 12 times over. After
 # each kill the store must reopen, `proffs check` must pass, and every batch

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # store_maxsize: a store opened with --max-size 64M is fed about three times
 # its size of incompressible synthetic batches (a bounded set of stacks, so
 # symbols stop growing). No append may fail; the file stays within 64 MiB;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 240 (three times its longest run on a clean clone, stop 48)
 # symbols_debuginfod: stripped code named through Debian's own debuginfod
 # server, names found later in a complete minute, /binaries, and a server
 # that hangs. Two daemons (--hz 99, a 2 s batch) sample one stripped

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# timeout: 120 (three times its longest run on a clean clone, stop 48)
 # systemd_unit: scripts/proffs.service passes `systemd-analyze verify`
 # (with ExecStart pointed at the built binary, since /usr/local/bin/proffs
 # is not installed here), and holds none of the options that would give
