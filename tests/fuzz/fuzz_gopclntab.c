@@ -1,5 +1,6 @@
 /* fuzz_gopclntab: a Go binary's function table is whatever bytes a local
- * user put in a file. gopclntab__walk never crashes or reads past them,
+ * user put in a file. gopclntab__walk and gopclntab__walk_sp (the stack
+ * depths the unwinder builds rows from) never crash or read past them,
  * and every name it hands on lies inside the table, is non-empty and has
  * no control byte; a function never ends before it begins. */
 #include <stdint.h>
@@ -24,6 +25,15 @@ static int check(void *ctx, uint64_t entry, uint64_t end, const char *name, size
 	return 0;
 }
 
+/* A run of one stack depth: within the function's bounds, not empty. */
+static int check_sp(void *ctx, uint64_t lo, uint64_t hi, int32_t d, const char *name, size_t n)
+{
+	(void)d;
+	if (hi <= lo)
+		abort();
+	return check(ctx, lo, hi, name, n);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* The table's own copy, so ASan sees a read one past it. */
@@ -36,6 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	gopclntab__layout(t, size);
 	gopclntab__walk(t, size, 0x401000, check, &s);
 	gopclntab__walk(t, size, 0, check, &s);
+	gopclntab__walk_sp(t, size, 0x401000, check_sp, &s);
 	free(t);
 	return 0;
 }
