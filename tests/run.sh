@@ -123,9 +123,10 @@ report() {
 	else
 		fail=$((fail + 1)); failed+=("$name")
 		printf 'FAIL %-50s %3ds (rc %d)\n' "$name" "$dt" "$rc"
-		# The failed checks first: a reader who sees only the lines
-		# next to this one (CI's excerpt) still learns what failed.
-		grep -m 8 -E '^(FAIL|not ok|ERROR|==[0-9]+==ERROR)' "$log" | sed 's/^/    ! /'
+		# The failed checks first, each with the lines the test printed
+		# after it (its evidence): a reader who sees only the lines next
+		# to this one (CI's excerpt) still learns what failed and how.
+		grep -m 8 -A 4 -E '^(FAIL|not ok|ERROR|==[0-9]+==ERROR)' "$log" | grep -v '^--$' | cut -c1-300 | sed 's/^/    ! /'
 		tail -n 25 "$log" | sed 's/^/    | /'
 	fi
 }
@@ -233,7 +234,7 @@ fi
 # (CI's excerpt) learns it too.
 for name in "${failed[@]}"; do
 	printf 'failed: %s\n' "$name"
-	[[ -f $(logfile "$name") ]] && grep -m 3 -E '^(FAIL|not ok|ERROR|==[0-9]+==ERROR)' "$(logfile "$name")" | cut -c1-300 | sed 's/^/    ! /'
+	[[ -f $(logfile "$name") ]] && grep -m 3 -A 3 -E '^(FAIL|not ok|ERROR|==[0-9]+==ERROR)' "$(logfile "$name")" | grep -v '^--$' | cut -c1-300 | sed 's/^/    ! /'
 done
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))

@@ -176,7 +176,11 @@ gw=$(fsum "$F" '^gzip;(.*;)?__libc_start_call_main;([^;[]+;)+[^;]*read[^;]*;entr
 log "gzip: $(ms "$rd") ms in pipe_read, $(ms "$gw") ms of it under whole user stacks"
 ((rd >= 15000000)) && within "$(pct "$gw" "$rd")" 95 100 &&
 	ok "gzip (no frame pointers) waiting on a pipe: whole user stacks from libc's start to read in $(pct "$gw" "$rd")% of $(ms "$rd") ms" ||
-	{ fail "gzip's pipe wait: $(ms "$rd") ms, whole in $(pct "$gw" "$rd")%"; cut -c1-300 "$F" | head -3; }
+	{
+		fail "gzip's pipe wait: $(ms "$rd") ms, whole in $(pct "$gw" "$rd")%"
+		sort -t' ' -k2 -n "$F" | tail -3 | cut -c1-300
+		grep -E 'gzip|libc\.so|hangs|offcpu' "$RUN_LOG" | grep -v '^proffs: debug: sample' | tail -8 | cut -c1-300
+	}
 
 # --- Python functions off CPU ---
 if [[ -n $PY ]]; then

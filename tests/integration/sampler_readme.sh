@@ -177,7 +177,11 @@ wait "$FK" 2>/dev/null
 while (($(date +%s) % 10 != 0)); do sleep 0.1; done
 cut=$(date +%s)
 sleep 0.3
-"$TESTS_BIN/forker" 1 2000 lastreadme >"$WORK/last.out" || fail "forker lastreadme"
+# At nice -20 it keeps a CPU to itself, the tests beside it (nice 0)
+# included: sharing one, a tick found it there only by chance (a
+# binomial draw of the ticks: 38 +- 4.4 when half its CPU was another's),
+# and stop 48's CI run saw 31 of 38 from that alone.
+nice -n -20 "$TESTS_BIN/forker" 1 2000 lastreadme >"$WORK/last.out" || fail "forker lastreadme"
 late=$(($(date +%s) >= cut + 10))
 cpu1=$(awk '{ print $14 + $15 }' "/proc/$RUN_PID/stat")
 log "daemon CPU: $(awk -v c=$((cpu1 - cpu0)) -v t="$(getconf CLK_TCK)" -v s="$el" 'BEGIN { printf "%.2f%% of a core", 100 * c / t / s }') over $el s"
@@ -191,16 +195,15 @@ wait "$RUN_PID"; rc=$?
 ((rc == 0 && ms <= 2000)) && ! grep -q " $MP " /proc/mounts && ok "SIGTERM: exit 0 in $ms ms, no mount left" ||
 	fail "SIGTERM: exit $rc after $ms ms (want 0 within 2000 ms, no mount)"
 got=$("$PROFFS" cat --store "$STORE" /merged/cpu/comm=lastreadme/last-15m/folded.txt | awk '{ s += $NF } END { print s + 0 }')
-# Its count is a binomial draw about its CPU time x 19 Hz (the CPUs are
-# shared with the tests beside it): 3.5 standard errors at most.
+# Its count is its CPU time x 19 Hz but for the ticks at each end, and
+# a few when another task took its CPU all the same: 3.5 standard
+# errors of a binomial draw at most above, >= 90% below (issue 46).
 cpu_ns=$(awk '$1 == "children_cpu_ns" { print $2 }' "$WORK/last.out")
 want=$(awk -v c="${cpu_ns:-0}" -v p=$PERIOD 'BEGIN { printf "%.0f", c / p }')
 tol=$(awk -v w="$want" 'BEGIN { printf "%.0f", 3.5 * sqrt(w) }')
 # (On a host so busy that it ran past the next cut, a part of it is in
 # a closed batch: the count still says whether any was lost.)
 ((late)) && log "lastreadme ran past the next cut: its samples are in two batches"
-# At nice 0 among nice 19 loads it runs nearly all the time it wants:
-# the open batch holds >= 90% of its expected samples (issue 46).
 if ((want >= 30 && got * 10 >= want * 9 && got <= want + tol)); then
 	ok "the open batch was stored: lastreadme's $got samples for $((cpu_ns / 1000000)) ms of CPU ($want +- $tol)"
 else
