@@ -978,7 +978,6 @@ out:
 		fsmount__detached(r.fm);
 	if (r.fm)
 		fsmount__stop(__atomic_exchange_n(&r.fm, NULL, __ATOMIC_ACQ_REL));
-	privs__unmounter_free(um);
 	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
 	/* After the mount: /metrics reads the pusher's figures. */
 	pusher__stop(r.pusher);
@@ -997,6 +996,10 @@ out:
 	if (tree)
 		tree__free(tree);
 	profiler__close(r.prof);
+	/* After the profiler: its unwinder's worker asks the helper for
+	 * table chunks until it stops (freed before, the worker read the
+	 * freed helper: ASan in san/it/mount_multi). */
+	privs__unmounter_free(um);
 	if (r.store)
 		store__close(r.store);
 	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
