@@ -243,17 +243,21 @@ static int go_sym(void *ctx, uint64_t entry, uint64_t end, const char *name, siz
 static long read_go(Elf *elf, struct elf_info *e, struct go_syms *g)
 {
 	const uint8_t *tab;
-	uint64_t text;
+	uint64_t text, off;
 	size_t n;
 	long r;
 
-	if (gopclntab__section(elf, &tab, &n, &text))
+	if (gopclntab__section(elf, &tab, &n, &text, &off))
 		return 0;
 	e->go_layout = gopclntab__layout(tab, n);
 	r = gopclntab__walk(tab, n, text, go_sym, g);
 	if (r < 0) {
 		e->go_layout = NULL;
 		e->go_refused = true;
+	} else if (r > 0) {
+		e->go_off = off;
+		e->go_size = n;
+		e->go_text = text;
 	}
 	return r;
 }

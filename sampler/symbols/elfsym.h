@@ -35,6 +35,10 @@ struct elf_info {
 	 * module+0x). */
 	const char *go_layout;
 	bool go_refused;
+	/* Named from it: where the table lies in the file, and the .text
+	 * address its offsets count from when it holds none (gopclntab.h):
+	 * what a line lookup reads again (symbolize.c). */
+	uint64_t go_off, go_size, go_text;
 	bool corrupt;    /* a symbol table lies outside the file: skipped */
 };
 

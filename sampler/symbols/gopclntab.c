@@ -44,7 +44,7 @@ static uint64_t u64(const uint8_t *p)
 	return v;
 }
 
-int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text)
+int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text, uint64_t *file_off)
 {
 	Elf_Scn *scn = NULL, *found = NULL;
 	size_t shstr, fsize = 0;
@@ -65,7 +65,8 @@ int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text)
 		else if (!strcmp(nm, ".text"))
 			*text = sh.sh_addr;
 	}
-	if (!found || !gelf_getshdr(found, &sh) || sh.sh_type == SHT_NOBITS)
+	/* (A compressed table is not one Go's runtime could read: not Go's.) */
+	if (!found || !gelf_getshdr(found, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED))
 		return -ENODATA;
 	elf_rawfile(elf, &fsize);
 	if (sh.sh_offset > fsize || sh.sh_size > fsize - sh.sh_offset || !(d = elf_getdata(found, NULL)) ||
@@ -73,6 +74,7 @@ int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text)
 		return -ENODATA;
 	*tab = d->d_buf;
 	*n = d->d_size;
+	*file_off = sh.sh_offset;
 	return 0;
 }
 
@@ -107,12 +109,19 @@ struct layout {
 	uint64_t pctab, pcln;
 };
 
-static long walk(const uint8_t *tab, size_t n, uint64_t text, walk_fn fn, void *ctx, struct layout *lo)
+/* The header's facts, checked. */
+struct hdr {
+	bool new_layout;
+	uint64_t nfunc, names, cu, filetab, pctab, pcln;
+	uint64_t text; /* where the entries' offsets count from (1.18+) */
+	size_t pair;   /* bytes per functab pair */
+};
+
+static int parse_header(const uint8_t *tab, size_t n, uint64_t text, struct hdr *h)
 {
 	uint32_t magic;
-	uint64_t nfunc, names, cu, filetab, pctab, pcln, hdr_text = 0;
-	size_t w, at, pair;
-	bool new_layout;
+	uint64_t hdr_text = 0;
+	size_t w = 8, o;
 
 	if (n < 8)
 		return -EINVAL;
@@ -122,36 +131,68 @@ static long walk(const uint8_t *tab, size_t n, uint64_t text, walk_fn fn, void *
 	/* x86-64 only: 8-byte words, 1-byte instruction quantum. */
 	if (tab[4] || tab[5] || tab[6] != 1 || tab[7] != 8)
 		return -EPROTONOSUPPORT;
-	new_layout = magic != MAGIC_116;
-	w = 8;
-	if (n < w + 8 * (new_layout ? 8 : 7))
+	h->new_layout = magic != MAGIC_116;
+	if (n < w + 8 * (h->new_layout ? 8 : 7))
 		return -EINVAL;
-	nfunc = u64(tab + w);
-	{
-		size_t o = w + (new_layout ? 24 : 16);
-
-		if (new_layout)
-			hdr_text = u64(tab + w + 16);
-		names = u64(tab + o);
-		cu = u64(tab + o + 8);
-		filetab = u64(tab + o + 16);
-		pctab = u64(tab + o + 24);
-		pcln = u64(tab + o + 32);
-	}
+	h->nfunc = u64(tab + w);
+	o = w + (h->new_layout ? 24 : 16);
+	if (h->new_layout)
+		hdr_text = u64(tab + w + 16);
+	h->names = u64(tab + o);
+	h->cu = u64(tab + o + 8);
+	h->filetab = u64(tab + o + 16);
+	h->pctab = u64(tab + o + 24);
+	h->pcln = u64(tab + o + 32);
 	/* The parts follow each other in this order: names end where the
 	 * compilation units' table begins. */
-	if (!(names < cu && cu <= filetab && filetab <= pctab && pctab <= pcln && pcln < n))
+	if (!(h->names < h->cu && h->cu <= h->filetab && h->filetab <= h->pctab && h->pctab <= h->pcln &&
+	      h->pcln < n))
 		return -EINVAL;
 	/* Go's linker writes textStart (runtime.text) for a binary linked
 	 * at a fixed address: it is where Go's code starts, which for an
 	 * externally linked (cgo) binary is not .text's start (the C start
 	 * code comes first). A position-independent one gets it by
 	 * relocation (0 in the file): then the caller's .text address. */
-	if (hdr_text)
-		text = hdr_text;
-	pair = new_layout ? 8 : 16;
-	if (names >= n || pcln >= n || nfunc == 0 || nfunc > (n - pcln) / pair - 1)
+	h->text = hdr_text ? hdr_text : text;
+	h->pair = h->new_layout ? 8 : 16;
+	if (h->nfunc == 0 || h->nfunc > (n - h->pcln) / h->pair - 1)
 		return -EINVAL;
+	return 0;
+}
+
+/* Functab pair i's entry and record offset (from pcln's start). */
+static void pair_at(const uint8_t *tab, const struct hdr *h, uint64_t i, uint64_t *entry, uint64_t *off)
+{
+	const uint8_t *ft = tab + h->pcln + i * h->pair;
+
+	if (h->new_layout) {
+		*entry = h->text + u32(ft);
+		if (off)
+			*off = u32(ft + 4);
+	} else {
+		*entry = u64(ft);
+		if (off)
+			*off = u64(ft + 8);
+	}
+}
+
+static long walk(const uint8_t *tab, size_t n, uint64_t text, walk_fn fn, void *ctx, struct layout *lo)
+{
+	struct hdr hd;
+	uint64_t nfunc, names, cu, pcln;
+	size_t at, pair;
+	bool new_layout;
+	int err = parse_header(tab, n, text, &hd);
+
+	if (err)
+		return err;
+	nfunc = hd.nfunc;
+	names = hd.names;
+	cu = hd.cu;
+	pcln = hd.pcln;
+	text = hd.text;
+	pair = hd.pair;
+	new_layout = hd.new_layout;
 	uint64_t prev = 0;
 
 	for (uint64_t i = 0; i < nfunc; i++) {
@@ -199,7 +240,7 @@ static long walk(const uint8_t *tab, size_t n, uint64_t text, walk_fn fn, void *
 		int r;
 
 		lo->new_layout = new_layout;
-		lo->pctab = pctab;
+		lo->pctab = hd.pctab;
 		lo->pcln = pcln;
 		r = fn(ctx, &f);
 		if (r)
@@ -305,4 +346,96 @@ long gopclntab__walk_sp(const uint8_t *tab, size_t n, uint64_t text, gopclntab_s
 	struct sp_ctx c = { tab, n, &lo, fn, ctx };
 
 	return walk(tab, n, text, sp_one, &c, &lo);
+}
+
+/* The value of the pc-value table at pctab + off (a function's pcfile,
+ * pcln) at pc, for a function [entry, end): Go's runtime pcvalue. */
+static int pcvalue(const uint8_t *tab, size_t n, const struct hdr *h, uint32_t off, uint64_t entry,
+		   uint64_t end, uint64_t pc, int32_t *out)
+{
+	const uint8_t *p, *lim = tab + h->pcln;
+	uint64_t at = entry;
+	int64_t val = -1;
+	uint32_t ud, pd;
+
+	(void)n;
+	if (!off || h->pctab + off >= h->pcln)
+		return -ENOENT;
+	p = tab + h->pctab + off;
+	for (int step = 0; step < PCSP_MAX_STEPS; step++) {
+		if (p >= lim)
+			return -EINVAL;
+		if (*p == 0 && step)
+			return -ENOENT; /* the table ended before pc */
+		if (!varint(&p, lim, &ud) || !varint(&p, lim, &pd))
+			return -EINVAL;
+		val += (int32_t)(-(ud & 1) ^ (ud >> 1));
+		at += pd;
+		if (at > end || val < INT32_MIN || val > INT32_MAX)
+			return -EINVAL;
+		if (pc < at) {
+			*out = (int32_t)val;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int gopclntab__line(const uint8_t *tab, size_t n, uint64_t text, uint64_t pc, uint32_t *file_off,
+		    int32_t *line)
+{
+	struct hdr h;
+	uint64_t lo = 0, hi, entry, end, off, at;
+	uint32_t pcfile, pcln, cuoff, foff;
+	int32_t fileno, ln;
+	size_t f;
+	int err = parse_header(tab, n, text, &h);
+
+	if (err)
+		return err;
+	/* The last pair's entry is the end of the module's text. */
+	pair_at(tab, &h, 0, &entry, NULL);
+	pair_at(tab, &h, h.nfunc, &end, NULL);
+	if (pc < entry || pc >= end)
+		return -ENOENT;
+	hi = h.nfunc; /* pair lo's entry <= pc < pair hi's */
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		pair_at(tab, &h, mid, &entry, NULL);
+		if (entry <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	pair_at(tab, &h, lo, &entry, &off);
+	pair_at(tab, &h, lo + 1, &end, NULL);
+	if (end < entry)
+		return -EINVAL;
+	at = h.pcln + off;
+	f = at + (h.new_layout ? 16 : 20); /* pcsp, then pcfile, pcln, npcdata, cuOffset */
+	if (off >= n || at >= n || f > n || n - f < 20)
+		return -EINVAL;
+	if (h.new_layout ? h.text + u32(tab + at) != entry : u64(tab + at) != entry)
+		return -EINVAL;
+	pcfile = u32(tab + f + 4);
+	pcln = u32(tab + f + 8);
+	cuoff = u32(tab + f + 16);
+	if ((err = pcvalue(tab, n, &h, pcfile, entry, end, pc, &fileno)) ||
+	    (err = pcvalue(tab, n, &h, pcln, entry, end, pc, &ln)))
+		return err;
+	if (fileno < 0 || ln < 0)
+		return -ENOENT;
+	/* cutab: per compilation unit, uint32 offsets into filetab. */
+	if ((uint64_t)cuoff + (uint64_t)fileno > (h.filetab - h.cu) / 4 - 1 || h.filetab - h.cu < 4)
+		return -EINVAL;
+	foff = u32(tab + h.cu + 4 * ((uint64_t)cuoff + (uint64_t)fileno));
+	if (foff == UINT32_MAX)
+		return -ENOENT;
+	/* A NUL-terminated path inside filetab. */
+	if (h.filetab + foff >= h.pctab || !memchr(tab + h.filetab + foff, 0, h.pctab - h.filetab - foff))
+		return -EINVAL;
+	*file_off = (uint32_t)(h.filetab + foff);
+	*line = ln;
+	return 0;
 }

@@ -21,10 +21,10 @@
 typedef struct Elf Elf;
 
 /* The .gopclntab section of the ELF file elf (its bytes, as libelf holds
- * them, valid while elf is) and the link-time address of its .text.
- * Returns 0, or -ENODATA when the file has none (not Go, or a section
- * the file cannot hold). */
-int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text);
+ * them, valid while elf is; *file_off: where they start in the file) and
+ * the link-time address of its .text. Returns 0, or -ENODATA when the
+ * file has none (not Go, or a section the file cannot hold). */
+int gopclntab__section(Elf *elf, const uint8_t **tab, size_t *n, uint64_t *text, uint64_t *file_off);
 
 /* The Go versions a layout covers, for metrics ("1.16", "1.18", "1.20"),
  * or NULL when the magic is not one we read. */
@@ -58,5 +58,16 @@ typedef int (*gopclntab_sp_fn)(void *ctx, uint64_t lo, uint64_t hi, int32_t sp_d
  * traceback unwinds with), bounded like gopclntab__walk. Returns the
  * number of functions, or -errno as gopclntab__walk. */
 long gopclntab__walk_sp(const uint8_t *tab, size_t n, uint64_t text, gopclntab_sp_fn fn, void *ctx);
+
+/*
+ * The source position of link-time address pc, as Go's own traceback
+ * gives it (its pcfile and pcln tables): *file_off, the offset in tab of
+ * the file's NUL-terminated path, and *line. The innermost position: in
+ * code the compiler inlined, the inlined function's line. Returns 0,
+ * -ENOENT when no function or position covers pc, or -errno as
+ * gopclntab__walk for a table not read or damaged. Bounded like it.
+ */
+int gopclntab__line(const uint8_t *tab, size_t n, uint64_t text, uint64_t pc, uint32_t *file_off,
+		    int32_t *line);
 
 #endif

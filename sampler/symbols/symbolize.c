@@ -20,6 +20,7 @@
 #include "sampler/symbols/debugfile.h"
 #include "store/util/prom.h"
 #include "sampler/symbols/dwline.h"
+#include "sampler/symbols/goline.h"
 #include "sampler/symbols/kallsyms.h"
 #include "sampler/python/pyproc.h"
 #include "sampler/runtime/runtime.h"
@@ -225,6 +226,7 @@ static void symtab__free(struct symtab *t)
 		dwline__close(t->dw);
 		close(t->dw_fd);
 	}
+	goline__close(t->go);
 	free(t);
 }
 
@@ -524,6 +526,9 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	}
 	if (t->elf.corrupt)
 		safefile__refuse(SF_R_FORMAT, j->path, st.st_dev, st.st_ino);
+	/* Go's lines come from the table its names came from. */
+	if (t->elf.go_size && !(t->go = goline__open(fd, t->elf.go_off, t->elf.go_size, t->elf.go_text)))
+		pr_debug("symbolize: %s: cannot map its Go table for lines: %s", j->path, strerror(errno));
 	if (t->elf.go_layout || t->elf.go_refused) {
 		const char *gl = t->elf.go_layout;
 		int k = !gl ? -1 : !strcmp(gl, "1.16") ? 0 : !strcmp(gl, "1.18") ? 1 : 2;
@@ -1012,6 +1017,7 @@ out:
 		if (t && t->dw_used) {
 			t->dw_used = false;
 			dwline__unmap(t->dw);
+			goline__unmap(t->go);
 		}
 	}
 	s->dw_used = false;
@@ -1067,7 +1073,7 @@ bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const c
 	uint64_t vaddr;
 	bool ok;
 
-	if (!t || !t->dw)
+	if (!t || (!t->dw && !t->go))
 		return false;
 	e = look_slot(s, d, off);
 	if (look_holds(s, e, d, t, off) && e->line_done) {
@@ -1075,7 +1081,8 @@ bool symbolizer__line(struct symbolizer *s, struct dso *d, uint64_t off, const c
 		*line = e->line;
 		return e->has_line;
 	}
-	ok = elfsym__off_to_vaddr(&t->elf, off, &vaddr) && dwline__lookup(t->dw, vaddr, file, line);
+	ok = elfsym__off_to_vaddr(&t->elf, off, &vaddr) &&
+	     (t->dw ? dwline__lookup(t->dw, vaddr, file, line) : goline__lookup(t->go, vaddr, file, line));
 	t->dw_used = s->dw_used = true;
 	if (look_holds(s, e, d, t, off)) {
 		e->line_done = true;

@@ -27,6 +27,7 @@
 
 struct rtfile;
 struct dwline;
+struct goline;
 
 /* A load waiting on I/O longer than this is abandoned. */
 #define SYM_LOAD_TIMEOUT_MS 2000
@@ -44,7 +45,10 @@ struct symtab {
 	 * dw_fd is the file they read. NULL: frames carry no line. */
 	struct dwline *dw;
 	int dw_fd;
-	bool dw_used; /* looked up in since the last symbolizer__trim */
+	/* A Go binary named from its .gopclntab: its lines from the same
+	 * table (goline.h), else NULL. */
+	struct goline *go;
+	bool dw_used; /* dw or go looked up in since the last symbolizer__trim */
 };
 
 /* Symbol tables held at most (bytes), least recently used dropped first

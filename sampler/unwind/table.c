@@ -651,11 +651,11 @@ static int go_run(void *ctx, uint64_t lo, uint64_t hi, int32_t d, const char *na
 static int from_go(struct build *b, Elf *e)
 {
 	const uint8_t *tab;
-	uint64_t text;
+	uint64_t text, off;
 	size_t n;
 	long r;
 
-	if (gopclntab__section(e, &tab, &n, &text))
+	if (gopclntab__section(e, &tab, &n, &text, &off))
 		return -ENODATA;
 	go_text_end = 0;
 	r = gopclntab__walk_sp(tab, n, text, go_run, b);

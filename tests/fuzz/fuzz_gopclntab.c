@@ -1,6 +1,7 @@
 /* fuzz_gopclntab: a Go binary's function table is whatever bytes a local
  * user put in a file. gopclntab__walk and gopclntab__walk_sp (the stack
- * depths the unwinder builds rows from) never crash or read past them,
+ * depths the unwinder builds rows from) and gopclntab__line (a frame's
+ * file and line) never crash or read past them,
  * and every name it hands on lies inside the table, is non-empty and has
  * no control byte; a function never ends before it begins. */
 #include <stdint.h>
@@ -47,6 +48,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	gopclntab__walk(t, size, 0x401000, check, &s);
 	gopclntab__walk(t, size, 0, check, &s);
 	gopclntab__walk_sp(t, size, 0x401000, check_sp, &s);
+	/* Lines at addresses about the text: a path returned lies in the
+	 * table, NUL-terminated there. */
+	for (uint64_t pc = 0x401000; pc < 0x401000 + 4096; pc += 61) {
+		uint32_t fo;
+		int32_t ln;
+
+		if (!gopclntab__line(t, size, 0x401000, pc, &fo, &ln) &&
+		    (fo >= size || !memchr(t + fo, 0, size - fo)))
+			abort();
+	}
 	free(t);
 	return 0;
 }

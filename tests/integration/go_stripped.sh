@@ -15,6 +15,8 @@
 #    with Go's own names (runtime.goexit, not the symbol table's .abi0);
 #  - so does a cgo binary (tests/helpers/gocgo, stripped), whose C part
 #    has .eh_frame and whose Go code is walked with Go's table beside it;
+#  - profile.pb gives each main.* frame the file and line Go's own CPU
+#    profile of the binary does (from the same table: no DWARF needed);
 #  - /prof/metrics counts both as read from a Go 1.18 layout.
 # About 30 s.
 # timeout: 180
@@ -44,6 +46,22 @@ for b in gohot_stripped gohot_full gocgo_stripped; do
 	((w >= 40)) && within "$(pct "$whole" "$w")" 95 100 &&
 		ok "$b: main.work whole from runtime.goexit in $(pct "$whole" "$w")% of its $w samples" ||
 		{ fail "$b: main.work whole in $whole of $w samples (want >= 95%)"; grep 'main\.work' "$F" | grep -v "^$b;runtime.goexit;runtime.main;main.main" | head -3; }
+	# Lines, against Go's own CPU profile of the same binary (a second,
+	# shorter run: runtime/pprof's SIGPROF would sit in the judged one):
+	# each main.* function:line of ours with >= 5% of the samples is
+	# one Go's own profile has (`go tool pprof -top -lines` of both).
+	[[ $b == gohot_* ]] || continue
+	GOHOT_PROF=$WORK/$b.goprof "$TESTS_BIN/$b" 3 >/dev/null || fail "$b with GOHOT_PROF failed"
+	lines_of() { go tool pprof -top -lines -nodecount=200 "$1" 2>/dev/null | awk -v min="$2" '$(NF-1) ~ /^main\./ && $NF ~ /\.go:[0-9]+$/ && $5 + 0 >= min { print $(NF-1), $NF }' | sort -u; }
+	ours=$(lines_of "$MP/merged/cpu/pid=$P/last-15m/profile.pb" 5)
+	gos=$(lines_of "$WORK/$b.goprof" 0)
+	missing=$(comm -23 <(echo "$ours") <(echo "$gos"))
+	if (($(grep -c . <<<"$ours") >= 4)) && [[ -z $missing ]]; then
+		ok "$b: profile.pb's lines are Go's own: $(tr '\n' ' ' <<<"$ours" | sed 's|[^ ]*/||g')"
+	else
+		fail "$b: lines not in Go's own profile: ${missing:-none}; ours: $(tr '\n' ' ' <<<"$ours")"
+		echo "Go's: $(tr '\n' ' ' <<<"$gos")"
+	fi
 done
 v=$(metric 'proffs_go_binaries_total{layout="1.18"}')
 ((v >= 3)) && ok "metrics: $v Go binaries named from a 1.18-layout table" || fail "metrics: proffs_go_binaries_total{layout=\"1.18\"} is '$v', want >= 3"

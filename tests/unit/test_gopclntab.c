@@ -7,6 +7,9 @@
  * that address, under Go's own name (the two builds differ only in the
  * tables the linker drops), main.heavy, main.light and runtime.main among
  * them, and the layout is reported as Go 1.18's.
+ * Lines: at 3 addresses in each function (entry, middle, last byte),
+ * gopclntab__line gives the file and line Go's own reader does (`go tool
+ * addr2line` on the stripped binary), every one of them.
  * Damaged tables: the magic of a layout we do not read (Go 1.2-1.15's),
  * every truncation of the table, and bytes flipped at many places are
  * each refused or read without a name outside the table and without a
@@ -17,6 +20,7 @@
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +31,7 @@
 
 #define STRIPPED "build/tests/gohot_stripped"
 #define FULL "build/tests/gohot_full"
+#define CGO "build/tests/gocgo_stripped"
 
 static int read_file(const char *path, struct elf_info *e)
 {
@@ -84,6 +89,33 @@ out:
 	return out;
 }
 
+/* Go's own answer for each address (`go tool addr2line`): "file:line"
+ * into want[i], or "" where it knows none. Returns the count read. */
+static size_t go_addr2line(const char *bin, const uint64_t *pcs, size_t n, char (*want)[512])
+{
+	char in[] = "/tmp/test_gopclntab.XXXXXX", cmd[1024], fn[512], pos[512];
+	int fd = mkstemp(in);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL, *p;
+	size_t got = 0;
+
+	if (!f)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%#llx\n", (unsigned long long)pcs[i]);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "timeout 120 go tool addr2line %s < %s", bin, in);
+	p = popen(cmd, "r");
+	while (p && got < n && fgets(fn, sizeof(fn), p) && fgets(pos, sizeof(pos), p)) {
+		pos[strcspn(pos, "\n")] = 0;
+		/* "?:0" nothing; ":-1" a function without a file (padding) */
+		snprintf(want[got++], 512, "%s", strcmp(pos, "?:0") && pos[0] != ':' ? pos : "");
+	}
+	if (p)
+		pclose(p);
+	unlink(in);
+	return got;
+}
+
 /* A damaged table's walk: every name it gives must be a name the real
  * table gives at that address (or at least be text inside the table). */
 struct damaged {
@@ -101,6 +133,74 @@ static int check_name(void *ctx, uint64_t entry, uint64_t end, const char *name,
 	if (!want || strlen(want) != n || memcmp(want, name, n))
 		d->wrong++;
 	return 0;
+}
+
+/* Lines, against Go's own reader, at 3 addresses in each function. */
+static void lines_check(const char *bin)
+{
+	struct elf_info s = { 0 };
+	size_t n = 0;
+	uint64_t text = 0;
+	uint8_t *tab = table_of(bin, &n, &text);
+	int err = read_file(bin, &s);
+
+	CHECK(!err && tab, "%s: read", bin);
+	if (err || !tab) {
+		free(tab);
+		return;
+	}
+		size_t np = 0, agree = 0, have = 0;
+		uint64_t *pcs = calloc(3 * s.nsyms, sizeof(*pcs));
+		char (*want)[512] = calloc(3 * s.nsyms, 512);
+
+		for (size_t i = 0; pcs && want && i < s.nsyms; i++) {
+			uint64_t a = s.syms[i].addr, z = s.syms[i].size ? s.syms[i].size : 1;
+
+			pcs[np++] = a;
+			pcs[np++] = a + z / 2;
+			pcs[np++] = a + z - 1;
+		}
+		/* Go 1.19's own reader (debug/gosym) counts a 1.18+ table's
+		 * offsets from .text's start, not from the table's textStart
+		 * (runtime.text): in an externally linked (cgo) binary it names
+		 * every address by the one runtime.text - .text bytes below it
+		 * (0x100 here, the C start code), as the binary's own symbol
+		 * table shows. It is asked about those addresses. */
+		uint64_t hdr_text, delta = 0;
+
+		memcpy(&hdr_text, tab + 24, 8);
+		if (hdr_text > text)
+			delta = hdr_text - text;
+		for (size_t i = 0; i < np; i++)
+			pcs[i] -= delta;
+		size_t got = pcs && want ? go_addr2line(bin, pcs, np, want) : 0;
+
+		for (size_t i = 0; i < np; i++)
+			pcs[i] += delta;
+
+		CHECK(np > 3000 && got == np, "%s: go tool addr2line answered %zu of %zu addresses", bin, got, np);
+		for (size_t i = 0; i < got; i++) {
+			uint32_t fo;
+			int32_t ln;
+			char mine[512] = "";
+
+			if (!gopclntab__line(tab, n, text, pcs[i], &fo, &ln))
+				snprintf(mine, sizeof(mine), "%s:%d", (const char *)tab + fo, (int)ln);
+			have += mine[0] != 0;
+			if (!strcmp(mine, want[i]))
+				agree++;
+			else if (i + 1 - agree <= 5)
+				printf("  %#llx: we say '%s', go tool addr2line '%s'\n", (unsigned long long)pcs[i], mine,
+				       want[i]);
+		}
+		/* (Go knows no line for a function's alignment padding, its
+		 * last bytes here, nor for some runtime stubs.) */
+		CHECK(got && agree == got && have * 2 > got,
+		      "%s: %zu of %zu addresses at the file and line Go's own reader gives (%zu with one)", bin, agree, got, have);
+		free(pcs);
+		free(want);
+		free(tab);
+	elfsym__fini(&s);
 }
 
 int main(void)
@@ -159,6 +259,8 @@ int main(void)
 	CHECK(tab && n > 4096, "the table: %zu bytes", n);
 	if (!tab)
 		return test_done();
+	lines_check(STRIPPED);
+	lines_check(CGO);
 	copy = malloc(n);
 	/* Go 1.2-1.15's magic: a layout not read, refused as such. */
 	memcpy(copy, tab, n);
