@@ -348,6 +348,11 @@ long gopclntab__walk_sp(const uint8_t *tab, size_t n, uint64_t text, gopclntab_s
 	return walk(tab, n, text, sp_one, &c, &lo);
 }
 
+static uint32_t magic_of(const uint8_t *tab)
+{
+	return u32(tab);
+}
+
 /* The value of the pc-value table at pctab + off (a function's pcfile,
  * pcln) at pc, for a function [entry, end): Go's runtime pcvalue. */
 static int pcvalue(const uint8_t *tab, size_t n, const struct hdr *h, uint32_t off, uint64_t entry,
@@ -386,7 +391,7 @@ int gopclntab__line(const uint8_t *tab, size_t n, uint64_t text, uint64_t pc, ui
 {
 	struct hdr h;
 	uint64_t lo = 0, hi, entry, end, off, at;
-	uint32_t pcfile, pcln, cuoff, foff;
+	uint32_t pcfile, pcln, npcdata, cuoff, foff;
 	int32_t fileno, ln;
 	size_t f;
 	int err = parse_header(tab, n, text, &h);
@@ -420,7 +425,23 @@ int gopclntab__line(const uint8_t *tab, size_t n, uint64_t text, uint64_t pc, ui
 		return -EINVAL;
 	pcfile = u32(tab + f + 4);
 	pcln = u32(tab + f + 8);
+	npcdata = u32(tab + f + 12);
 	cuoff = u32(tab + f + 16);
+	/* Code the compiler inlined here (its PCDATA_InlTreeIndex >= 0 at
+	 * pc): pcln gives the inlined callee's line, which is not a line of
+	 * this function; the call site's is in the inline tree, which lives
+	 * outside this table (go:func.*). No line rather than another's. The
+	 * pcdata offsets follow the record's fixed part: 40 bytes in 1.18
+	 * and 1.19, 44 with 1.20's startLine and in 1.16 (an 8-byte entry). */
+	if (npcdata > 2) {
+		size_t pd = at + (magic_of(tab) == MAGIC_118 ? 40 : 44) + 2 * 4;
+		int32_t ix;
+
+		if (pd > n || n - pd < 4)
+			return -EINVAL;
+		if (u32(tab + pd) && !pcvalue(tab, n, &h, u32(tab + pd), entry, end, pc, &ix) && ix >= 0)
+			return -ENOENT;
+	}
 	if ((err = pcvalue(tab, n, &h, pcfile, entry, end, pc, &fileno)) ||
 	    (err = pcvalue(tab, n, &h, pcln, entry, end, pc, &ln)))
 		return err;

@@ -62,9 +62,10 @@ long gopclntab__walk_sp(const uint8_t *tab, size_t n, uint64_t text, gopclntab_s
 /*
  * The source position of link-time address pc, as Go's own traceback
  * gives it (its pcfile and pcln tables): *file_off, the offset in tab of
- * the file's NUL-terminated path, and *line. The innermost position: in
- * code the compiler inlined, the inlined function's line. Returns 0,
- * -ENOENT when no function or position covers pc, or -errno as
+ * the file's NUL-terminated path, and *line. Returns 0,
+ * -ENOENT when no function or position covers pc or pc lies in code
+ * the compiler inlined there (the line pcln gives is the callee's), or
+ * -errno as
  * gopclntab__walk for a table not read or damaged. Bounded like it.
  */
 int gopclntab__line(const uint8_t *tab, size_t n, uint64_t text, uint64_t pc, uint32_t *file_off,
