@@ -87,11 +87,12 @@ function roundSize(n) {
   return Math.floor(n * (0.5 + seed / 4294967296));
 }
 
-function runLoop(seconds, n) {
+function runLoop(seconds, size) {
   const end = Date.now() + seconds * 1000;
   let rounds = 0;
   while (Date.now() < end) {
-    outer(roundSize(n));
+    const n = roundSize(size);
+    outer(n);
     if (++rounds % 10 === 0) {
       viaParse(n);
       viaSort(n);
