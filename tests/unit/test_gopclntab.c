@@ -91,22 +91,35 @@ out:
 	return out;
 }
 
+/* Runs `tool bin < (the addresses, one a line)` (tool: a command line
+ * prefix) and returns its output stream (NULL on failure); in[] gets the
+ * input file's name, for the caller to unlink after pclose. */
+static FILE *run_on_addrs(const char *tool, const char *bin, const uint64_t *pcs, size_t n, char in[27])
+{
+	char cmd[1024];
+	int fd;
+	FILE *f;
+
+	strcpy(in, "/tmp/test_gopclntab.XXXXXX");
+	fd = mkstemp(in);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%#llx\n", (unsigned long long)pcs[i]);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "timeout 120 %s %s < %s", tool, bin, in);
+	return popen(cmd, "r");
+}
+
 /* Go's own answer for each address (`go tool addr2line`): "file:line"
  * into want[i], or "" where it knows none. Returns the count read. */
 static size_t go_addr2line(const char *bin, const uint64_t *pcs, size_t n, char (*want)[512])
 {
-	char in[] = "/tmp/test_gopclntab.XXXXXX", cmd[1024], fn[512], pos[512];
-	int fd = mkstemp(in);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL, *p;
+	char in[27], fn[512], pos[512];
+	FILE *p = run_on_addrs("go tool addr2line", bin, pcs, n, in);
 	size_t got = 0;
 
-	if (!f)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%#llx\n", (unsigned long long)pcs[i]);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "timeout 120 go tool addr2line %s < %s", bin, in);
-	p = popen(cmd, "r");
 	while (p && got < n && fgets(fn, sizeof(fn), p) && fgets(pos, sizeof(pos), p)) {
 		pos[strcspn(pos, "\n")] = 0;
 		/* "?:0" nothing; ":-1" a function without a file (padding) */
@@ -123,18 +136,10 @@ static size_t go_addr2line(const char *bin, const uint64_t *pcs, size_t n, char 
  * addr2line -i, one line per frame, > 1 where the compiler inlined. */
 static size_t dwarf_depths(const char *bin, const uint64_t *pcs, size_t n, int *depth)
 {
-	char in[] = "/tmp/test_gopclntab.XXXXXX", cmd[1024], l[1024];
-	int fd = mkstemp(in);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL, *p;
+	char in[27], l[1024];
+	FILE *p = run_on_addrs("addr2line -a -i -e", bin, pcs, n, in);
 	long k = -1;
 
-	if (!f)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%#llx\n", (unsigned long long)pcs[i]);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "timeout 120 addr2line -a -i -e %s < %s", bin, in);
-	p = popen(cmd, "r");
 	while (p && fgets(l, sizeof(l), p)) {
 		if (!strncmp(l, "0x", 2)) {
 			if (++k >= (long)n)
