@@ -17,9 +17,15 @@
 #    has .eh_frame and whose Go code is walked with Go's table beside it;
 #  - profile.pb gives each main.* frame the file and line Go's own CPU
 #    profile of the binary does (from the same table: no DWARF needed);
+#  - 200 goroutines on two threads: heavy's share is the work's (10 of
+#    11) within 3 sigma, main.work whole through main.spinner in >= 95%;
+#  - five runs of 0.5 s are named all the same;
+#  - a table with a control byte in its names and one cut (its section
+#    header halved) name nothing (never wrong), are counted unknown, and
+#    the daemon lives on;
 #  - /prof/metrics counts both as read from a Go 1.18 layout.
-# About 30 s.
-# timeout: 180
+# About 70 s.
+# timeout: 300 (about three times its run beside a loaded suite, stop 49)
 source "$(dirname "$0")/sampler_lib.bash"
 
 MP=$WORK/mp
@@ -63,6 +69,80 @@ for b in gohot_stripped gohot_full gocgo_stripped; do
 		echo "Go's: $(tr '\n' ' ' <<<"$gos")"
 	fi
 done
+# 200 goroutines on two threads, moved between them by Go's scheduler:
+# heavy's share is the work's, 10 of 11 (90.9%), within 3 sigma (>= 3
+# pp); main.work's stacks whole from runtime.goexit through the go
+# statement's wrapper (main.crowd.func1: Go wraps a call with arguments)
+# and main.spinner.
+"$TESTS_BIN/gohot_stripped" 6 goroutines 200 >/dev/null & P=$!; PIDS+=("$P")
+wait "$P" || fail "gohot_stripped goroutines failed"
+stored
+F=$WORK/crowd.folded
+cp "$MP/merged/cpu/pid=$P/last-15m/folded.txt" "$F" || fail "read the goroutines' folded.txt"
+h=$(fsum "$F" ';main\.heavy(;|$)'); l=$(fsum "$F" ';main\.light(;|$)')
+n=$((h + l)); share=$(pct "$h" "$n"); bd=$(band 90.9 "$n")
+((n >= 30)) && within "$share" "$(awk -v b="$bd" 'BEGIN { print 90.9 - b }')" "$(awk -v b="$bd" 'BEGIN { print 90.9 + b }')" &&
+	ok "200 goroutines: main.heavy $share% of heavy + light's $n samples (the work: 90.9% +- $bd)" ||
+	fail "200 goroutines: main.heavy $share% of $n samples (want >= 30, 90.9 +- $bd)"
+w=$(fsum "$F" ';main\.work(;|$)')
+whole=$(fsum "$F" '^gohot_stripped;runtime\.goexit;main\.crowd\.func1;main\.spinner;main\.(heavy|light);main\.work(;[^;]*_\[k\])*$')
+((w >= 30)) && within "$(pct "$whole" "$w")" 95 100 &&
+	ok "200 goroutines: main.work whole from runtime.goexit through main.spinner in $(pct "$whole" "$w")% of its $w samples" ||
+	{ fail "200 goroutines: main.work whole in $whole of $w samples (want >= 95%)"; grep 'main\.work' "$F" | grep -v '^gohot_stripped;runtime.goexit;main.crowd.func1;main.spinner;' | sort -t' ' -k2 -n | tail -3 | cut -c1-300; }
+# Go programs that exit after 0.5 s, five in turn: their samples named
+# all the same (a table is read at a process's first sample; the daemon
+# keeps an exited process's maps). Five, so that a loaded host still
+# gives samples to judge (each gets ~2-10).
+SP=()
+for i in 1 2 3 4 5; do
+	"$TESTS_BIN/gohot_stripped" 0.5 >/dev/null & P=$!; PIDS+=("$P"); SP+=("$P")
+	wait "$P" || fail "gohot_stripped 0.5 failed"
+done
+stored
+F=$WORK/short.folded
+for P in "${SP[@]}"; do cat "$MP/merged/cpu/pid=$P/last-15m/folded.txt"; done >"$F"
+n=$(fsum "$F"); w=$(fsum "$F" ';main\.work(;|$)'); un=$(fsum "$F" 'gohot_stripped\+0x')
+((n >= 3 && w >= 1 && un == 0)) && ok "five Go runs of 0.5 s: their $n samples named ($w in main.work, none gohot_stripped+0x)" ||
+	{ fail "five Go runs of 0.5 s: $n samples, $w in main.work, $un with unnamed frames"; head -3 "$F" | cut -c1-200; }
+# Damaged tables Go's runtime still runs with (it checks the magic and
+# the functab's order at start, and reads names only to print them): a
+# control byte inside the function names, and a section header that says
+# the table is half its size (cut, to a reader of the file). Refused and
+# counted, frames left unnamed, never named wrong; the daemon lives on.
+read -r gidx goff gsize < <(readelf -SW "$TESTS_BIN/gohot_stripped" | tr -d '[]' | awk '{ for (i = 1; i < NF; i++) if ($i == ".gopclntab") print $(i - 1), $(i + 3), $(i + 4) }')
+[[ -n $goff ]] || die "no .gopclntab in gohot_stripped"
+goff=$((16#$goff)) gsize=$((16#$gsize))
+u0=$(metric 'proffs_go_binaries_total{layout="unknown"}')
+cp "$TESTS_BIN/gohot_stripped" "$WORK/gobadname"
+# (funcnametab's offset: the header's word at byte 32)
+names=$(od -An -t u8 -j $((goff + 32)) -N 8 "$WORK/gobadname" | tr -d ' ')
+((names > 0 && names < gsize)) || die "gohot_stripped's table header: names at $names"
+printf '\x01' | dd of="$WORK/gobadname" bs=1 seek=$((goff + names + 40)) conv=notrunc status=none
+cp "$TESTS_BIN/gohot_stripped" "$WORK/gobadcut"
+python3 - "$WORK/gobadcut" "$gidx" <<'PY' || die "cannot cut gobadcut's section header"
+import struct, sys
+path, idx = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as f:
+    shoff = struct.unpack_from("<Q", f.read(64), 40)[0]
+    at = shoff + idx * 64 + 32  # sh_size
+    f.seek(at)
+    size = struct.unpack("<Q", f.read(8))[0]
+    f.seek(at)
+    f.write(struct.pack("<Q", size // 2))
+PY
+for b in gobadname gobadcut; do
+	"$WORK/$b" 3 >/dev/null & P=$!; PIDS+=("$P")
+	wait "$P" || fail "$b failed"
+	stored
+	F=$WORK/$b.folded
+	cp "$MP/merged/cpu/pid=$P/last-15m/folded.txt" "$F" || { fail "read $b's folded.txt"; continue; }
+	n=$(fsum "$F"); named=$(fsum "$F" ';main\.')
+	((n >= 3 && named == 0)) && ok "$b: a table not read: $n samples, no Go name given (unnamed, never named wrong)" ||
+		{ fail "$b: $n samples, $named named from a damaged table"; grep 'main\.' "$F" | head -3 | cut -c1-200; }
+done
+u1=$(metric 'proffs_go_binaries_total{layout="unknown"}')
+kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died on a damaged Go table"
+((u1 - u0 == 2)) && ok "metrics: both damaged tables counted as unknown ($u0 -> $u1)" || fail "metrics: unknown went $u0 -> $u1 (want +2)"
 v=$(metric 'proffs_go_binaries_total{layout="1.18"}')
 ((v >= 3)) && ok "metrics: $v Go binaries named from a 1.18-layout table" || fail "metrics: proffs_go_binaries_total{layout=\"1.18\"} is '$v', want >= 3"
 run_stop "$RUN_PID" "$MP"

@@ -9,6 +9,9 @@
 // against.
 //
 // usage: gohot SECONDS
+//
+//	gohot SECONDS goroutines N: N goroutines, each running heavy and
+//	light in turn (no clock: the answer is the work's, 10 of 11)
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -58,6 +62,11 @@ func main() {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	if len(os.Args) > 3 && os.Args[2] == "goroutines" {
+		n, _ := strconv.Atoi(os.Args[3])
+		crowd(secs, n)
+		return
+	}
 	runtime.LockOSThread()
 	var h, l int64
 	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
@@ -71,4 +80,29 @@ func main() {
 		l += t2 - t1
 	}
 	fmt.Printf("heavy=%.2f light=%.2f\n", 100*float64(h)/float64(h+l), 100*float64(l)/float64(h+l))
+}
+
+// spinner runs heavy and light in turn until end: one of crowd's
+// goroutines, scheduled by Go onto whichever thread is free.
+//
+//go:noinline
+func spinner(end time.Time, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for time.Now().Before(end) {
+		heavy()
+		light()
+	}
+}
+
+// crowd runs n spinners for secs seconds: many goroutines on few threads,
+// preempted and moved between threads by Go's scheduler.
+func crowd(secs float64, n int) {
+	var wg sync.WaitGroup
+	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go spinner(end, &wg)
+	}
+	wg.Wait()
+	fmt.Printf("goroutines=%d\n", n)
 }
