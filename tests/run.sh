@@ -39,6 +39,10 @@ JOBS=${JOBS:-4}
 CG_ROOT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 CG_TESTS=""
 if [[ -n $CG_ROOT && -w $CG_ROOT ]]; then
+	# Those of runners that were killed (their tests' cgroups empty now).
+	for d in "$CG_ROOT"/proffs-tests.*; do
+		[[ -d $d ]] && ! kill -0 "${d##*.}" 2>/dev/null && rmdir "$d"/*/ "$d" 2>/dev/null
+	done
 	CG_TESTS=$CG_ROOT/proffs-tests.$$
 	mkdir -p "$CG_TESTS" 2>/dev/null || CG_TESTS=""
 fi
