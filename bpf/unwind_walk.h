@@ -509,7 +509,7 @@ static long walk_step(__u64 i, void *data)
 	 * again, an inlined array access) */
 	struct walk *w = bpf_map_lookup_elem(&walk_state, &zero);
 	__u64 look;
-	int end;
+	int end, blt;
 
 	(void)data;
 	if (!w)
@@ -541,10 +541,11 @@ static long walk_step(__u64 i, void *data)
 	w->n++;
 	/* V8 code (its JIT's, or builtins linked without CFI): the rbp step,
 	 * reading the frame's JS function on the way. */
-	if (RT_ON(RT_V8) && w->v8.on && v8_code(&w->v8, w->anon, look)) {
+	blt = RT_ON(RT_V8) && !w->anon && v8_builtins(&w->v8, w->fdev, w->fino, look - w->vm_start + (w->vm_pgoff << 12));
+	if (RT_ON(RT_V8) && w->v8.on && (w->anon || blt)) {
 		struct v8_regs vr = { w->pc, w->sp, w->bp };
 
-		end = v8_step(&w->v8, &vr, w->n - 1);
+		end = v8_step(&w->v8, &vr, w->n - 1, blt);
 		w->pc = vr.pc;
 		w->sp = vr.sp;
 		w->bp = vr.bp;

@@ -43,7 +43,11 @@
 
 /* Per process (BPF map v8_procs, key: tgid), from sampler/v8/v8layout.c. */
 struct v8_proc {
-	__u64 code_lo, code_hi;   /* the embedded builtins' runtime addresses */
+	/* The embedded builtins: file offsets [blob_off, + blob_len) of the
+	 * file (blob_dev, blob_ino), wherever it is mapped (V8 12+ maps a
+	 * copy of them per isolate, next to its JIT code, and runs that) */
+	__u64 blob_off, blob_len, blob_ino;
+	__u32 blob_dev, pad0;
 	__s8 fp_context;	  /* the context, or a frame-type SMI marker */
 	__s8 fp_function;	  /* the JSFunction */
 	__s8 fp_bytecode_array;	  /* interpreted frames: the BytecodeArray */

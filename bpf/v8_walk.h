@@ -5,10 +5,10 @@
  * How the native walk (bpf/unwind_walk.h, walk_step) calls it:
  *   - per sample, before the walk: v8_begin(&w->v8, set-up) (the
  *     process's rt_procs entry is copied, so frames need no lookup);
- *   - per frame, instead of the rbp step, when v8_code() says the frame's
- *     pc is in V8 code (anonymous executable memory, or the builtins):
- *     end = v8_step(&w->v8, &w->pc, &w->sp, &w->bp, w->n - 1) (the frame's
- *     pc already stored as native frame w->n - 1);
+ *   - per frame, instead of the rbp step, when the frame's pc is in V8
+ *     code (anonymous executable memory, or the builtins: v8_builtins()):
+ *     end = v8_step(&w->v8, &regs, w->n - 1, builtins) (the frame's pc
+ *     already stored as native frame w->n - 1);
  *   - after the walk: v8_emit(&w->v8, ev->frames, at) copies the JS
  *     frames into ev->frames[at...], two slots each (at: after the native
  *     frames, and after Python's if any).
@@ -148,11 +148,12 @@ static __always_inline void v8_begin(struct v8_walk *v, const struct v8_proc *c,
 	v->end = V8_END_OK;
 }
 
-/* Whether look (a frame's pc, minus one for return addresses) is V8 code:
- * anon is the walk's "anonymous executable memory" (JIT code). */
-static __always_inline int v8_code(const struct v8_walk *v, int anon, __u64 look)
+/* Whether a pc at file offset off of the file (dev, ino) is in the
+ * builtins. */
+static __always_inline int v8_builtins(const struct v8_walk *v, __u32 dev, __u64 ino, __u64 off)
 {
-	return v->on && (anon || (look >= v->c.code_lo && look < v->c.code_hi));
+	return v->on && ino == v->c.blob_ino && dev == v->c.blob_dev && off >= v->c.blob_off &&
+	       off - v->c.blob_off < v->c.blob_len;
 }
 
 static __always_inline int v8_heap_object(__u64 x)
@@ -244,14 +245,14 @@ struct v8_regs {
 };
 
 /*
- * The rbp step of the frame at r->bp whose pc is in V8 code, index its
- * place among the user frames: records a JS frame when the frame runs one
+ * The rbp step of the frame at r->bp whose pc is in V8 code (builtins:
+ * in the builtins, else JIT code), index its place among the user frames: records a JS frame when the frame runs one
  * (v8walk__frame says how), then r becomes the caller's. Returns 0 or the
  * walk's end (enum prof_uend). A global BPF function: verified once, not
  * at every place the native walk's loop may reach it (with the HotSpot
  * step beside it, the program was past the verifier's bounds).
  */
-__noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
+__noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index, __u32 builtins)
 {
 	__u32 zero = 0, n;
 	struct v8_buf *b = bpf_map_lookup_elem(&v8_scratch, &zero);
@@ -283,7 +284,7 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index)
 	jsf = v8_slot(fr, v->c.fp_function);
 	ctx = v8_slot(fr, v->c.fp_context);
 	if (v8_heap_object(ctx) && v8_heap_object(jsf)) {
-		int builtins = *pc >= v->c.code_lo && *pc < v->c.code_hi, hit = 0;
+		int hit = 0;
 		struct v8_fn_cache *fc = 0;
 		struct v8_fn_ent *e = 0;
 

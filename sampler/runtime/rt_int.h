@@ -68,7 +68,7 @@ struct rt_ops {
 	 * step BPF takes, for the pending walk (runtime.h's
 	 * runtimes__twin_step; NULL: none). */
 	int (*twin_step)(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
-			 bool anon, int index, uint64_t rec[2]);
+			 const struct twin_map *m, int index, uint64_t rec[2]);
 };
 
 extern const struct rt_ops rt_python_ops, rt_ruby_ops, rt_hotspot_ops, rt_v8_ops;

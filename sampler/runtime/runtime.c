@@ -552,14 +552,14 @@ void runtimes__see(struct runtimes *rts, struct proc *p, const struct frame *fr,
 /* ---- merge, forget ---- */
 
 int runtimes__twin_step(struct runtimes *rts, struct proc *p, struct twin_regs *r,
-			const struct twin_mem *mem, bool anon, int index, uint64_t rec[2])
+			const struct twin_mem *mem, const struct twin_map *m, int index, uint64_t rec[2])
 {
 	int k = p ? p->rt.kind : RT_NONE;
 
 	if (!rts || !p || p->rt.state != RTS_WALKED || k <= RT_NONE || k >= RT_NKINDS ||
 	    !ops_of[k]->twin_step)
 		return 0;
-	return ops_of[k]->twin_step(rts->st[k], p, r, mem, anon, index, rec);
+	return ops_of[k]->twin_step(rts->st[k], p, r, mem, m, index, rec);
 }
 
 int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_sample_ev *ev,

@@ -40,6 +40,7 @@ struct frame;
 struct buf;
 struct twin_regs;
 struct twin_mem;
+struct twin_map;
 
 /* How far a process's set-up got (metrics: processes by state). */
 enum rt_state {
@@ -152,15 +153,15 @@ void runtimes__count(struct runtimes *rts, const struct rt_merged *m);
 
 /*
  * The pending walk (sampler/unwind/pending.c) of a sample of p meets the
- * frame at r (index: its place among the user frames; anon: in anonymous
- * memory; mem: the stack the sample copied): the step BPF would have
+ * frame at r (index: its place among the user frames; m: the mapping
+ * holding its pc; mem: the stack the sample copied): the step BPF would have
  * taken there for p's runtime. Returns 0: not the runtime's frame, the
  * native step follows; 1: rec holds the frame's record (bpf/hotspot.h,
  * bpf/v8.h) and the native step follows; 2: rec holds it and r was
  * stepped to the caller; -PROF_UE_*: the walk ends so. Sampler thread.
  */
 int runtimes__twin_step(struct runtimes *rts, struct proc *p, struct twin_regs *r,
-			const struct twin_mem *mem, bool anon, int index, uint64_t rec[2]);
+			const struct twin_mem *mem, const struct twin_map *m, int index, uint64_t rec[2]);
 
 /* p exec'd or exited: its objects are gone. */
 void runtimes__forget(struct runtimes *rts, pid_t pid);

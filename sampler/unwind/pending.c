@@ -110,7 +110,7 @@ static int rt_hook(void *arg, struct twin_regs *r, const struct twin_mem *mem, c
 
 	if (c->nrec >= PROF_MAX_FRAMES)
 		return 0;
-	k = runtimes__twin_step(c->pq->rts, c->p, r, mem, m->kind == TWIN_FP, index, rec);
+	k = runtimes__twin_step(c->pq->rts, c->p, r, mem, m, index, rec);
 	if (k <= 0)
 		return k;
 	c->rec[2 * c->nrec] = rec[0];
@@ -138,6 +138,8 @@ static int map_fn(void *arg, uint64_t addr, struct twin_map *m)
 	m->start = v->start;
 	m->end = v->end;
 	m->pgoff = v->pgoff;
+	m->kdev = v->file ? unwinder__kdev(v->dev) : 0;
+	m->ino = v->file ? v->ino : 0;
 	if (v->file) {
 		if (unwinder__lookup_locked(c->pq->u, unwinder__kdev(v->dev), v->ino, m) == -ENOENT) {
 			c->need = v;

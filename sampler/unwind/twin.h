@@ -28,6 +28,7 @@ struct twin_map {
 	size_t nrows;
 	const struct unw_rule *rules; /* indexed by unw_row.rule */
 	size_t nrules;
+	uint64_t kdev, ino; /* the mapped file (the kernel's dev encoding); 0, 0: none */
 };
 
 /* Fills *m for the executable mapping holding addr; returns 0, or -1 when

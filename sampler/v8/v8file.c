@@ -88,6 +88,15 @@ static const char *const names[V8D_MAX] = {
 	[V8D_JSF_FEEDBACK_CELL] = "class_JSFunction__raw_feedback_cell__",
 	[V8D_JSF_PROTOTYPE] = "class_JSFunction__prototype_or_initial_map__",
 	[V8D_T_DEBUG_INFO] = "type_DebugInfo__",
+	[V8D_T_TRUSTED_FIXED_ARRAY] = "type_TrustedFixedArray__",
+	[V8D_T_PROTECTED_FIXED_ARRAY] = "type_ProtectedFixedArray__",
+	[V8D_T_TRUSTED_BYTE_ARRAY] = "type_TrustedByteArray__",
+};
+
+/* The same value under the name a later V8 gave it (12.4 split the
+ * script slot's "script_or_debug_info" into script and debug info). */
+static const char *const renamed[V8D_MAX] = {
+	[V8D_SFI_SCRIPT] = "class_SharedFunctionInfo__script__",
 };
 
 #define VERSION_SYM "_ZN2v88internal7Version"
@@ -148,16 +157,24 @@ static void take(struct rd *r, const char *nm, const GElf_Sym *s)
 		if (!strcmp(nm, "off_fp_function"))
 			r->fp_function = true;
 		for (int d = 0; d < V8D_MAX; d++) {
-			size_t k = strlen(names[d]);
+			const char *want = names[d];
+			size_t k = strlen(want);
 
-			if (v8file__has(f, d) || strncmp(nm, names[d], k) ||
-			    (names[d][k - 1] != '_' && nm[k]))
+			if (v8file__has(f, d))
+				continue;
+			if ((strncmp(nm, want, k) || (want[k - 1] != '_' && nm[k])) && renamed[d]) {
+				want = renamed[d];
+				k = strlen(want);
+			}
+			if (strncmp(nm, want, k) || (want[k - 1] != '_' && nm[k]))
 				continue;
 			if (s->st_size != 4 || read_va(r, s->st_value, &v, 4)) {
 				r->err = -EINVAL;
 				return;
 			}
 			f->dbg[d] = v == V8D_NONE ? V8D_NONE + 1 : v;
+			if (d == V8D_CODE_INSTR_START)
+				f->code_start_is_ptr = !strcmp(nm + k, "Address");
 			return;
 		}
 	} else if (!strncmp(nm, VERSION_SYM, sizeof(VERSION_SYM) - 1)) {

@@ -90,6 +90,11 @@ enum v8d {
 	V8D_JSF_FEEDBACK_CELL,
 	V8D_JSF_PROTOTYPE,
 	V8D_T_DEBUG_INFO,
+	/* V8 12+: arrays in trusted space (same layout as FixedArray and
+	 * ByteArray; each has its own instance type) */
+	V8D_T_TRUSTED_FIXED_ARRAY,
+	V8D_T_PROTECTED_FIXED_ARRAY,
+	V8D_T_TRUSTED_BYTE_ARRAY,
 	V8D_MAX
 };
 
@@ -106,6 +111,9 @@ struct v8file {
 	uint64_t code_off;	  /* code_lo's file offset (a mapping's pgoff finds it) */
 	uint8_t bc_sizes[3][V8FILE_MAX_BYTECODES]; /* Bytecodes::kBytecodeSizes */
 	unsigned nbytecodes;	  /* 0: kBytecodeSizes not found */
+	/* class_Code__instruction_start__'s type: "Address" (a pointer to
+	 * the instructions, 12+) or "uintptr_t" (they start there, 10.2) */
+	int code_start_is_ptr;
 	char build_id[41];	  /* lowercase hex, "" when none */
 };
 

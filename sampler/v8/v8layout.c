@@ -43,15 +43,39 @@ struct row {
 	int code_size, code_flags; /* -1: v8dbg's */
 	int code_deopt_data, code_positions;
 	int bytecode_positions, script_line_offset, interp_data_bytecode;
+	int sfi_function_data; /* -1: v8dbg's */
 	int dd[4]; /* inlined count, literals, sfi, inlining positions */
 	unsigned si_saved_class_bit, si_function_var_shift, si_inferred_name_bit;
 	unsigned si_scope_type_mask, si_module_scope;
 	int si_max_inlined_names;
+	/* JSFunction.code just before shared (12.4), else between the
+	 * feedback cell and the prototype */
+	int jsf_code_before_shared;
+	/* what BytecodeArray's positions follow: length + this */
+	int bytecode_positions_after_length;
 };
 
+#define SCOPE_INFO_11 .si_saved_class_bit = 10, .si_function_var_shift = 12, .si_inferred_name_bit = 14, \
+		      .si_scope_type_mask = 15, .si_module_scope = 3, .si_max_inlined_names = 75
+
 static const struct row rows[] = {
-	{ 10, 2, 48, -1, -1, -1, 16, 24, 32, 24, 8, { 1, 2, 6, 7 }, 10, 12, 14, 15, 3, 75 },
-	{ 11, 3, 48, 40, 56, 48, 16, 24, 32, 24, 8, { 1, 2, 6, 7 }, 10, 12, 14, 15, 3, 75 },
+	{ .major = 10, .minor = 2, .jsf_code = 48, .code_start_ptr = -1, .code_size = -1, .code_flags = -1,
+	  .code_deopt_data = 16, .code_positions = 24, .bytecode_positions = 32, .script_line_offset = 24,
+	  .interp_data_bytecode = 8, .sfi_function_data = -1, .dd = { 1, 2, 6, 7 }, SCOPE_INFO_11,
+	  .bytecode_positions_after_length = 24 },
+	{ .major = 11, .minor = 3, .jsf_code = 48, .code_start_ptr = 40, .code_size = 56, .code_flags = 48,
+	  .code_deopt_data = 16, .code_positions = 24, .bytecode_positions = 32, .script_line_offset = 24,
+	  .interp_data_bytecode = 8, .sfi_function_data = -1, .dd = { 1, 2, 6, 7 }, SCOPE_INFO_11,
+	  .bytecode_positions_after_length = 24 },
+	/* Node 22: v8dbg lost the SFI's function data and the Code's
+	 * deoptimization data and positions; the Code's instruction start
+	 * is back in it, as a pointer; BytecodeArray's handler table went
+	 * to trusted space with it (positions right after the length and
+	 * the constant pool) */
+	{ .major = 12, .minor = 4, .jsf_code = 24, .code_start_ptr = 40, .code_size = 52, .code_flags = 48,
+	  .code_deopt_data = 8, .code_positions = 16, .bytecode_positions = 24, .script_line_offset = 24,
+	  .interp_data_bytecode = 8, .sfi_function_data = 8, .dd = { 1, 2, 6, 7 }, SCOPE_INFO_11,
+	  .jsf_code_before_shared = 1, .bytecode_positions_after_length = 16 },
 };
 
 static int fail(char *why, size_t len, int err, const char *fmt, ...)
@@ -112,7 +136,6 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 		P(V8D_FP_BYTECODE_OFFSET, fp_bytecode_offset),
 		P(V8D_MAP_INSTANCE_TYPE, map_instance_type),
 		P(V8D_JSF_SHARED, jsf_shared),
-		P(V8D_SFI_FUNCTION_DATA, sfi_function_data),
 		P(V8D_SFI_NAME_OR_SCOPE_INFO, sfi_name_or_scope_info),
 		P(V8D_SFI_SCRIPT, sfi_script),
 		P(V8D_SCRIPT_SOURCE, script_source),
@@ -153,6 +176,10 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 	int err = 0, v = 0;
 
 	memset(l, 0, sizeof(*l));
+	l->t_trusted_fixed_array = v8file__has(f, V8D_T_TRUSTED_FIXED_ARRAY) ? f->dbg[V8D_T_TRUSTED_FIXED_ARRAY] : -1;
+	l->t_protected_fixed_array =
+		v8file__has(f, V8D_T_PROTECTED_FIXED_ARRAY) ? f->dbg[V8D_T_PROTECTED_FIXED_ARRAY] : -1;
+	l->t_trusted_byte_array = v8file__has(f, V8D_T_TRUSTED_BYTE_ARRAY) ? f->dbg[V8D_T_TRUSTED_BYTE_ARRAY] : -1;
 	if (!r)
 		return fail(why, len, -EOPNOTSUPP, "no layout for V8 %d.%d", f->major, f->minor);
 	l->major = f->major;
@@ -169,6 +196,8 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 	if (!err)
 		err = pick(f, V8D_SEQ_STRING_TAG, 0, &l->seq_tag, why, len);
 	if (!err)
+		err = pick(f, V8D_SFI_FUNCTION_DATA, r->sfi_function_data, &l->sfi_function_data, why, len);
+	if (!err)
 		err = pick(f, V8D_JSF_CODE, r->jsf_code, &l->jsf_code, why, len);
 	if (!err)
 		err = pick(f, V8D_CODE_DEOPT_DATA, r->code_deopt_data, &l->code_deopt_data, why, len);
@@ -180,8 +209,11 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 		err = pick(f, V8D_CODE_FLAGS, r->code_flags, &l->code_flags, why, len);
 	if (!err && r->code_start_ptr < 0)
 		err = pick(f, V8D_CODE_INSTR_START, -1, &l->code_start_inline, why, len);
-	if (!err && r->code_start_ptr >= 0 && v8file__has(f, V8D_CODE_INSTR_START))
-		err = fail(why, len, -EPROTO, "the row says instructions at a pointer, v8dbg inline");
+	if (!err && r->code_start_ptr >= 0 && v8file__has(f, V8D_CODE_INSTR_START) &&
+	    (!f->code_start_is_ptr || f->dbg[V8D_CODE_INSTR_START] != r->code_start_ptr))
+		err = fail(why, len, -EPROTO, "the row says instructions at a pointer at %d, v8dbg %s at %d",
+			   r->code_start_ptr, f->code_start_is_ptr ? "a pointer" : "inline",
+			   f->dbg[V8D_CODE_INSTR_START]);
 	if (!err)
 		err = pick(f, V8D_DD_INLINED_COUNT, r->dd[0], &l->dd_inlined_count, why, len);
 	if (!err)
@@ -201,8 +233,13 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 	l->kind_baseline = (unsigned)v;
 	if (err)
 		return err;
-	/* JSFunction.code lies between the feedback cell and the prototype. */
-	if (v8file__has(f, V8D_JSF_FEEDBACK_CELL) && v8file__has(f, V8D_JSF_PROTOTYPE) &&
+	/* JSFunction.code lies just before shared (12.4), or between the
+	 * feedback cell and the prototype. */
+	if (r->jsf_code_before_shared && l->jsf_code + 8 != l->jsf_shared)
+		return fail(why, len, -EPROTO, "JSFunction.code %d not before shared %d", l->jsf_code,
+			    l->jsf_shared);
+	if (!r->jsf_code_before_shared && v8file__has(f, V8D_JSF_FEEDBACK_CELL) &&
+	    v8file__has(f, V8D_JSF_PROTOTYPE) &&
 	    (l->jsf_code != f->dbg[V8D_JSF_FEEDBACK_CELL] + 8 || l->jsf_code != f->dbg[V8D_JSF_PROTOTYPE] - 8))
 		return fail(why, len, -EPROTO, "JSFunction.code %d not between feedback cell %d and prototype %d",
 			    l->jsf_code, f->dbg[V8D_JSF_FEEDBACK_CELL], f->dbg[V8D_JSF_PROTOTYPE]);
@@ -223,12 +260,14 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 	l->si_module_scope = r->si_module_scope;
 	l->si_max_inlined_names = r->si_max_inlined_names;
 	/* The fields every version has kept where the row puts them. */
-	if (l->bytecode_positions != l->array_length + 24 || l->script_line_offset != l->script_name + 8)
+	if (l->bytecode_positions != l->array_length + r->bytecode_positions_after_length ||
+	    l->script_line_offset != l->script_name + 8)
 		return fail(why, len, -EPROTO, "BytecodeArray or Script not as the row says");
 	return 0;
 }
 
-int v8layout__proc(const struct v8layout *l, uint64_t code_lo, uint64_t code_hi, struct v8_proc *p)
+int v8layout__proc(const struct v8layout *l, uint64_t blob_off, uint64_t blob_len, uint32_t kdev,
+		   uint64_t ino, struct v8_proc *p)
 {
 	int jlo = l->jsf_shared < l->jsf_code ? l->jsf_shared : l->jsf_code;
 	int clo = l->code_size < l->code_flags ? l->code_size : l->code_flags;
@@ -246,10 +285,12 @@ int v8layout__proc(const struct v8layout *l, uint64_t code_lo, uint64_t code_hi,
 	    (l->code_start_ptr >= 0 && l->code_start_ptr - clo > V8_CODE_READ - 8) ||
 	    l->code_start_inline > 65535 || l->kind_mask > 255 || l->kind_shift > 31 ||
 	    l->kind_baseline > 255 || slo < 0 || slo > 255 || l->sfi_script - slo > V8_SFI_READ - 8 ||
-	    l->sfi_name_or_scope_info - slo > V8_SFI_READ - 8 || !code_lo || code_hi <= code_lo)
+	    l->sfi_name_or_scope_info - slo > V8_SFI_READ - 8 || !blob_len || !ino)
 		return -ERANGE;
-	p->code_lo = code_lo;
-	p->code_hi = code_hi;
+	p->blob_off = blob_off;
+	p->blob_len = blob_len;
+	p->blob_dev = kdev;
+	p->blob_ino = ino;
 	p->fp_context = (__s8)l->fp_context;
 	p->fp_function = (__s8)l->fp_function;
 	p->fp_bytecode_array = (__s8)l->fp_bytecode_array;

@@ -60,7 +60,22 @@ struct v8layout {
 	/* Instance types */
 	int t_sfi, t_script, t_scope_info, t_bytecode_array, t_byte_array, t_fixed_array;
 	int t_code, t_interpreter_data, t_oddball, t_debug_info;
+	/* 12+: the same layouts in trusted space (-1: the build has none) */
+	int t_trusted_fixed_array, t_protected_fixed_array, t_trusted_byte_array;
 };
+
+/* Whether instance type t is an array of tagged values (FixedArray and
+ * its trusted-space kin) or of bytes (ByteArray, TrustedByteArray). */
+static inline int v8layout__fixed_array(const struct v8layout *l, int t)
+{
+	return t >= 0 && (t == l->t_fixed_array || t == l->t_trusted_fixed_array ||
+			  t == l->t_protected_fixed_array);
+}
+
+static inline int v8layout__byte_array(const struct v8layout *l, int t)
+{
+	return t >= 0 && (t == l->t_byte_array || t == l->t_trusted_byte_array);
+}
 
 /*
  * Fills *l for the V8 file f. Returns 0; -EOPNOTSUPP: no row for f's
@@ -74,10 +89,13 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 
 /*
  * The BPF walk's per-process set-up for layout l, with the builtins at
- * runtime addresses [code_lo, code_hi) (v8file's code_off and size, placed
- * by the executable mapping of the file that holds them). Returns 0, or
+ * file offsets [blob_off, blob_off + blob_len) (v8file's code_off and
+ * size) of the file (kdev: the kernel's encoding, ino). By the file, not
+ * by address: V8 12+ runs its builtins from a copy of them it maps next
+ * to its JIT code, one per isolate (each worker's too). Returns 0, or
  * -ERANGE when an offset does not fit the reads BPF makes.
  */
-int v8layout__proc(const struct v8layout *l, uint64_t code_lo, uint64_t code_hi, struct v8_proc *p);
+int v8layout__proc(const struct v8layout *l, uint64_t blob_off, uint64_t blob_len, uint32_t kdev,
+		   uint64_t ino, struct v8_proc *p);
 
 #endif

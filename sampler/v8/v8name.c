@@ -159,7 +159,7 @@ static int byte_array(const struct ctx *x, uint64_t a, size_t max, uint8_t **out
 
 	*out = NULL;
 	*n = 0;
-	if (type_of(x, a) != x->l->t_byte_array || rd64(x, a, x->l->array_length, &len) || !smi(len) ||
+	if (!v8layout__byte_array(x->l, type_of(x, a)) || rd64(x, a, x->l->array_length, &len) || !smi(len) ||
 	    smi_val(len) < 0)
 		return -EBADMSG;
 	if ((size_t)smi_val(len) > max)
@@ -789,7 +789,7 @@ static int read_code(const struct ctx *x, uint64_t a, struct code **out)
 	if (rd64(x, a, l->code_deopt_data, &dd) || rd64(x, a, l->code_positions, &pt) ||
 	    rd(x, a - 1 + l->code_size, &size, 4) || rd(x, a - 1 + l->code_flags, &flags, 4))
 		return -EFAULT;
-	if (type_of(x, dd) != l->t_fixed_array || rd64(x, dd, l->array_length, &len) || !smi(len) ||
+	if (!v8layout__fixed_array(l, type_of(x, dd)) || rd64(x, dd, l->array_length, &len) || !smi(len) ||
 	    smi_val(len) <= l->dd_inlining_positions || l->dd_inlining_positions >= 8 ||
 	    rd(x, dd - 1 + l->array_data, hdr, sizeof(hdr)))
 		return -EBADMSG;

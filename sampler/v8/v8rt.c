@@ -25,6 +25,7 @@
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/symbolize.h"
 #include "sampler/unwind/twin.h"
+#include "sampler/unwind/unwinder.h"
 #include "sampler/v8/v8file.h"
 #include "sampler/v8/v8layout.h"
 #include "sampler/v8/v8name.h"
@@ -145,39 +146,18 @@ static void v8_state_free(void *st)
 	free(r);
 }
 
-/* The runtime address range of the builtins: the executable mapping of
- * the file (v's) that holds their file offset. */
-static bool builtins(const struct proc *p, const struct vma *v, const struct v8file *f,
-		     uint64_t *lo, uint64_t *hi)
-{
-	for (size_t i = 0; p->maps && i < p->maps->n; i++) {
-		const struct vma *m = &p->maps->v[i];
-
-		if (m->dev != v->dev || m->ino != v->ino || strcmp(m->path, v->path))
-			continue;
-		if (f->code_off >= m->pgoff && f->code_off - m->pgoff < m->end - m->start) {
-			*lo = m->start + (f->code_off - m->pgoff);
-			*hi = *lo + (f->code_hi - f->code_lo);
-			return *hi <= m->end;
-		}
-	}
-	return false;
-}
-
 static int v8_setup(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
 		    const struct symtab *t, struct rt_proc *c)
 {
 	struct v8rt *r = st;
 	const struct v8rtfile *vf = t->rt->data;
 	struct v8rtproc *vp;
-	uint64_t lo, hi;
 
 	(void)rts;
-	if (!builtins(p, v, &vf->f, &lo, &hi)) {
-		pr_debug("js: pid %d: the builtins of %s are not mapped", (int)p->pid, v->path);
-		return RTS_FAILED;
-	}
-	if (v8layout__proc(&vf->l, lo, hi, &c->v8))
+	/* The builtins by the file's offsets: wherever V8 maps them (12+:
+	 * a copy per isolate, beside its JIT code) */
+	if (v8layout__proc(&vf->l, vf->f.code_off, vf->f.code_hi - vf->f.code_lo, unwinder__kdev(v->dev), v->ino,
+			   &c->v8))
 		return RTS_LAYOUT;
 	vp = calloc(1, sizeof(*vp));
 	if (!vp)
@@ -540,16 +520,18 @@ static int v8_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
  * the native step (rbp: JIT code, or the builtins' frame-pointer rule)
  * follows. */
 static int v8_twin_step(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
-			bool anon, int index, uint64_t rec[2])
+			const struct twin_map *m, int index, uint64_t rec[2])
 {
 	const struct v8rtproc *vp = rt_pdata__get(&((struct v8rt *)st)->procs, p->pid);
 	struct rt_twin_mem tm = { p->pid, mem };
 	uint64_t look = r->pc - (r->exact ? 0 : 1), nfp, ra;
 	struct v8_frame f;
+	bool blt = vp && v8walk__builtins(&vp->bpf, m, look);
 
-	if (!vp || !r->bp_ok || !(anon || (look >= vp->bpf.code_lo && look < vp->bpf.code_hi)))
+	if (!vp || !r->bp_ok || !(m->kind == TWIN_FP || blt))
 		return 0;
-	if (v8walk__frame(&vp->bpf, r->pc, r->bp, (unsigned)index, rt__twin_read, &tm, &f, &nfp, &ra) <= 0)
+	if (v8walk__frame(&vp->bpf, r->pc, blt, r->bp, (unsigned)index, rt__twin_read, &tm, &f, &nfp, &ra) <=
+	    0)
 		return 0;
 	rec[0] = f.obj;
 	rec[1] = (uint64_t)f.stamp << 32 | f.off;

@@ -38,8 +38,8 @@ static int heap_object(uint64_t v)
 	return (v & 3) == 1 && v > 4096;
 }
 
-int v8walk__frame(const struct v8_proc *p, uint64_t pc, uint64_t fp, unsigned index, v8_read_fn rd,
-		  void *ctx, struct v8_frame *out, uint64_t *next_fp, uint64_t *ra)
+int v8walk__frame(const struct v8_proc *p, uint64_t pc, bool builtins, uint64_t fp, unsigned index,
+		  v8_read_fn rd, void *ctx, struct v8_frame *out, uint64_t *next_fp, uint64_t *ra)
 {
 	uint64_t w[V8_FRAME_READ / 8], jsf, sfi, code, start, ba, bo;
 	uint8_t j[V8_JSF_READ], c[V8_CODE_READ], s[V8_SFI_READ];
@@ -61,7 +61,7 @@ int v8walk__frame(const struct v8_proc *p, uint64_t pc, uint64_t fp, unsigned in
 	if (!heap_object(sfi))
 		return 0;
 	memset(out, 0, sizeof(*out));
-	if (pc >= p->code_lo && pc < p->code_hi) {
+	if (builtins) {
 		/* In a builtin: interpreted when the bytecode slots hold a
 		 * BytecodeArray and a SMI. */
 		ba = slot(w, p->fp_bytecode_array);
@@ -106,14 +106,16 @@ void v8walk__walk(const struct v8_proc *p, struct twin_regs *r, const struct twi
 		uint64_t look = r->pc - (r->exact ? 0 : 1), nfp, ra;
 		struct twin_map m;
 		int n = o->npcs, k;
+		bool blt;
 
-		if (!map(mctx, look, &m) && r->bp_ok && o->npcs < PROF_MAX_FRAMES &&
-		    (m.kind == TWIN_FP || (look >= p->code_lo && look < p->code_hi))) {
+		memset(&m, 0, sizeof(m));
+		blt = !map(mctx, look, &m) && v8walk__builtins(p, &m, look);
+		if (r->bp_ok && o->npcs < PROF_MAX_FRAMES && (m.kind == TWIN_FP || blt)) {
 			if (o->njs >= V8_MAX_FRAMES) {
 				o->v8end = V8_END_TRUNC;
 			} else {
-				k = v8walk__frame(p, r->pc, r->bp, (unsigned)o->npcs, rd, rctx, &o->js[o->njs],
-						  &nfp, &ra);
+				k = v8walk__frame(p, r->pc, blt, r->bp, (unsigned)o->npcs, rd, rctx,
+						  &o->js[o->njs], &nfp, &ra);
 				if (k < 0)
 					o->v8end = V8_END_READ;
 				o->njs += k > 0;

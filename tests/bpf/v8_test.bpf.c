@@ -12,13 +12,11 @@
  *   walks its stack here just before it blocks; the records go to
  *   `result`. (Not libc's read(): Debian's libuv, between the two, keeps
  *   no frame pointer; node's C++ and V8 do.)
- *   Anonymous executable memory is told by the mapping mt_lookup() finds,
- *   as the sampler's walk tells it (bpf/maple_walk.h).
+ *   Anonymous executable memory and the builtins (by their file
+ *   offsets) are told by the mapping mt_lookup() finds, as the sampler's
+ *   walk tells them (bpf/maple_walk.h).
  * - v8_test_sample, a perf_event program: the same walk per cpu-clock
  *   sample of target_tgid, for BPF's run time per sample (bpf_stats).
- *   From a hardirq bpf_find_vma works once per interrupt, so frames
- *   outside the engine file count as JIT code here (libc's and libuv's
- *   too: the hook then reads their frames and finds no JS function).
  */
 #include "bpf/vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -41,9 +39,6 @@ struct {
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 target_tgid = 0;
-/* The engine file's executable mappings [file_lo, file_hi) (not V8 code
- * but for the builtins), for v8_test_sample. */
-const volatile __u64 file_lo = 0, file_hi = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -58,13 +53,28 @@ struct walk_state {
 	__u32 n, end, exact, hardirq;
 };
 
-/* Whether look is in anonymous executable memory (JIT code). */
-static __always_inline int anon_code(struct task_struct *task, __u64 look)
+/* Whether look is in anonymous executable memory (JIT code: *anon) or
+ * in the builtins (*blt). */
+static __always_inline void code_of(struct task_struct *task, const struct v8_walk *v, __u64 look, int *anon,
+				    int *blt)
 {
 	struct vm_area_struct *vma = task->mm ? mt_lookup(task->mm, look) : 0;
+	struct file *f;
+	__u64 start;
 
-	return vma && look >= BPF_CORE_READ(vma, vm_start) && look < BPF_CORE_READ(vma, vm_end) &&
-	       !BPF_CORE_READ(vma, vm_file) && (BPF_CORE_READ(vma, vm_flags) & 0x4);
+	*anon = *blt = 0;
+	if (!vma)
+		return;
+	start = BPF_CORE_READ(vma, vm_start);
+	if (look < start || look >= BPF_CORE_READ(vma, vm_end) || !(BPF_CORE_READ(vma, vm_flags) & 0x4))
+		return;
+	f = BPF_CORE_READ(vma, vm_file);
+	if (!f) {
+		*anon = 1;
+		return;
+	}
+	*blt = v8_builtins(v, BPF_CORE_READ(f, f_inode, i_sb, s_dev), BPF_CORE_READ(f, f_inode, i_ino),
+			   look - start + (BPF_CORE_READ(vma, vm_pgoff) << 12));
 }
 
 static long step(__u64 i, void *data)
@@ -74,21 +84,21 @@ static long step(__u64 i, void *data)
 	__u32 zero = 0;
 	struct v8_test_result *r = bpf_map_lookup_elem(&result, &zero);
 	__u64 look = s->pc - (s->exact ? 0 : 1), ra, nbp;
-	int anon = 0, end;
+	int anon, blt, end;
 
 	if (!r || s->n >= TEST_FRAMES)
 		return 1;
 	/* (bpf_find_vma, used here before, fails while another thread maps
 	 * or unmaps, which V8's GC threads do: JIT frames were then lost in
 	 * one stop in fifteen under load. The sampler never takes the lock.) */
-	anon = s->hardirq ? look < file_lo || look >= file_hi : anon_code(task, look);
+	code_of(task, &s->v, look, &anon, &blt);
 	if (!s->hardirq && s->n < TEST_FRAMES)
 		r->pcs[s->n] = s->pc;
 	s->n++;
-	if (v8_code(&s->v, anon, look)) {
+	if (s->v.on && (anon || blt)) {
 		struct v8_regs vr = { s->pc, s->sp, s->bp };
 
-		end = v8_step(&s->v, &vr, s->n - 1);
+		end = v8_step(&s->v, &vr, s->n - 1, blt);
 		s->pc = vr.pc;
 		s->sp = vr.sp;
 		s->bp = vr.bp;

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (f.code_hi < f.code_lo || f.nbytecodes > V8FILE_MAX_BYTECODES)
 			abort();
 		if (!v8layout__init(&f, &l, why, sizeof(why))) {
-			err = v8layout__proc(&l, 0x10000, 0x20000, &p);
+			err = v8layout__proc(&l, f.code_off, f.code_hi - f.code_lo, 1, 1, &p);
 			if (err && err != -ERANGE)
 				abort();
 		}

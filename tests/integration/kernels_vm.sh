@@ -8,8 +8,8 @@
 # answers read through its mounted tree:
 #  - no BPF program refused: proffs_kernel_feature 1 for cpu_sampler,
 #    unwind_tables, python, ruby, java, js, offcpu; no `refused` log line
-#  - truth (frame pointers) and truth_nofp: iterateLong 90.9% within a
-#    3-sigma band, whole stacks (sampler_run.sh, sampler_unwind.sh)
+#  - truth (frame pointers) and truth_nofp: iterateLong 90.9% of the two
+#    calls' samples within a 3-sigma band, whole stacks (sampler_run.sh, sampler_unwind.sh)
 #  - off-CPU: the 900:100 ms sleeper's waitLong 90% +- 3 pp, its stack
 #    whole from _start through main;waitLong into the kernel (offcpu.sh)
 #  - Python 3.11, Ruby 3.1, JDK 17, node 20: heavy's share within band of

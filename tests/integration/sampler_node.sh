@@ -49,14 +49,19 @@ MIN_N=500
 SECS=16
 JS=$ROOT/tests/helpers/js/known.js
 N18=/opt/proffs-test/node18
-NAMES=(node20 node18)
-EXES=(/usr/bin/node "$N18/usr/bin/node")
-LIBS=("" "$N18/usr/lib/x86_64-linux-gnu")
+NNEW=/opt/proffs-test/node
+NAMES=(node20 node18 node22)
+EXES=(/usr/bin/node "$N18/usr/bin/node" "$NNEW/22/bin/node")
+LIBS=("" "$N18/usr/lib/x86_64-linux-gnu" "")
+# Two at a time (each runs two hot threads on this host's two CPUs).
+ROUNDS=("0 1" "2")
 STORE=$WORK/store
 MP=$WORK/mp
 mkdir -p "$MP"
-[[ -x ${EXES[0]} ]] || die "no node 20 at ${EXES[0]} (deps.sh installs it)"
-[[ -x ${EXES[1]} ]] || die "no node 18 at ${EXES[1]} (deps.sh unpacks it)"
+for i in "${!EXES[@]}"; do
+	[[ -x ${EXES[i]} ]] || die "no ${NAMES[i]} at ${EXES[i]} (deps.sh installs it)"
+	log "${NAMES[i]}: ${EXES[i]} $(LD_LIBRARY_PATH=${LIBS[i]} "${EXES[i]}" --version)"
+done
 command -v go >/dev/null || die "go is needed for go tool pprof"
 
 # node_run I SECS OUT: known.js under node I; its pid in NODE_PID.
@@ -74,8 +79,10 @@ node_run() {
 PROFFS_DEBUG=1 run_start "$STORE" "$MP" --hz $HZ
 log "daemon up (pid $RUN_PID)"
 NP=()
-for i in 0 1; do node_run "$i" $SECS "$WORK/node$i.out"; NP[i]=$NODE_PID; done
-for i in 0 1; do wait "${NP[i]}" || fail "known.js under ${NAMES[i]} failed: $(tail -3 "$WORK/node$i.out")"; done
+for round in "${ROUNDS[@]}"; do
+	for i in $round; do node_run "$i" $SECS "$WORK/node$i.out"; NP[i]=$NODE_PID; done
+	for i in $round; do wait "${NP[i]}" || fail "known.js under ${NAMES[i]} failed: $(tail -3 "$WORK/node$i.out")"; done
+done
 stored # the last batch
 kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
 R=last-15m
@@ -84,7 +91,7 @@ heavy_line=$(grep -n '^  heavy(n);' "$JS" | cut -d: -f1)
 outer_line=$(grep -n '^    outer(n);' "$JS" | cut -d: -f1)
 [[ -n $heavy_line && -n $outer_line ]] || die "known.js lacks the calls whose lines are checked"
 K='\(known\.js\)'
-for i in 0 1; do
+for i in "${!EXES[@]}"; do
 	nm=${NAMES[i]}
 	F=$WORK/node$i.folded
 	cp "$MP/merged/cpu/pid=${NP[i]}/$R/folded.txt" "$F" || { fail "$nm: read its folded.txt"; continue; }
@@ -170,7 +177,7 @@ done
 M=$WORK/metrics
 cp "$MP/metrics" "$M" || die "read metrics"
 w=$(metric 'proffs_js_processes_total{state="walked"}' "$M")
-((${w:-0} >= 2)) && ok "metrics: $w V8 processes walked" || fail "metrics: ${w:-no} V8 processes walked, 2 started"
+((${w:-0} >= ${#EXES[@]})) && ok "metrics: $w V8 processes walked" || fail "metrics: ${w:-no} V8 processes walked, ${#EXES[@]} started"
 for k in 'proffs_js_walks_total{end="complete"}' 'proffs_js_frames_total'; do
 	v=$(metric "$k" "$M")
 	((${v:-0} > 0)) && ok "metrics: $k $v" || fail "metrics: $k is ${v:-missing}"

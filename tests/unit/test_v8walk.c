@@ -85,7 +85,7 @@ static void tables_free(void)
 }
 
 struct map {
-	uint64_t start, end, pgoff;
+	uint64_t start, end, pgoff, kdev, ino;
 	char path[512];
 	bool x;
 	struct unw_table *t;
@@ -109,11 +109,14 @@ static int read_maps(struct proc *p)
 	while (fgets(line, sizeof(line), f) && p->n < MAXMAPS) {
 		struct map *m = &p->m[p->n];
 		char perms[8];
+		unsigned maj = 0, min = 0;
 
 		m->path[0] = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %511s", &m->start, &m->end, perms,
-			   &m->pgoff, m->path) < 4)
+		m->ino = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %511s", &m->start, &m->end,
+			   perms, &m->pgoff, &maj, &min, &m->ino, m->path) < 4)
 			continue;
+		m->kdev = (uint64_t)maj << 20 | min;
 		m->x = perms[2] == 'x';
 		m->t = m->x && m->path[0] == '/' ? table_for(m->path) : NULL;
 		p->n++;
@@ -131,7 +134,11 @@ static int map_fn(void *ctx, uint64_t addr, struct twin_map *tm)
 
 		if (!m->x || addr < m->start || addr >= m->end)
 			continue;
-		*tm = (struct twin_map){ m->start, m->end, m->pgoff, TWIN_FP };
+		*tm = (struct twin_map){ .start = m->start, .end = m->end, .pgoff = m->pgoff, .kind = TWIN_FP };
+		if (m->path[0] == '/') {
+			tm->kdev = m->kdev;
+			tm->ino = m->ino;
+		}
 		if (m->t) {
 			tm->kind = TWIN_TABLE;
 			tm->rows = m->t->rows;
@@ -148,20 +155,18 @@ static int map_fn(void *ctx, uint64_t addr, struct twin_map *tm)
 	return -1;
 }
 
-/* The builtins' runtime range: the engine's executable mapping holding
- * their file offset. */
-static int builtins(const struct proc *p, const char *engine, const struct v8file *f, uint64_t *lo,
-		    uint64_t *hi)
+/* p's walk set-up (layout l): the builtins by the engine file's offsets,
+ * once the engine is mapped executable. 0 or -1. */
+static int proc_setup(const struct proc *p, const char *engine, const struct v8file *f,
+		      const struct v8layout *l, struct v8_proc *vp)
 {
 	for (int i = 0; i < p->n; i++) {
 		const struct map *m = &p->m[i];
 
-		if (m->x && !strcmp(m->path, engine) && f->code_off >= m->pgoff &&
-		    f->code_off < m->pgoff + (m->end - m->start)) {
-			*lo = m->start + (f->code_off - m->pgoff);
-			*hi = *lo + (f->code_hi - f->code_lo);
-			return 0;
-		}
+		if (m->x && !strcmp(m->path, engine))
+			return v8layout__proc(l, f->code_off, f->code_hi - f->code_lo, (uint32_t)m->kdev, m->ino, vp)
+				       ? -1
+				       : 0;
 	}
 	return -1;
 }
@@ -380,19 +385,6 @@ static void bpf_compare(struct v8_test_bpf *skel, const char *tag, const struct 
 	}
 }
 
-/* The engine file's executable mappings of p as [file_lo, file_hi) of
- * the test program (before its load), for its perf_event walk. */
-static void engine_range(struct v8_test_bpf *skel, const struct proc *p, const char *engine)
-{
-	for (int i = 0; i < p->n; i++)
-		if (p->m[i].x && !strcmp(p->m[i].path, engine)) {
-			if (!skel->rodata->file_lo || p->m[i].start < skel->rodata->file_lo)
-				skel->rodata->file_lo = p->m[i].start;
-			if (p->m[i].end > skel->rodata->file_hi)
-				skel->rodata->file_hi = p->m[i].end;
-		}
-}
-
 /* Loads the test program for process pid (layout l, its builtins found
  * in its maps) and attaches its uprobe to libuv's uv_fs_read() (in
  * libuv.so, or linked into node). NULL on error. */
@@ -402,7 +394,6 @@ static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8fi
 	static struct proc p;
 	struct v8_test_bpf *skel = v8_test_bpf__open();
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "uv_fs_read");
-	uint64_t lo, hi;
 	const char *uv = rt->exe;
 
 	*why = "open";
@@ -411,7 +402,7 @@ static struct v8_test_bpf *bpf_setup(const struct node_rt *rt, const struct v8fi
 	skel->rodata->target_tgid = (__u32)pid;
 	p.pid = pid;
 	*why = "maps or builtins";
-	if (read_maps(&p) || builtins(&p, rt->engine, vf, &lo, &hi) || v8layout__proc(l, lo, hi, vp))
+	if (read_maps(&p) || proc_setup(&p, rt->engine, vf, l, vp))
 		goto fail;
 	for (int i = 0; i < p.n; i++)
 		if (strstr(p.m[i].path, "/libuv.so"))
@@ -499,7 +490,7 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 	static struct ours ours;
 	struct user_regs_struct regs;
 	struct v8_proc vp;
-	uint64_t lo = 0, hi = 0, send = 0;
+	uint64_t send = 0;
 	struct iovec lv, rv;
 	int st;
 	size_t len;
@@ -512,7 +503,7 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 	}
 	p.pid = pid;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) || read_maps(&p) ||
-	    builtins(&p, rt->engine, vf, &lo, &hi) || v8layout__proc(l, lo, hi, &vp)) {
+	    proc_setup(&p, rt->engine, vf, l, &vp)) {
 		printf("  %s: registers, maps or builtins of %d\n", tag, tid);
 		goto out;
 	}
@@ -564,7 +555,7 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 				struct twin_map tm;
 				uint64_t pc = o.pcs[m[k]] - 1;
 
-				cpp += !map_fn(&p, pc, &tm) && tm.kind == TWIN_TABLE && (pc < lo || pc >= hi);
+				cpp += !map_fn(&p, pc, &tm) && tm.kind == TWIN_TABLE && !v8walk__builtins(&vp, &tm, pc);
 			}
 		}
 		t->cpp_stops++;
@@ -787,7 +778,8 @@ static void bpf_time(const struct node_rt *rt)
 	struct v8file vf;
 	struct v8layout l;
 	struct v8_proc vp;
-	uint64_t lo = 0, hi = 0, ns[3] = { 0 }, cnt[3] = { 0 }, smp[3] = { 0 }, js[3] = { 0 };
+	bool set = false;
+	uint64_t ns[3] = { 0 }, cnt[3] = { 0 }, smp[3] = { 0 }, js[3] = { 0 };
 	int fd = -1, efd, pfd = -1, sfd = -1, out = -1;
 	__u32 zero = 0;
 	pid_t pid;
@@ -816,15 +808,14 @@ static void bpf_time(const struct node_rt *rt)
 	p.pid = pid;
 	for (int i = 0; i < 100 && pid > 0; i++) { /* until node runs JS */
 		usleep(20000);
-		if (!read_maps(&p) && !builtins(&p, rt->engine, &vf, &lo, &hi) && i > 10)
+		set = !read_maps(&p) && !proc_setup(&p, rt->engine, &vf, &l, &vp);
+		if (set && i > 10)
 			break;
 	}
 	STEP("node (spawn)", pid < 0);
-	STEP("maps (node's builtins found in /proc/PID/maps)", !lo);
-	STEP("V8 layout of the process", v8layout__proc(&l, lo, hi, &vp) && (errno = EINVAL));
+	STEP("maps (node's engine in /proc/PID/maps) or the V8 layout of the process", !set && (errno = EINVAL));
 	STEP("BPF open", !(skel = v8_test_bpf__open()));
 	skel->rodata->target_tgid = (__u32)pid;
-	engine_range(skel, &p, rt->engine);
 	STEP("BPF load", (errno = -v8_test_bpf__load(skel)));
 	STEP("BPF map update (v8_procs)",
 	     (errno = -bpf_map__update_elem(skel->maps.v8_procs, &pid, sizeof(pid), &vp, sizeof(vp), 0)));

@@ -15,10 +15,11 @@
 # program, where the host tests have thousands.
 #  a. no `refused` line in the daemon's log; proffs_kernel_feature 1 for
 #     cpu_sampler unwind_tables python ruby java js offcpu
-#  b. truth (frame pointers): iterateLong 90.9% within band; the stack
-#     main;iterateLong;iterate whole in >= 90% of its samples
+#  b. truth (frame pointers): iterateLong 90.9% of the samples under
+#     iterateLong or iterateShort, within band; those two >= 94% of the
+#     program's samples; the stack main;iterateLong;iterate whole in >= 90% of its samples
 #     (sampler_run.sh)
-#  c. truth_nofp: iterateLong 90.9% within band; _start;...;main;
+#  c. truth_nofp: the same shares; _start;...;main;
 #     iterateLong;iterate whole in >= 95% (sampler_unwind.sh)
 #  d. off-CPU: the 900:100 ms sleeper (offcpu_truth sleeper): waitLong
 #     87.9-93.9% of its off-CPU time, its stack whole from _start through
@@ -96,6 +97,22 @@ share_check() {
 		return 1
 	fi
 }
+# split_shares F NAME: sets tot (F's samples), long (under iterateLong),
+# pair (under iterateLong or iterateShort), share (long in pair, %) and pp
+# (pair in tot, %). The truth is 10:1 between the two calls. What else the
+# program does is not part of it: its start and exit (ld.so and the 9p
+# reads behind it, ~1%) and its clock once a cycle, which on 6.1 here is a
+# system call (the guest's clocksource has no vDSO read; ~2% of samples
+# under main;__clock_gettime, 6.12: 0.3%). Judged against the whole
+# process, that cost put 6.1's mean share at 87.7 (7 runs) against 90.9.
+split_shares() {
+	tot=$(fsum "$1"); long=$(fsum "$1" ';iterateLong(;|$)')
+	pair=$((long + $(fsum "$1" ';iterateShort(;|$)')))
+	share=$(pct "$long" "$pair"); pp=$(pct "$pair" "$tot")
+	log "$2: $tot samples, $pair under iterateLong or iterateShort, iterateLong $share% of those"
+}
+# heaviest_other F: the three heaviest stacks of F under neither call.
+heaviest_other() { grep -Ev ';iterate(Long|Short)(;|$)' "$1" | awk '{ print $NF "\t" $0 }' | sort -nr | head -3 | cut -c1-300; }
 # heaviest F: the three heaviest stacks of folded.txt F (for a failure).
 heaviest() { awk '{ print $NF "\t" $0 }' "$1" | sort -nr | head -3 | cut -c1-300; }
 
@@ -162,11 +179,11 @@ kill -0 "$RUN_PID" 2>/dev/null || die "the daemon died"
 # ================= b. truth, frame pointers =================
 F=$WORK/truth.folded
 cp "$MP/merged/cpu/pid=$TP/$R/folded.txt" "$F" || die "read truth's folded.txt"
-tot=$(fsum "$F"); long=$(fsum "$F" ';iterateLong(;|$)')
-share=$(pct "$long" "$tot")
-log "truth: $tot samples, iterateLong $share%"
+split_shares "$F" truth
 # sampler_run.sh: >= 1500 samples of a 62 s run at 99 Hz
-share_check "truth: iterateLong share" "$share" 90.9 "$tot" "$(scaled 1500 99 62)" || heaviest "$F"
+share_check "truth: iterateLong share of the two" "$share" 90.9 "$pair" "$(scaled 1500 99 62)" || heaviest "$F"
+within "$pp" 94 100 && ok "truth: iterateLong and iterateShort $pp% of $tot samples" ||
+	{ fail "truth: iterateLong and iterateShort only $pp% of $tot samples"; heaviest_other "$F"; }
 whole=$(fsum "$F" '^truth;(_start;__libc_start_main[^;]*;)?(__libc_start_call_main;)?main;iterateLong;iterate$')
 wp=$(pct "$whole" "$long")
 within "$wp" 90 100 && ok "truth: stack truth;main;iterateLong;iterate whole in $wp% of iterateLong's $long samples" ||
@@ -175,11 +192,11 @@ within "$wp" 90 100 && ok "truth: stack truth;main;iterateLong;iterate whole in 
 # ================= c. truth without frame pointers =================
 F=$WORK/truth_nofp.folded
 cp "$MP/merged/cpu/pid=$NP/$R/folded.txt" "$F" || die "read truth_nofp's folded.txt"
-tot=$(fsum "$F"); long=$(fsum "$F" ';iterateLong(;|$)')
-share=$(pct "$long" "$tot")
-log "truth_nofp: $tot samples, iterateLong $share%"
+split_shares "$F" truth_nofp
 # sampler_unwind.sh: >= 500 samples of a >= 30 s run at 99 Hz
-share_check "truth_nofp: iterateLong share" "$share" 90.9 "$tot" "$(scaled 500 99 30)" || heaviest "$F"
+share_check "truth_nofp: iterateLong share of the two" "$share" 90.9 "$pair" "$(scaled 500 99 30)" || heaviest "$F"
+within "$pp" 94 100 && ok "truth_nofp: iterateLong and iterateShort $pp% of $tot samples" ||
+	{ fail "truth_nofp: iterateLong and iterateShort only $pp% of $tot samples"; heaviest_other "$F"; }
 whole=$(fsum "$F" '^truth_nofp;_start;__libc_start_main[^;]*;__libc_start_call_main;main;iterateLong;iterate(;[^;]*_\[k\])*$')
 wp=$(pct "$whole" "$long")
 within "$wp" 95 100 && ok "truth_nofp: _start;...;main;iterateLong;iterate whole in $wp% of iterateLong's $long samples" ||
