@@ -48,6 +48,11 @@ struct v8_proc {
 	 * copy of them per isolate, next to its JIT code, and runs that) */
 	__u64 blob_off, blob_len, blob_ino;
 	__u32 blob_dev, pad0;
+	/* 0: jsf_code is the JSFunction's Code. Else (V8 13+, "leaptiering")
+	 * the JSFunction holds a u32 handle there, and its Code is in the
+	 * handle's entry of the process's dispatch table at dispatch_base:
+	 * V8_DISPATCH_CODE() of the entry's second word */
+	__u64 dispatch_base;
 	__s8 fp_context;	  /* the context, or a frame-type SMI marker */
 	__s8 fp_function;	  /* the JSFunction */
 	__s8 fp_bytecode_array;	  /* interpreted frames: the BytecodeArray */
@@ -97,6 +102,12 @@ enum v8_frame_type {
 	 * name_or_scope_info), one more read. */
 	V8_FT_FUNC = 4,
 };
+
+/* A dispatch table's entry: 16 bytes, the index in the handle's upper
+ * 24 bits; its second word holds the Code (untagged) shifted up 16 bits
+ * over a mark bit and the parameter count. */
+#define V8_DISPATCH_ENTRY(base, handle) ((base) + (((__u64)(handle) & 0xffffffffull) >> 8) * 16)
+#define V8_DISPATCH_CODE(w1) (((w1) >> 16) | 1)
 
 #define V8_OBJ_TYPE(o) ((__u32)((o) & 7))
 #define V8_OBJ_ADDR(o) ((o) & 0x0000fffffffffff8ull)

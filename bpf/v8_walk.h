@@ -341,7 +341,17 @@ __noinline int v8_step(struct v8_walk *v, struct v8_regs *r, __u32 index, __u32 
 				off = (__u32)(bo >> 32);
 				stamp = v8_stamp(ba, 0);
 			}
-		} else if (v8_heap_object(code)) {
+		} else if (v->c.dispatch_base) {
+			__u64 w1;
+
+			/* (13+: the function's Code through its dispatch entry) */
+			if (V8_READ(&w1, 8, V8_DISPATCH_ENTRY(v->c.dispatch_base, code) + 8)) {
+				v->end = V8_END_READ;
+				goto step;
+			}
+			code = V8_DISPATCH_CODE(w1);
+		}
+		if (!builtins && v8_heap_object(code)) {
 			if (V8_READ(b->code, V8_CODE_READ, code - 1 + v->c.code_read_off)) {
 				v->end = V8_END_READ;
 				goto step;

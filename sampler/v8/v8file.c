@@ -91,6 +91,8 @@ static const char *const names[V8D_MAX] = {
 	[V8D_T_TRUSTED_FIXED_ARRAY] = "type_TrustedFixedArray__",
 	[V8D_T_PROTECTED_FIXED_ARRAY] = "type_ProtectedFixedArray__",
 	[V8D_T_TRUSTED_BYTE_ARRAY] = "type_TrustedByteArray__",
+	[V8D_DD_WRAPPED_SFI] = "DeoptimizationDataWrappedSharedFunctionInfoIndex",
+	[V8D_SFI_WRAPPER_SHARED] = "class_SharedFunctionInfoWrapper__shared_info__",
 };
 
 /* The same value under the name a later V8 gave it (12.4 split the
@@ -102,6 +104,7 @@ static const char *const renamed[V8D_MAX] = {
 #define VERSION_SYM "_ZN2v88internal7Version"
 #define SNAPSHOT_SYM "_ZN2v88internal8Snapshot19DefaultSnapshotBlobEv"
 #define SIZES_SYM "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
+#define GROUP_SYM "_ZN2v88internal12IsolateGroup22default_isolate_group_E"
 #define V8_GAP_MIN (64u << 10)
 
 const char *v8file__name(enum v8d d)
@@ -191,6 +194,8 @@ static void take(struct rd *r, const char *nm, const GElf_Sym *s)
 	} else if (!strcmp(nm, SNAPSHOT_SYM) && !r->snap) {
 		r->snap = s->st_value;
 		r->snap_size = s->st_size;
+	} else if (!strcmp(nm, GROUP_SYM) && !f->isolate_group && s->st_size == 8) {
+		f->isolate_group = s->st_value;
 	} else if (!strcmp(nm, SIZES_SYM) && !r->sizes) {
 		r->sizes = s->st_value;
 		r->sizes_size = s->st_size;
@@ -322,6 +327,7 @@ static int read_elf(Elf *e, struct v8file *f)
 		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD && r.nloads < 32)
 			r.loads[r.nloads++] = ph;
 	}
+	f->pie = eh.e_type == ET_DYN;
 	/* .dynsym first: its values win when both tables hold a symbol */
 	for (int pass = 0; pass < 2; pass++) {
 		r.ndbg = 0;

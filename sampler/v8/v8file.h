@@ -95,6 +95,10 @@ enum v8d {
 	V8D_T_TRUSTED_FIXED_ARRAY,
 	V8D_T_PROTECTED_FIXED_ARRAY,
 	V8D_T_TRUSTED_BYTE_ARRAY,
+	/* V8 13: deoptimization data holds the SharedFunctionInfo through a
+	 * wrapper object */
+	V8D_DD_WRAPPED_SFI,
+	V8D_SFI_WRAPPER_SHARED,
 	V8D_MAX
 };
 
@@ -114,6 +118,10 @@ struct v8file {
 	/* class_Code__instruction_start__'s type: "Address" (a pointer to
 	 * the instructions, 12+) or "uintptr_t" (they start there, 10.2) */
 	int code_start_is_ptr;
+	/* v8::internal::IsolateGroup::default_isolate_group_ (13+: where the
+	 * JSFunctions' dispatch table is found), link-time; 0: none */
+	uint64_t isolate_group;
+	int pie;		  /* ET_DYN: link-time addresses need the load bias */
 	char build_id[41];	  /* lowercase hex, "" when none */
 };
 

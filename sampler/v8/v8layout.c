@@ -27,6 +27,16 @@
  * - Script.line_offset at 24; DeoptimizationData indexes 1, 2, 6, 7
  *   (11.3's v8dbg has them: the same in 10.2); InterpreterData's bytecode
  *   array at 8.
+ * 12.4 (node 22) and 13.6 (node 24), read from the official builds and
+ * live processes (DESIGN-NOTES, "Node 22 and 24"): 12.4 moved
+ * JSFunction.code before shared; v8dbg lost the SFI's function data (8)
+ * and the Code's deoptimization data (8) and positions (16), and
+ * exports the Code's instruction start again, as a pointer (its type,
+ * Address, says so); BytecodeArray's positions at 24. 13.6 replaced
+ * JSFunction.code by a dispatch handle (v8dispatch.h), keeps a builtin's
+ * id at SFI+16, wraps the SFI in deoptimization data (index 7, the SFI
+ * at wrapper+8, both in v8dbg), and gave ScopeInfo raw flags, positions
+ * in fixed slots 3-4 and MODULE_SCOPE 5.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -53,6 +63,8 @@ struct row {
 	int jsf_code_before_shared;
 	/* what BytecodeArray's positions follow: length + this */
 	int bytecode_positions_after_length;
+	int jsf_dispatch, sfi_builtin_id, dd_sfi_wrapper; /* (v8layout.h) */
+	int si_flags_raw, si_position_slot;
 };
 
 #define SCOPE_INFO_11 .si_saved_class_bit = 10, .si_function_var_shift = 12, .si_inferred_name_bit = 14, \
@@ -62,11 +74,11 @@ static const struct row rows[] = {
 	{ .major = 10, .minor = 2, .jsf_code = 48, .code_start_ptr = -1, .code_size = -1, .code_flags = -1,
 	  .code_deopt_data = 16, .code_positions = 24, .bytecode_positions = 32, .script_line_offset = 24,
 	  .interp_data_bytecode = 8, .sfi_function_data = -1, .dd = { 1, 2, 6, 7 }, SCOPE_INFO_11,
-	  .bytecode_positions_after_length = 24 },
+	  .bytecode_positions_after_length = 24, .sfi_builtin_id = -1, .dd_sfi_wrapper = -1, .si_position_slot = -1 },
 	{ .major = 11, .minor = 3, .jsf_code = 48, .code_start_ptr = 40, .code_size = 56, .code_flags = 48,
 	  .code_deopt_data = 16, .code_positions = 24, .bytecode_positions = 32, .script_line_offset = 24,
 	  .interp_data_bytecode = 8, .sfi_function_data = -1, .dd = { 1, 2, 6, 7 }, SCOPE_INFO_11,
-	  .bytecode_positions_after_length = 24 },
+	  .bytecode_positions_after_length = 24, .sfi_builtin_id = -1, .dd_sfi_wrapper = -1, .si_position_slot = -1 },
 	/* Node 22: v8dbg lost the SFI's function data and the Code's
 	 * deoptimization data and positions; the Code's instruction start
 	 * is back in it, as a pointer; BytecodeArray's handler table went
@@ -75,7 +87,19 @@ static const struct row rows[] = {
 	{ .major = 12, .minor = 4, .jsf_code = 24, .code_start_ptr = 40, .code_size = 52, .code_flags = 48,
 	  .code_deopt_data = 8, .code_positions = 16, .bytecode_positions = 24, .script_line_offset = 24,
 	  .interp_data_bytecode = 8, .sfi_function_data = 8, .dd = { 1, 2, 6, 7 }, SCOPE_INFO_11,
-	  .jsf_code_before_shared = 1, .bytecode_positions_after_length = 16 },
+	  .jsf_code_before_shared = 1, .bytecode_positions_after_length = 16, .sfi_builtin_id = -1,
+	  .dd_sfi_wrapper = -1, .si_position_slot = -1 },
+	/* Node 24: JSFunction holds a dispatch handle where 12.4 had its
+	 * Code; the SFI's name and script moved (v8dbg has them), a
+	 * builtin's id at 16; deoptimization data wraps the SFI; ScopeInfo's
+	 * flags are raw, its positions in fixed slots, and its scope types
+	 * renumbered (MODULE 5) */
+	{ .major = 13, .minor = 6, .jsf_code = 24, .code_start_ptr = 40, .code_size = 56, .code_flags = 52,
+	  .code_deopt_data = 8, .code_positions = 16, .bytecode_positions = 24, .script_line_offset = 24,
+	  .interp_data_bytecode = 8, .sfi_function_data = 8, .dd = { 1, 3, 7, 8 }, .si_saved_class_bit = 10,
+	  .si_function_var_shift = 12, .si_inferred_name_bit = 14, .si_scope_type_mask = 15, .si_module_scope = 5,
+	  .si_max_inlined_names = 75, .jsf_code_before_shared = 1, .bytecode_positions_after_length = 16,
+	  .jsf_dispatch = 1, .sfi_builtin_id = 16, .dd_sfi_wrapper = 8, .si_flags_raw = 1, .si_position_slot = 3 },
 };
 
 static int fail(char *why, size_t len, int err, const char *fmt, ...)
@@ -111,10 +135,13 @@ static const struct row *row_for(int major, int minor)
 {
 	const char *w = getenv("PROFFS_V8_WITHHOLD");
 	char me[16];
+	size_t n;
 
-	snprintf(me, sizeof(me), "%d.%d", major, minor);
-	if (w && !strcmp(w, me))
-		return NULL;
+	n = (size_t)snprintf(me, sizeof(me), "%d.%d", major, minor);
+	/* a list: "11.3,12.4" */
+	for (const char *t = w; t && *t; t += strcspn(t, ","), t += *t == ',')
+		if (strcspn(t, ",") == n && !strncmp(t, me, n))
+			return NULL;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		if (rows[i].major == major && rows[i].minor == minor)
 			return &rows[i];
@@ -219,7 +246,10 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 	if (!err)
 		err = pick(f, V8D_DD_LITERALS, r->dd[1], &l->dd_literals, why, len);
 	if (!err)
-		err = pick(f, V8D_DD_SFI, r->dd[2], &l->dd_sfi, why, len);
+		err = pick(f, r->dd_sfi_wrapper >= 0 ? V8D_DD_WRAPPED_SFI : V8D_DD_SFI, r->dd[2], &l->dd_sfi, why, len);
+	l->dd_sfi_wrapper = -1;
+	if (!err && r->dd_sfi_wrapper >= 0)
+		err = pick(f, V8D_SFI_WRAPPER_SHARED, r->dd_sfi_wrapper, &l->dd_sfi_wrapper, why, len);
 	if (!err)
 		err = pick(f, V8D_DD_INLINING_POSITIONS, r->dd[3], &l->dd_inlining_positions, why, len);
 	if (!err)
@@ -259,6 +289,10 @@ int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t
 	l->si_scope_type_mask = r->si_scope_type_mask;
 	l->si_module_scope = r->si_module_scope;
 	l->si_max_inlined_names = r->si_max_inlined_names;
+	l->si_flags_raw = r->si_flags_raw;
+	l->si_position_slot = r->si_position_slot;
+	l->jsf_dispatch = r->jsf_dispatch;
+	l->sfi_builtin_id = r->sfi_builtin_id;
 	/* The fields every version has kept where the row puts them. */
 	if (l->bytecode_positions != l->array_length + r->bytecode_positions_after_length ||
 	    l->script_line_offset != l->script_name + 8)

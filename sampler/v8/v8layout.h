@@ -25,10 +25,12 @@ struct v8layout {
 	int fp_context, fp_function, fp_bytecode_array, fp_bytecode_offset;
 	/* HeapObject, Map */
 	int map, map_instance_type;
-	/* JSFunction */
-	int jsf_shared, jsf_code;
-	/* SharedFunctionInfo */
-	int sfi_function_data, sfi_name_or_scope_info, sfi_script;
+	/* JSFunction; jsf_dispatch (13+): jsf_code holds no Code but a u32
+	 * handle of the process's dispatch table, whose entry does */
+	int jsf_shared, jsf_code, jsf_dispatch;
+	/* SharedFunctionInfo; sfi_builtin_id >= 0 (13+): a builtin's id is
+	 * the SMI there (>= 0), else a SMI as function data says builtin */
+	int sfi_function_data, sfi_name_or_scope_info, sfi_script, sfi_builtin_id;
 	/* Script */
 	int script_source, script_name, script_line_offset, script_line_ends;
 	/* Strings */
@@ -50,13 +52,18 @@ struct v8layout {
 	int code_start_ptr, code_start_inline, code_size, code_flags;
 	int code_deopt_data, code_positions;
 	unsigned kind_mask, kind_shift, kind_baseline;
-	/* DeoptimizationData (a FixedArray) indexes */
-	int dd_inlined_count, dd_literals, dd_sfi, dd_inlining_positions;
+	/* DeoptimizationData (a FixedArray) indexes; dd_sfi_wrapper >= 0
+	 * (13+): dd_sfi holds a wrapper with the SharedFunctionInfo there */
+	int dd_inlined_count, dd_literals, dd_sfi, dd_inlining_positions, dd_sfi_wrapper;
 	/* ScopeInfo: slots (8 bytes) after the map; flags bits */
 	int si_first_vars, si_ncontextlocals;
 	unsigned si_scope_type_mask, si_module_scope, si_saved_class_bit;
 	unsigned si_function_var_shift, si_inferred_name_bit;
 	int si_max_inlined_names; /* more locals: their names in a hash table (one slot) */
+	/* 13+: the flags a raw uint32 (not a SMI); the start and end
+	 * positions in fixed slots from si_position_slot (-1: after the
+	 * inferred name) */
+	int si_flags_raw, si_position_slot;
 	/* Instance types */
 	int t_sfi, t_script, t_scope_info, t_bytecode_array, t_byte_array, t_fixed_array;
 	int t_code, t_interpreter_data, t_oddball, t_debug_info;
@@ -82,8 +89,8 @@ static inline int v8layout__byte_array(const struct v8layout *l, int t)
  * version, or not 64-bit SMIs without pointer compression; -EPROTO: the
  * row disagrees with a value the file has, or the file lacks one the row
  * does not fill (why, if not NULL, says which, in at most whylen bytes).
- * PROFFS_V8_WITHHOLD=MAJOR.MINOR in the environment makes that version
- * unknown (tests of an unknown version).
+ * PROFFS_V8_WITHHOLD=MAJOR.MINOR[,MAJOR.MINOR...] in the environment
+ * makes those versions unknown (tests of an unknown version).
  */
 int v8layout__init(const struct v8file *f, struct v8layout *l, char *why, size_t whylen);
 

@@ -35,6 +35,7 @@
 #define MAX_TABLE (1u << 20)	     /* position tables, bytecodes */
 #define MAX_LINES (4u << 20)	     /* line ends */
 #define MAX_INLINED 256
+#define MAX_LITERALS 4096	     /* deoptimization literals looked at */
 #define MAX_LOCALS 4096
 #define MAX_PARTS 32
 /* A call instruction and what x86-64 code puts before its return address
@@ -84,6 +85,7 @@ struct code {
 	size_t nfns;
 	uint8_t *inl;	   /* InliningPositions: 16 bytes each */
 	size_t ninl;
+	bool maglev;	   /* Maglev's (V8 13's second tier), not TurboFan's */
 };
 
 struct v8names {
@@ -591,10 +593,10 @@ static void scope_info(const struct ctx *x, uint64_t si, uint64_t *name, uint64_
 
 	*name = *inferred = 0;
 	*start = -1;
-	if (l->si_ncontextlocals != 2 || rd(x, si - 1 + 8, head, sizeof(head)) || !smi(head[0]) ||
-	    !smi(head[2]))
+	if (l->si_ncontextlocals != 2 || rd(x, si - 1 + 8, head, sizeof(head)) ||
+	    (!l->si_flags_raw && !smi(head[0])) || !smi(head[2]))
 		return;
-	flags = (uint32_t)smi_val(head[0]);
+	flags = l->si_flags_raw ? (uint32_t)head[0] : (uint32_t)smi_val(head[0]);
 	n = smi_val(head[2]);
 	if (n < 0 || n > MAX_LOCALS || (flags & l->si_scope_type_mask) == l->si_module_scope)
 		return;
@@ -618,6 +620,8 @@ static void scope_info(const struct ctx *x, uint64_t si, uint64_t *name, uint64_
 	}
 	if (flags >> l->si_inferred_name_bit & 1)
 		*inferred = s[idx++];
+	if (l->si_position_slot >= 0 && (size_t)l->si_position_slot + 1 < want)
+		idx = (size_t)l->si_position_slot;
 	if (smi(s[idx]) && smi(s[idx + 1]) && smi_val(s[idx]) >= 0 && smi_val(s[idx]) <= smi_val(s[idx + 1]))
 		*start = smi_val(s[idx]);
 	free(s);
@@ -662,7 +666,7 @@ static int read_fn(const struct ctx *x, uint64_t a, struct fn **out)
 	if (t != l->t_sfi)
 		return -ESTALE;
 	if (l->sfi_script > 40 || l->sfi_name_or_scope_info > 40 || l->sfi_function_data > 40 ||
-	    rd(x, a - 1, hdr, sizeof(hdr)))
+	    l->sfi_builtin_id > 40 || rd(x, a - 1, hdr, sizeof(hdr)))
 		return -EFAULT;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -673,7 +677,12 @@ static int read_fn(const struct ctx *x, uint64_t a, struct fn **out)
 	scr = hdr[l->sfi_script / 8];
 	f->start_pos = -1;
 	f->st_func = v8_stamp(scr, nos);
-	f->builtin = smi(data);
+	/* 13+: a SMI as function data is also a function not compiled yet;
+	 * a builtin has its id */
+	if (l->sfi_builtin_id >= 0)
+		f->builtin = smi(hdr[l->sfi_builtin_id / 8]) && smi_val(hdr[l->sfi_builtin_id / 8]) >= 0;
+	else
+		f->builtin = smi(data);
 	if (type_of(x, nos) == l->t_scope_info)
 		scope_info(x, nos, &name, &inferred, &f->start_pos);
 	else if (heap_object(nos))
@@ -776,7 +785,7 @@ static int get_fn(const struct ctx *x, uint64_t a, uint32_t (*stamp_of)(const st
 static int read_code(const struct ctx *x, uint64_t a, struct code **out)
 {
 	const struct v8layout *l = x->l;
-	uint64_t dd, pt, hdr[8], len, sfi, lits, inl;
+	uint64_t dd, pt, hdr[10], len, sfi, lits, inl;
 	uint32_t size = 0, flags = 0;
 	struct code *k;
 	int t = type_of(x, a), n, err;
@@ -790,14 +799,20 @@ static int read_code(const struct ctx *x, uint64_t a, struct code **out)
 	    rd(x, a - 1 + l->code_size, &size, 4) || rd(x, a - 1 + l->code_flags, &flags, 4))
 		return -EFAULT;
 	if (!v8layout__fixed_array(l, type_of(x, dd)) || rd64(x, dd, l->array_length, &len) || !smi(len) ||
-	    smi_val(len) <= l->dd_inlining_positions || l->dd_inlining_positions >= 8 ||
+	    smi_val(len) <= l->dd_inlining_positions || l->dd_inlining_positions >= 10 || l->dd_sfi >= 10 ||
+	    l->dd_literals >= 10 || l->dd_inlined_count >= 10 ||
 	    rd(x, dd - 1 + l->array_data, hdr, sizeof(hdr)))
 		return -EBADMSG;
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	k->e = (struct ent){ .kind = K_CODE, .pid = x->pid, .addr = a, .refs = 1, .bytes = sizeof(*k) };
+	/* CodeKind: ... BASELINE, MAGLEV, TURBOFAN_JS, in that order in
+	 * every version with Maglev (v8dbg has only the first) */
+	k->maglev = ((flags >> l->kind_shift) & l->kind_mask) == l->kind_baseline + 1;
 	sfi = hdr[l->dd_sfi];
+	if (l->dd_sfi_wrapper >= 0 && rd64(x, sfi, l->dd_sfi_wrapper, &sfi))
+		sfi = 0; /* (get_fn refuses it) */
 	k->stamp = v8_stamp(sfi, (uint64_t)size << 8 | ((flags >> l->kind_shift) & l->kind_mask));
 	err = get_fn(x, sfi, NULL, 0, &k->outer);
 	if (!err)
@@ -806,22 +821,38 @@ static int read_code(const struct ctx *x, uint64_t a, struct code **out)
 	if (!err && (n < 0 || n > MAX_INLINED))
 		err = -EBADMSG;
 	if (!err && n > 0) {
-		uint64_t *v = malloc((size_t)n * 8);
+		uint64_t *v = NULL;
+		size_t nl = 0;
 
+		/* Each inlined function is the literal its InliningPosition
+		 * names: TurboFan puts them first, in inlining order; Maglev
+		 * (13.6) names whichever literal holds the function, the outer
+		 * one's own included, so any index of the array may be one. */
 		lits = hdr[l->dd_literals];
 		inl = hdr[l->dd_inlining_positions];
-		k->fns = calloc((size_t)n, sizeof(*k->fns));
-		if (!v || !k->fns || rd64(x, lits, l->array_length, &len) || !smi(len) || smi_val(len) < n ||
-		    rd(x, lits - 1 + l->array_data, v, (size_t)n * 8)) {
-			err = v && k->fns ? -EFAULT : -ENOMEM;
-		} else {
-			k->nfns = (size_t)n;
-			/* weak references (tag 3) to the inlined functions */
-			for (int i = 0; i < n; i++)
-				if ((v[i] & 3) != 0)
-					get_fn(x, (v[i] & ~3ull) | 1, NULL, 0, &k->fns[i]);
-			err = byte_array(x, inl, MAX_INLINED * 16 * 16, &k->inl, &k->ninl);
-			k->ninl /= 16;
+		err = byte_array(x, inl, MAX_INLINED * 16 * 16, &k->inl, &k->ninl);
+		k->ninl /= 16;
+		if (!err && (rd64(x, lits, l->array_length, &len) || !smi(len) || smi_val(len) < n))
+			err = -EFAULT;
+		if (!err) {
+			nl = smi_val(len) < MAX_LITERALS ? (size_t)smi_val(len) : MAX_LITERALS;
+			v = malloc(nl * 8);
+			k->fns = calloc(nl, sizeof(*k->fns));
+			if (!v || !k->fns)
+				err = -ENOMEM;
+			else if (rd(x, lits - 1 + l->array_data, v, nl * 8))
+				err = -EFAULT;
+		}
+		if (!err) {
+			k->nfns = nl;
+			for (size_t i = 0; i < k->ninl; i++) {
+				int32_t fid;
+
+				memcpy(&fid, k->inl + i * 16 + 8, 4);
+				/* strong or weak (tag 3) references */
+				if (fid >= 0 && (size_t)fid < nl && !k->fns[fid] && (v[fid] & 3) != 0)
+					get_fn(x, (v[fid] & ~3ull) | 1, NULL, 0, &k->fns[fid]);
+			}
 		}
 		free(v);
 	}
@@ -926,9 +957,12 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 		/* TurboFan records positions only where it must unless V8 is
 		 * profiled: a return address's entry is its call's only when it
 		 * is right before it; else the frame is the function alone. The
-		 * leaf takes the entry in force, as V8's profiler does. */
+		 * leaf takes the entry in force, as V8's profiler does. Maglev
+		 * records one at the start of each node's code: a call's entry
+		 * is in force over the whole of it (its arguments' moves). */
 		look = (int64_t)fr->off - (ret && fr->off ? 1 : 0);
-		if (v8pos__find(k->pos, k->npos, look, &raw, &at) || (ret && look - at > V8NAME_CALL_BYTES)) {
+		if (v8pos__find(k->pos, k->npos, look, &raw, &at) ||
+		    (ret && !k->maglev && look - at > V8NAME_CALL_BYTES)) {
 			emit(&out[n++], k->outer, -1);
 			break;
 		}

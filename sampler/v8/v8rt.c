@@ -26,6 +26,7 @@
 #include "sampler/symbols/symbolize.h"
 #include "sampler/unwind/twin.h"
 #include "sampler/unwind/unwinder.h"
+#include "sampler/v8/v8dispatch.h"
 #include "sampler/v8/v8file.h"
 #include "sampler/v8/v8layout.h"
 #include "sampler/v8/v8name.h"
@@ -113,6 +114,8 @@ static int v8_detect(int fd, const char *path, const struct elf_info *e, struct 
 		err = -EPROTO, snprintf(why, sizeof(why), "its builtins were not found");
 	if (!err)
 		err = v8layout__init(&vf->f, &vf->l, why, sizeof(why));
+	if (!err && vf->l.jsf_dispatch && !vf->f.isolate_group)
+		err = -EPROTO, snprintf(why, sizeof(why), "no IsolateGroup::default_isolate_group_ symbol");
 	if (err) {
 		f->status = err == -EOPNOTSUPP ? -EOPNOTSUPP : -EPROTO;
 		snprintf(f->why, sizeof(f->why), "%.40s: V8 %d.%d.%d: %s", path, vf->f.major, vf->f.minor,
@@ -146,19 +149,55 @@ static void v8_state_free(void *st)
 	free(r);
 }
 
+static int rd64(pid_t pid, uint64_t a, uint64_t *v)
+{
+	return rt__read(pid, a, v, sizeof(*v));
+}
+
+static int rd32(pid_t pid, uint64_t a, uint32_t *v)
+{
+	return rt__read(pid, a, v, sizeof(*v));
+}
+
+/* The dispatch table's base (13+), for v8dispatch__find: the IsolateGroup
+ * pointer's runtime address (pie: biased by the file's first mapping). */
+static int dispatch_table(const struct proc *p, const struct vma *v, const struct v8rtfile *vf, uint64_t *base)
+{
+	uint64_t at = vf->f.isolate_group;
+
+	if (vf->f.pie) {
+		uint64_t bias = 0;
+
+		for (size_t i = 0; p->maps && i < p->maps->n && !bias; i++)
+			if (p->maps->v[i].ino == v->ino && p->maps->v[i].dev == v->dev && !p->maps->v[i].pgoff)
+				bias = p->maps->v[i].start;
+		if (!bias)
+			return -EAGAIN;
+		at += bias;
+	}
+	return v8dispatch__find(p->pid, &vf->l, at, base);
+}
+
 static int v8_setup(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
 		    const struct symtab *t, struct rt_proc *c)
 {
 	struct v8rt *r = st;
 	const struct v8rtfile *vf = t->rt->data;
 	struct v8rtproc *vp;
+	uint64_t base = 0;
+	int err;
 
 	(void)rts;
+	if (vf->l.jsf_dispatch && (err = dispatch_table(p, v, vf, &base))) {
+		pr_debug("js: pid %d: no dispatch table yet: %s", (int)p->pid, strerror(-err));
+		return err == -EAGAIN ? RTS_WAIT : RTS_FAILED;
+	}
 	/* The builtins by the file's offsets: wherever V8 maps them (12+:
 	 * a copy per isolate, beside its JIT code) */
 	if (v8layout__proc(&vf->l, vf->f.code_off, vf->f.code_hi - vf->f.code_lo, unwinder__kdev(v->dev), v->ino,
 			   &c->v8))
 		return RTS_LAYOUT;
+	c->v8.dispatch_base = base;
 	vp = calloc(1, sizeof(*vp));
 	if (!vp)
 		return RTS_FAILED;
@@ -218,16 +257,6 @@ static const char *keep_display(struct v8rt *r, const char *name, const char *pa
 #define CODE_SCAN (256u << 10)	   /* a code-space page: an object never spans two */
 #define CODE_READ 4096
 #define HDR_READ 128		   /* a Code's header, as far as refine() reads it */
-
-static int rd64(pid_t pid, uint64_t a, uint64_t *v)
-{
-	return rt__read(pid, a, v, sizeof(*v));
-}
-
-static int rd32(pid_t pid, uint64_t a, uint32_t *v)
-{
-	return rt__read(pid, a, v, sizeof(*v));
-}
 
 static void add_map(struct v8rtproc *vp, uint64_t map, uint32_t hdr)
 {

@@ -41,7 +41,7 @@ static int heap_object(uint64_t v)
 int v8walk__frame(const struct v8_proc *p, uint64_t pc, bool builtins, uint64_t fp, unsigned index,
 		  v8_read_fn rd, void *ctx, struct v8_frame *out, uint64_t *next_fp, uint64_t *ra)
 {
-	uint64_t w[V8_FRAME_READ / 8], jsf, sfi, code, start, ba, bo;
+	uint64_t w[V8_FRAME_READ / 8], jsf, sfi, code, start, ba, bo, w1 = 0;
 	uint8_t j[V8_JSF_READ], c[V8_CODE_READ], s[V8_SFI_READ];
 	uint32_t size, kind;
 
@@ -61,6 +61,12 @@ int v8walk__frame(const struct v8_proc *p, uint64_t pc, bool builtins, uint64_t 
 	if (!heap_object(sfi))
 		return 0;
 	memset(out, 0, sizeof(*out));
+	if (!builtins && p->dispatch_base) {
+		/* 13+: the Code through the function's dispatch entry */
+		if (rd(ctx, V8_DISPATCH_ENTRY(p->dispatch_base, code) + 8, &w1, 8))
+			return -EFAULT;
+		code = V8_DISPATCH_CODE(w1);
+	}
 	if (builtins) {
 		/* In a builtin: interpreted when the bytecode slots hold a
 		 * BytecodeArray and a SMI. */

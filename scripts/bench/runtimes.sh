@@ -19,7 +19,8 @@
 # Prints a Markdown section on stdout. Needs root, `make all` and what
 # scripts/deps.sh installs (ruby, the JDKs, node).
 # Env: BUILD (default build), SECS (10), WINDOWS (4), RUNTIMES
-# ("ruby java node").
+# ("ruby java node node22 node24": node is NodeSource's node 20, node22
+# and node24 the official builds deps.sh installs).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,11 +30,13 @@ PROFFS=$BUILD/proffs
 TB=$BUILD/tests
 SECS=${SECS:-10}
 WINDOWS=${WINDOWS:-4}
-RUNTIMES=${RUNTIMES:-ruby java node}
+RUNTIMES=${RUNTIMES:-ruby java node node22 node24}
+# The node of each node runtime.
+declare -A NODE=([node]=/usr/bin/node [node22]=/opt/proffs-test/node/22/bin/node [node24]=/opt/proffs-test/node/24/bin/node)
 JDK=/usr/lib/jvm/java-17-openjdk-amd64
 source "$ROOT/scripts/bench/lib.sh"
 [[ $(id -u) == 0 ]] || { echo "bench: needs root" >&2; exit 1; }
-for f in "$PROFFS" "$TB/truth_nofp" /usr/bin/ruby "$JDK/bin/java" /usr/bin/node "$TB/java/Known.class"; do
+for f in "$PROFFS" "$TB/truth_nofp" /usr/bin/ruby "$JDK/bin/java" "${NODE[@]}" "$TB/java/Known.class"; do
 	[[ -e $f ]] || { echo "bench: $f missing" >&2; exit 1; }
 done
 
@@ -57,7 +60,7 @@ sysctl -qw kernel.bpf_stats_enabled=1
 busy() {
 	case $1 in
 	ruby) /usr/bin/ruby "$ROOT/tests/helpers/rb_known.rb" 3600 >/dev/null & BUSY=$! ;;
-	node) /usr/bin/node "$ROOT/tests/helpers/js/known.js" run 3600 >/dev/null & BUSY=$! ;;
+	node*) "${NODE[$1]}" "$ROOT/tests/helpers/js/known.js" run 3600 >/dev/null & BUSY=$! ;;
 	java) (sleep 0.5; echo "spin 3600000"; exec sleep 3599.5) |
 		"$JDK/bin/java" -cp "$TB/java" Known "$TB/java/libknownjni.so" >/dev/null 2>&1 & BUSY=$! ;;
 	esac
@@ -68,7 +71,7 @@ busy() {
 idle() {
 	case $1 in
 	ruby) /usr/bin/ruby -e 'loop { s = 0; 20000.times { |i| s += i * i }; sleep 0.02 }' & BUSY=$! ;;
-	node) /usr/bin/node -e 'setInterval(() => { let s = 0; for (let i = 0; i < 20000; i++) s += i * i; }, 20)' & BUSY=$! ;;
+	node*) "${NODE[$1]}" -e 'setInterval(() => { let s = 0; for (let i = 0; i < 20000; i++) s += i * i; }, 20)' & BUSY=$! ;;
 	java) (exec sleep 3599.5) | "$JDK/bin/java" -Xmx64m -cp "$TB/java" Known "$TB/java/libknownjni.so" >/dev/null 2>&1 & BUSY=$! ;;
 	esac
 	PIDS+=("$BUSY")
@@ -140,7 +143,7 @@ between() {
 
 declare -A RES WIN MEM ANON WALKED BUSYCPU
 for rt in $RUNTIMES; do
-	case $rt in ruby) RTK=ruby ;; java) RTK=java ;; node) RTK=js ;; esac
+	case $rt in ruby) RTK=ruby ;; java) RTK=java ;; node*) RTK=js ;; esac
 	log "$rt: a native pair and two processes of the known-answer program, together"
 	PIDS0=${#PIDS[@]}
 	sh -c 'exec gzip -9 </dev/urandom >/dev/null' & PIDS+=("$!")
@@ -163,7 +166,7 @@ for rt in $RUNTIMES; do
 	stop_phase
 	log "$rt: ${RES[$rt]} (windows: ${WIN[$rt]})"
 	# the daemon's CPU with BUSYN busy processes of the runtime alone
-	case $rt in ruby) busyn=4 ;; node) busyn=10 ;; java) busyn=4 ;; esac
+	case $rt in ruby) busyn=4 ;; node*) busyn=10 ;; java) busyn=4 ;; esac
 	log "$rt: daemon CPU with $busyn busy processes"
 	PIDS0=${#PIDS[@]}
 	for _ in $(seq "$busyn"); do busy "$rt"; done
@@ -176,7 +179,7 @@ for rt in $RUNTIMES; do
 	BUSYCPU[$rt]="$(awk -v a="$a" -v b="$b" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.3f", 100 * (b - a) / 1e9 / (y - x) }')% of a core with $busyn busy"
 	stop_phase
 	log "$rt: ${BUSYCPU[$rt]}"
-	case $rt in ruby) many=50 ;; node) many=20 ;; java) many=20 ;; esac
+	case $rt in ruby) many=50 ;; node*) many=20 ;; java) many=20 ;; esac
 	log "$rt memory: $many processes"
 	PIDS0=${#PIDS[@]}
 	for _ in $(seq "$many"); do idle "$rt"; done
@@ -184,7 +187,7 @@ for rt in $RUNTIMES; do
 	sleep 20
 	MEM[$rt]=$(daemon_mem_bytes "$D")
 	ANON[$rt]=$(( $(awk '/^RssAnon:/ { print $2 }' "/proc/$D/status") * 1024 + $(bpf_memlock "$D") ))
-	case $rt in ruby) pfx=proffs_ruby ;; java) pfx=proffs_java ;; node) pfx=proffs_js ;; esac
+	case $rt in ruby) pfx=proffs_ruby ;; java) pfx=proffs_java ;; node*) pfx=proffs_js ;; esac
 	WALKED[$rt]=$(awk -v k="${pfx}_processes_total{state=\"walked\"}" '$1 == k { print $2 }' "$W/mp/metrics")
 	WALKED[$rt]="${WALKED[$rt]:-0} of $many"
 	stop_phase
@@ -200,8 +203,9 @@ truth_nofp) and two processes of the runtime, all busy at once, for $WINDOWS win
 after 5 s of warm-up; the program times each sample (from its clock reading to its record's
 output) and sums by the runtime of the process sampled, so both columns come from the same
 seconds. Ruby: two Debian ruby 3.1 running tests/helpers/rb_known.rb; Java: two JDK 17 JVMs
-running tests/helpers/java/Known (k-hot and k-jni spinning); JavaScript: two NodeSource node 20
-running tests/helpers/js/known.js (main thread and a worker). "whole program" is bpf_stats'
+running tests/helpers/java/Known (k-hot and k-jni spinning); JavaScript: two nodes (node:
+NodeSource's node 20; node22, node24: the official 22.23.5 and 24.22.3) running
+tests/helpers/js/known.js (main thread and a worker). "whole program" is bpf_stats'
 run_time_ns / run_cnt over all samples of the run.
 
 | runtime | ns/sample native | ns/sample runtime | runtime / native | per window | samples native / runtime | whole program (bpf_stats) | daemon CPU | goal |
@@ -227,7 +231,7 @@ done)
 Metrics of the last walk-on phases:
 
 \`\`\`
-$(for rt in $RUNTIMES; do case $rt in ruby) p=proffs_ruby ;; java) p=proffs_java ;; node) p=proffs_js ;; esac
+$(for rt in $RUNTIMES; do case $rt in ruby) p=proffs_ruby ;; java) p=proffs_java ;; node*) p=proffs_js ;; esac
 	grep -E "^${p}_(processes_total\{state=\"walked|walks_total|steps_total\{end=\"ok|frames_total)" "$W/metrics.on_$rt" 2>/dev/null || true; done)
 \`\`\`
 MD

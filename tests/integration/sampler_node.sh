@@ -3,8 +3,9 @@
 # sampler_node: JavaScript shows as written (SPEC §3). One `proffs run` at
 # 99 Hz, no flag in the processes, NodeSource's node 20 (V8 11.3, the
 # engine in the executable) and Debian's node 18 (V8 10.2, the engine in
-# libnode.so.108, unpacked by deps.sh) side by side, each running
-# tests/helpers/js/known.js:
+# libnode.so.108, unpacked by deps.sh) side by side, then the official
+# node 22 (V8 12.4) and 24 (V8 13.6) from the npm registry (deps.sh) side
+# by side, each running tests/helpers/js/known.js:
 #  - a known answer: heavy() and light() run the same loop 10:1, on the
 #    main thread and on a worker thread, each call timed with the thread's
 #    own CPU clock (/proc/thread-self/schedstat); per thread, heavy's
@@ -28,13 +29,14 @@
 #  - short-lived workers (one after another, ~30 ms of JS each, its heap
 #    freed at its exit): <= 5% of their samples with JS frames hold an
 #    unnamed one (the daemon is woken for code it has not seen);
-#  - /prof/metrics: two V8 processes walked, JS frames counted;
-#  - a second daemon that withholds V8 11.3 (PROFFS_V8_WITHHOLD): node 20
-#    keeps its native frames only, counted as unsupported_version; run
+#  - /prof/metrics: the four V8 processes walked, JS frames counted;
+#  - a second daemon that withholds V8 11.3, 12.4 and 13.6
+#    (PROFFS_V8_WITHHOLD): node 20, 22 and 24 keep their native frames
+#    only, counted as unsupported_version; node 20 run
 #    with --perf-basic-prof, its JS frames are the perf map's, ending in
 #    _[j] (heavy's in >= 50% of its samples: the main thread and the
 #    worker each spend ~80% in it);
-#  - the daemon as it ships (19 Hz) over 50 s of node 20: each thread's
+#  - the daemon as it ships (19 Hz) over 56 s of node 24 (the newest): each thread's
 #    share as above, on >= 850 samples (3 sigma <= 3 pp).
 # alone: yes (shares are judged on samples: four busy threads on two CPUs,
 # and beside three other tests a hot thread got ~430 samples in 24 s)
@@ -50,11 +52,11 @@ SECS=16
 JS=$ROOT/tests/helpers/js/known.js
 N18=/opt/proffs-test/node18
 NNEW=/opt/proffs-test/node
-NAMES=(node20 node18 node22)
-EXES=(/usr/bin/node "$N18/usr/bin/node" "$NNEW/22/bin/node")
-LIBS=("" "$N18/usr/lib/x86_64-linux-gnu" "")
+NAMES=(node20 node18 node22 node24)
+EXES=(/usr/bin/node "$N18/usr/bin/node" "$NNEW/22/bin/node" "$NNEW/24/bin/node")
+LIBS=("" "$N18/usr/lib/x86_64-linux-gnu" "" "")
 # Two at a time (each runs two hot threads on this host's two CPUs).
-ROUNDS=("0 1" "2")
+ROUNDS=("0 1" "2 3")
 STORE=$WORK/store
 MP=$WORK/mp
 mkdir -p "$MP"
@@ -91,6 +93,9 @@ heavy_line=$(grep -n '^  heavy(n);' "$JS" | cut -d: -f1)
 outer_line=$(grep -n '^    outer(n);' "$JS" | cut -d: -f1)
 [[ -n $heavy_line && -n $outer_line ]] || die "known.js lacks the calls whose lines are checked"
 K='\(known\.js\)'
+# The process's name, the stacks' first frame: node 24 names its main
+# thread (the leader) MainThread.
+COMM='(node|MainThread)'
 for i in "${!EXES[@]}"; do
 	nm=${NAMES[i]}
 	F=$WORK/node$i.folded
@@ -99,9 +104,9 @@ for i in "${!EXES[@]}"; do
 	# --- the known answer, per thread ---
 	for th in main worker; do
 		if [[ $th == main ]]; then
-			root='^node;_start;'; tag=''
+			root="^$COMM;_start;"; tag=''
 		else
-			root='^node;__GI___clone3;start_thread;'; tag='worker-'
+			root="^$COMM;__GI___clone3;start_thread;"; tag='worker-'
 		fi
 		hn=$(awk -v k="${tag}heavy" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node$i.out")
 		ln=$(awk -v k="${tag}light" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node$i.out")
@@ -143,12 +148,12 @@ for i in "${!EXES[@]}"; do
 	# race remains at the worker's end and under GC: 1 sample in ~1,550
 	# in 2 of 8 runs; NAMING_MAX of them are allowed (0.2%), none of any
 	# other marker.
-	jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \(known\.js\)(;|$)/ && /^node;(_start;|__GI___clone3;start_thread;)/ { x = $0; gsub(/;\[js: (moved|unreadable)\]/, "", x); if (x !~ /;\[/) s += n } END { print s + 0 }' "$F")
+	jr=$(awk '{ n = $NF; sub(/ [0-9]+$/, "") } / \(known\.js\)(;|$)/ && /^(node|MainThread);(_start;|__GI___clone3;start_thread;)/ { x = $0; gsub(/;\[js: (moved|unreadable)\]/, "", x); if (x !~ /;\[/) s += n } END { print s + 0 }' "$F")
 	jn=$(fsum "$F" " $K;(.*;)?\[js: (moved|unreadable)\]")
 	naming_max=$(( (j + 499) / 500 ))
 	((j > 0 && jr == j && jn <= naming_max)) && ok "$nm: all $j samples with a known.js frame reach their thread's root, no unwinding marker; $jn with a frame the GC moved or freed before it was named (<= $naming_max)" ||
 		{ fail "$nm: $jr of $j samples with a known.js frame reach _start or clone3 without an unwinding marker (want all); $jn hold [js: moved|unreadable] (want <= $naming_max)"
-		  grep -E ' \(known\.js\)(;| )' "$F" | grep -Ev '^node;(_start;|__GI___clone3;start_thread;)' | head -2 | cut -c1-600
+		  grep -E ' \(known\.js\)(;| )' "$F" | grep -Ev '^(node|MainThread);(_start;|__GI___clone3;start_thread;)' | head -2 | cut -c1-600
 		  grep -E ' \(known\.js\)(;| )' "$F" | grep -E ';\[' | head -2 | cut -c1-600
 		  # each marker with the two frames around it, and how often
 		  grep -E ' \(known\.js\)(;| )' "$F" | grep -oE '([^;]*;){1,2}\[[^];]*\][^; ]*' | sort | uniq -c | sort -rn | head -5 | cut -c1-300; }
@@ -184,16 +189,20 @@ for k in 'proffs_js_walks_total{end="complete"}' 'proffs_js_frames_total'; do
 done
 run_stop "$RUN_PID" "$MP"
 
-# --- an unknown V8: native frames, counted ---
-PROFFS_V8_WITHHOLD=11.3 run_start "$STORE" "$MP" --hz $HZ
-node_run 0 3 "$WORK/withheld.out"; P=$NODE_PID
+# --- unknown V8s: native frames, counted ---
+# 11.3, 12.4 and 13.6 withheld (node 20, 22, 24); node 18 stays walked
+# (its short-lived workers below)
+WH=(0 2 3)
+PROFFS_V8_WITHHOLD=11.3,12.4,13.6 run_start "$STORE" "$MP" --hz $HZ
+WP=()
+for i in "${WH[@]}"; do node_run "$i" 5 "$WORK/withheld$i.out"; WP[i]=$NODE_PID; done
 # and node's own perf map (--perf-basic-prof): what names its JS then,
 # as JIT frames, ending in _[j]
 # (in the work dir: node leaves its isolate-*-v8.log where it runs)
 (cd "$WORK" && exec /usr/bin/node --perf-basic-prof "$JS" run 5 >"$WORK/perfmap.out" 2>&1) & PM=$!; PIDS+=("$PM"); PERFMAPS+=("$PM")
 # and short-lived workers under node 18 (walked by this daemon)
 LD_LIBRARY_PATH=${LIBS[1]} "${EXES[1]}" "$JS" churn 8 >"$WORK/churn.out" 2>&1 & CH=$!; PIDS+=("$CH")
-wait "$P"
+for i in "${WH[@]}"; do wait "${WP[i]}" || fail "known.js under ${NAMES[i]} (withheld) failed"; done
 wait "$PM" || fail "node --perf-basic-prof failed: $(tail -3 "$WORK/perfmap.out")"
 wait "$CH" || fail "known.js churn failed: $(tail -3 "$WORK/churn.out")"
 stored
@@ -220,28 +229,31 @@ n=$(fsum "$F"); h=$(fsum "$F" ';[^;]*heavy [^;]*known[.]js[^;]*_\[j\](;|$)')
 	ok "V8 withheld, node --perf-basic-prof: heavy's perf-map frame ends in _[j] in $(pct "$h" "$n")% of $n samples" ||
 	{ fail "V8 withheld, node --perf-basic-prof: heavy ..._[j] in $h of $n samples (want >= 50%)"; sort -t' ' -k2 -n "$F" | tail -2 | cut -c1-300; }
 rm -f "/tmp/perf-$PM.map"
-F=$WORK/withheld.folded
-cp "$MP/merged/cpu/pid=$P/$R/folded.txt" "$F" || fail "read the withheld run's folded.txt"
-n=$(fsum "$F"); j=$(fsum "$F" '\.js\)(;|$)')
-((n > 100 && j == 0)) && grep -q 'Builtins_JSEntry' "$F" &&
-	ok "V8 11.3 withheld: $n samples, native frames only (Builtins_JSEntry kept), no JS frame" ||
-	fail "V8 11.3 withheld: $n samples, $j with JS frames (want none), Builtins_JSEntry in $(grep -c 'Builtins_JSEntry' "$F") stacks"
+for i in "${WH[@]}"; do
+	F=$WORK/withheld$i.folded
+	cp "$MP/merged/cpu/pid=${WP[i]}/$R/folded.txt" "$F" || { fail "read ${NAMES[i]} (withheld)'s folded.txt"; continue; }
+	n=$(fsum "$F"); j=$(fsum "$F" '\.js\)(;|$)')
+	((n > 100 && j == 0)) && grep -q 'Builtins_JSEntry' "$F" &&
+		ok "${NAMES[i]}, its V8 withheld: $n samples, native frames only (Builtins_JSEntry kept), no JS frame" ||
+		fail "${NAMES[i]}, its V8 withheld: $n samples, $j with JS frames (want none), Builtins_JSEntry in $(grep -c 'Builtins_JSEntry' "$F") stacks"
+done
 u=$(metric 'proffs_js_processes_total{state="unsupported_version"}')
-((${u:-0} >= 1)) && ok "metrics: node 20 counted as unsupported_version ($u)" || fail "metrics: unsupported_version is ${u:-missing}"
+((${u:-0} >= ${#WH[@]})) && ok "metrics: ${#WH[@]} withheld processes counted as unsupported_version ($u)" ||
+	fail "metrics: unsupported_version is ${u:-missing}, want >= ${#WH[@]}"
 run_stop "$RUN_PID" "$MP"
 
-# --- the daemon as it ships (19 Hz), node 20 for 56 s ---
+# --- the daemon as it ships (19 Hz), node 24 for 56 s ---
 # ~19 a second on each busy thread: ~1000 samples of heavy + light in 56
 # s; the check wants those that make 3 sigma of the thread's share at most
 # 3 pp (9 p (1 - p) / 0.03^2: 819 at 91%).
 run_start "$WORK/store-def" "$MP"
-node_run 0 56 "$WORK/node-def.out"; DP=$NODE_PID
-wait "$DP" || fail "known.js under node 20 (default rate) failed: $(tail -3 "$WORK/node-def.out")"
+node_run 3 56 "$WORK/node-def.out"; DP=$NODE_PID
+wait "$DP" || fail "known.js under node 24 (default rate) failed: $(tail -3 "$WORK/node-def.out")"
 stored
 F=$WORK/node-def.folded
 cp "$MP/merged/cpu/pid=$DP/$R/folded.txt" "$F" || fail "read the default-rate run's folded.txt"
 for th in main worker; do
-	if [[ $th == main ]]; then root='^node;_start;'; tag=''; else root='^node;__GI___clone3;start_thread;'; tag='worker-'; fi
+	if [[ $th == main ]]; then root="^$COMM;_start;"; tag=''; else root="^$COMM;__GI___clone3;start_thread;"; tag='worker-'; fi
 	hn=$(awk -v k="${tag}heavy" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node-def.out")
 	ln=$(awk -v k="${tag}light" '$1 == "TRUTH" && $2 == k { print $3 }' "$WORK/node-def.out")
 	want=$(awk -v h="${hn:-0}" -v l="${ln:-0}" 'BEGIN { if (h + l) printf "%.1f", 100 * h / (h + l) }')
@@ -251,8 +263,8 @@ for th in main worker; do
 	# the samples that make 3 sigma of this share at most 3 pp
 	need=$(awk -v w="${want:-0}" 'BEGIN { printf "%d", 9 * (w / 100) * (1 - w / 100) / 0.0009 + 1 }')
 	((h + l >= need)) && within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
-		ok "node20 at 19 Hz, $th thread: heavy is $got% of heavy + light's $((h + l)) samples (the program: $want% +- $tol pp)" ||
-		fail "node20 at 19 Hz, $th thread: heavy is $got% of $((h + l)) samples, the program says ${want:-nothing}% (+- $tol pp, >= $need samples: 3 sigma <= 3 pp)"
+		ok "node24 at 19 Hz, $th thread: heavy is $got% of heavy + light's $((h + l)) samples (the program: $want% +- $tol pp)" ||
+		fail "node24 at 19 Hz, $th thread: heavy is $got% of $((h + l)) samples, the program says ${want:-nothing}% (+- $tol pp, >= $need samples: 3 sigma <= 3 pp)"
 done
 run_stop "$RUN_PID" "$MP"
 finish

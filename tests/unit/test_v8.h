@@ -3,8 +3,8 @@
  * them: NodeSource's node 20 (/usr/bin/node, V8 11.3, non-PIE, engine in
  * the executable), Debian's node 18 (V8 10.2, engine in libnode.so.108),
  * unpacked by scripts/deps.sh into /opt/proffs-test/node18 and run with
- * LD_LIBRARY_PATH, and the official node 22 (V8 12.4) from the npm
- * registry (scripts/deps.sh: /opt/proffs-test/node/22). Header-only, for
+ * LD_LIBRARY_PATH, and the official node 22 (V8 12.4) and 24 (V8 13.6) from
+ * the npm registry (scripts/deps.sh: /opt/proffs-test/node/NN). Header-only, for
  * tests/unit/test_*.c.
  */
 #ifndef PROFFS_TESTS_TEST_V8_H
@@ -35,6 +35,7 @@ static const struct node_rt node_rts[] = {
 	{ "node18", NODE18_ROOT "/usr/bin/node", NODE18_ROOT "/usr/lib/x86_64-linux-gnu",
 	  NODE18_ROOT "/usr/lib/x86_64-linux-gnu/libnode.so.108", 10, 2 },
 	{ "node22", NODE_ROOT "/22/bin/node", NULL, NODE_ROOT "/22/bin/node", 12, 4 },
+	{ "node24", NODE_ROOT "/24/bin/node", NULL, NODE_ROOT "/24/bin/node", 13, 6 },
 };
 #define NODE_RTS (sizeof(node_rts) / sizeof(node_rts[0]))
 

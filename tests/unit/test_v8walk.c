@@ -15,8 +15,9 @@
  * builtins and JIT code) and names the JS frames: their functions and
  * lines must equal V8's, the walk must reach the root, and a frame is
  * either named right or stale ([js: moved]), never named wrong. Each
- * runtime runs twice: interpreted only (--no-opt --no-sparkplug) and
- * with V8's default tiers (Sparkplug, TurboFan after the warm-up).
+ * runtime runs twice: interpreted only (--no-opt --no-sparkplug, and
+ * --no-maglev from V8 13, where --no-opt leaves Maglev on) and with V8's
+ * default tiers (Sparkplug, Maglev in 13, TurboFan after the warm-up).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -36,6 +37,7 @@
 
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/twin.h"
+#include "sampler/v8/v8dispatch.h"
 #include "sampler/v8/v8layout.h"
 #include "sampler/v8/v8name.h"
 #include "sampler/v8/v8pos.h"
@@ -156,17 +158,29 @@ static int map_fn(void *ctx, uint64_t addr, struct twin_map *tm)
 }
 
 /* p's walk set-up (layout l): the builtins by the engine file's offsets,
- * once the engine is mapped executable. 0 or -1. */
+ * once the engine is mapped executable, and (13+) the dispatch table,
+ * once V8 made it. 0 or -1. */
 static int proc_setup(const struct proc *p, const char *engine, const struct v8file *f,
 		      const struct v8layout *l, struct v8_proc *vp)
 {
 	for (int i = 0; i < p->n; i++) {
 		const struct map *m = &p->m[i];
 
-		if (m->x && !strcmp(m->path, engine))
-			return v8layout__proc(l, f->code_off, f->code_hi - f->code_lo, (uint32_t)m->kdev, m->ino, vp)
-				       ? -1
-				       : 0;
+		if (m->x && !strcmp(m->path, engine)) {
+			uint64_t base = 0, at = f->isolate_group;
+
+			for (int k = 0; f->pie && k < p->n; k++)
+				if (!strcmp(p->m[k].path, engine) && !p->m[k].pgoff) {
+					at += p->m[k].start;
+					break;
+				}
+			if (l->jsf_dispatch && v8dispatch__find(p->pid, l, at, &base))
+				return -1;
+			if (v8layout__proc(l, f->code_off, f->code_hi - f->code_lo, (uint32_t)m->kdev, m->ino, vp))
+				return -1;
+			vp->dispatch_base = base;
+			return 0;
+		}
 	}
 	return -1;
 }
@@ -642,7 +656,7 @@ static bool stopped(pid_t pid, pid_t tid)
 
 static void run(const struct node_rt *rt, bool interp, int rounds)
 {
-	char *argv[8] = { "node", NULL };
+	char *argv[12] = { "node", NULL };
 	int a = 1, fd = -1, in = -1;
 	struct v8file vf;
 	struct v8layout l;
@@ -674,6 +688,8 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 	if (interp) {
 		argv[a++] = "--no-opt";
 		argv[a++] = "--no-sparkplug";
+		if (rt->v8_major >= 13)
+			argv[a++] = "--no-maglev";
 	}
 	argv[a++] = (char *)js_helper("known.js");
 	argv[a++] = "stops";
