@@ -184,7 +184,9 @@ split_shares "$F" truth
 share_check "truth: iterateLong share of the two" "$share" 90.9 "$pair" "$(scaled 1500 99 62)" || heaviest "$F"
 within "$pp" 94 100 && ok "truth: iterateLong and iterateShort $pp% of $tot samples" ||
 	{ fail "truth: iterateLong and iterateShort only $pp% of $tot samples"; heaviest_other "$F"; }
-whole=$(fsum "$F" '^truth;(_start;__libc_start_main[^;]*;)?(__libc_start_call_main;)?main;iterateLong;iterate$')
+# (a sample taken in the kernel, an interrupt's return to user mode,
+# ends in its kernel frames: 8% of them in one run on 6.12)
+whole=$(fsum "$F" '^truth;(_start;__libc_start_main[^;]*;)?(__libc_start_call_main;)?main;iterateLong;iterate(;[^;]*_\[k\])*$')
 wp=$(pct "$whole" "$long")
 within "$wp" 90 100 && ok "truth: stack truth;main;iterateLong;iterate whole in $wp% of iterateLong's $long samples" ||
 	{ fail "truth: stack truth;main;iterateLong;iterate whole in only $wp% of $long"; grep iterateLong "$F" | sort -t' ' -k2 -nr | head -5 | cut -c1-300; }
