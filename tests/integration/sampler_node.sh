@@ -27,15 +27,15 @@
 #    optimized code at a call TurboFan kept no position for has no line
 #    (counted), never another line;
 #  - short-lived workers (one after another, ~30 ms of JS each, its heap
-#    freed at its exit): <= 5% of their samples with JS frames hold an
-#    unnamed one (the daemon is woken for code it has not seen);
+#    freed at its exit), every node at once: <= 5% of their samples with
+#    JS frames hold an unnamed one (the daemon is woken for code it has
+#    not seen);
 #  - /prof/metrics: the four V8 processes walked, JS frames counted;
-#  - a second daemon that withholds V8 11.3, 12.4 and 13.6
-#    (PROFFS_V8_WITHHOLD): node 20, 22 and 24 keep their native frames
-#    only, counted as unsupported_version; node 20 run
-#    with --perf-basic-prof, its JS frames are the perf map's, ending in
-#    _[j] (heavy's in >= 50% of its samples: the main thread and the
-#    worker each spend ~80% in it);
+#  - a second daemon that withholds every version (PROFFS_V8_WITHHOLD):
+#    each node, run with --perf-basic-prof, keeps its native frames
+#    (none named by our walk), counted as unsupported_version, and its JS
+#    frames are the perf map's, ending in _[j] (heavy's in >= 50% of its
+#    samples: the main thread and the worker each spend ~80% in it);
 #  - the daemon as it ships (19 Hz) over 56 s of node 24 (the newest): each thread's
 #    share as above, on >= 850 samples (3 sigma <= 3 pp).
 # alone: yes (shares are judged on samples: four busy threads on two CPUs,
@@ -178,6 +178,36 @@ for i in "${!EXES[@]}"; do
 	done
 done
 
+# --- short-lived workers: named while their heap lives ---
+# A worker frees its heap milliseconds after its last JS frame; BPF wakes
+# the daemon for a record with code it has not seen, so that code is
+# read while it lives. Without the wake (records waited up to 250 ms)
+# 433 of 524 of these samples held a marker; with it, 0.6-1.0% (a worker
+# torn down between a record and the wake): CHURN_MAX% is 5 markers in
+# 100 samples, P < 0.3% at that rate. Every node at once, 8 s.
+CH=()
+for i in "${!EXES[@]}"; do
+	if [[ -n ${LIBS[i]} ]]; then
+		LD_LIBRARY_PATH=${LIBS[i]} "${EXES[i]}" "$JS" churn 8 >"$WORK/churn$i.out" 2>&1 &
+	else
+		"${EXES[i]}" "$JS" churn 8 >"$WORK/churn$i.out" 2>&1 &
+	fi
+	CH[i]=$!; PIDS+=("${CH[i]}")
+done
+for i in "${!EXES[@]}"; do wait "${CH[i]}" || fail "${NAMES[i]}: known.js churn failed: $(tail -3 "$WORK/churn$i.out")"; done
+stored
+JSF=' \((known\.js|<anonymous>|node:[^)]*)\)(;|$)'
+for i in "${!EXES[@]}"; do
+	F=$WORK/churn$i.folded
+	cp "$MP/merged/cpu/pid=${CH[i]}/$R/folded.txt" "$F" || { fail "${NAMES[i]}: read the worker churn's folded.txt"; continue; }
+	js=$(fsum "$F" "$JSF|;\[js: [^]]*\]"); m=$(fsum "$F" ';\[js: [^]]*\]')
+	nw=$(awk '$1 == "WORKERS" { print $2 }' "$WORK/churn$i.out")
+	((js >= 100)) && within "$(pct "$m" "$js")" 0 $CHURN_MAX &&
+		ok "${NAMES[i]}: ${nw:-?} short-lived workers: $m of $js samples with JS frames ($(pct "$m" "$js")%) hold a frame unnamed (want <= $CHURN_MAX%)" ||
+		{ fail "${NAMES[i]}: ${nw:-?} short-lived workers: $m of $js samples with JS frames hold a frame unnamed (want <= $CHURN_MAX%, >= 100 samples)"
+		  grep -oE '([^;]*;){1,2}\[js: [^]]*\]' "$F" | sort | uniq -c | sort -rn | head -3 | cut -c1-300; }
+done
+
 # --- metrics ---
 M=$WORK/metrics
 cp "$MP/metrics" "$M" || die "read metrics"
@@ -189,57 +219,36 @@ for k in 'proffs_js_walks_total{end="complete"}' 'proffs_js_frames_total'; do
 done
 run_stop "$RUN_PID" "$MP"
 
-# --- unknown V8s: native frames, counted ---
-# 11.3, 12.4 and 13.6 withheld (node 20, 22, 24); node 18 stays walked
-# (its short-lived workers below)
-WH=(0 2 3)
-PROFFS_V8_WITHHOLD=11.3,12.4,13.6 run_start "$STORE" "$MP" --hz $HZ
+# --- unknown V8s: native frames, counted; node's own perf map ---
+# Every version withheld; each node runs with --perf-basic-prof (in the
+# work dir: node leaves its isolate-*-v8.log where it runs), so its JS is
+# named by its perf map only, as JIT frames ending in _[j].
+PROFFS_V8_WITHHOLD=10.2,11.3,12.4,13.6 run_start "$STORE" "$MP" --hz $HZ
 WP=()
-for i in "${WH[@]}"; do node_run "$i" 5 "$WORK/withheld$i.out"; WP[i]=$NODE_PID; done
-# and node's own perf map (--perf-basic-prof): what names its JS then,
-# as JIT frames, ending in _[j]
-# (in the work dir: node leaves its isolate-*-v8.log where it runs)
-(cd "$WORK" && exec /usr/bin/node --perf-basic-prof "$JS" run 5 >"$WORK/perfmap.out" 2>&1) & PM=$!; PIDS+=("$PM"); PERFMAPS+=("$PM")
-# and short-lived workers under node 18 (walked by this daemon)
-LD_LIBRARY_PATH=${LIBS[1]} "${EXES[1]}" "$JS" churn 8 >"$WORK/churn.out" 2>&1 & CH=$!; PIDS+=("$CH")
-for i in "${WH[@]}"; do wait "${WP[i]}" || fail "known.js under ${NAMES[i]} (withheld) failed"; done
-wait "$PM" || fail "node --perf-basic-prof failed: $(tail -3 "$WORK/perfmap.out")"
-wait "$CH" || fail "known.js churn failed: $(tail -3 "$WORK/churn.out")"
+for i in "${!EXES[@]}"; do
+	(cd "$WORK" && LD_LIBRARY_PATH=${LIBS[i]} exec "${EXES[i]}" --perf-basic-prof "$JS" run 6 >"$WORK/withheld$i.out" 2>&1) &
+	WP[i]=$!; PIDS+=("${WP[i]}"); PERFMAPS+=("${WP[i]}")
+done
+for i in "${!EXES[@]}"; do wait "${WP[i]}" || fail "${NAMES[i]} (withheld, --perf-basic-prof) failed: $(tail -3 "$WORK/withheld$i.out")"; done
 stored
-# --- short-lived workers: named while their heap lives ---
-# A worker frees its heap milliseconds after its last JS frame; BPF wakes
-# the daemon for a record with code it has not seen, so that code is
-# read while it lives. Without the wake (records waited up to 250 ms)
-# 433 of 524 of these samples held a marker; with it, 0.6-1.0% (a worker
-# torn down between a record and the wake): CHURN_MAX% is 5 markers in
-# 100 samples, P < 0.3% at that rate.
-F=$WORK/churn.folded
-cp "$MP/merged/cpu/pid=$CH/$R/folded.txt" "$F" || fail "read the worker churn's folded.txt"
-JSF=' \((known\.js|<anonymous>|node:[^)]*)\)(;|$)'
-js=$(fsum "$F" "$JSF|;\[js: [^]]*\]"); m=$(fsum "$F" ';\[js: [^]]*\]')
-nw=$(awk '$1 == "WORKERS" { print $2 }' "$WORK/churn.out")
-((js >= 100)) && within "$(pct "$m" "$js")" 0 $CHURN_MAX &&
-	ok "node18: ${nw:-?} short-lived workers: $m of $js samples with JS frames ($(pct "$m" "$js")%) hold a frame unnamed (want <= $CHURN_MAX%)" ||
-	{ fail "node18: ${nw:-?} short-lived workers: $m of $js samples with JS frames hold a frame unnamed (want <= $CHURN_MAX%, >= 100 samples)"
-	  grep -oE '([^;]*;){1,2}\[js: [^]]*\]' "$F" | sort | uniq -c | sort -rn | head -3 | cut -c1-300; }
-F=$WORK/perfmap.folded
-cp "$MP/merged/cpu/pid=$PM/$R/folded.txt" "$F" || fail "read the perf map run's folded.txt"
-n=$(fsum "$F"); h=$(fsum "$F" ';[^;]*heavy [^;]*known[.]js[^;]*_\[j\](;|$)')
-((n > 100)) && within "$(pct "$h" "$n")" 50 100 &&
-	ok "V8 withheld, node --perf-basic-prof: heavy's perf-map frame ends in _[j] in $(pct "$h" "$n")% of $n samples" ||
-	{ fail "V8 withheld, node --perf-basic-prof: heavy ..._[j] in $h of $n samples (want >= 50%)"; sort -t' ' -k2 -n "$F" | tail -2 | cut -c1-300; }
-rm -f "/tmp/perf-$PM.map"
-for i in "${WH[@]}"; do
+for i in "${!EXES[@]}"; do
 	F=$WORK/withheld$i.folded
 	cp "$MP/merged/cpu/pid=${WP[i]}/$R/folded.txt" "$F" || { fail "read ${NAMES[i]} (withheld)'s folded.txt"; continue; }
-	n=$(fsum "$F"); j=$(fsum "$F" '\.js\)(;|$)')
-	((n > 100 && j == 0)) && grep -q 'Builtins_JSEntry' "$F" &&
-		ok "${NAMES[i]}, its V8 withheld: $n samples, native frames only (Builtins_JSEntry kept), no JS frame" ||
-		fail "${NAMES[i]}, its V8 withheld: $n samples, $j with JS frames (want none), Builtins_JSEntry in $(grep -c 'Builtins_JSEntry' "$F") stacks"
+	rm -f "/tmp/perf-${WP[i]}.map"
+	n=$(fsum "$F"); j=$(fsum "$F" '\.js\)(;|$)'); h=$(fsum "$F" ';[^;]*heavy [^;]*known[.]js[^;]*_\[j\](;|$)')
+	# (the builtins' frames: Builtins_JSEntry by name, or Debian's
+	# stripped libnode.so's by offset)
+	b=Builtins_JSEntry; [[ -n ${LIBS[i]} ]] && b='libnode\.so\.[0-9]+\+0x'
+	((n > 100 && j == 0)) && grep -Eq "$b" "$F" &&
+		ok "${NAMES[i]}, its V8 withheld: $n samples, native frames only ($b kept), none named by our walk" ||
+		fail "${NAMES[i]}, its V8 withheld: $n samples, $j with JS frames of our walk (want none), $b in $(grep -Ec "$b" "$F") stacks"
+	((n > 100)) && within "$(pct "$h" "$n")" 50 100 &&
+		ok "${NAMES[i]}, withheld, --perf-basic-prof: heavy's perf-map frame ends in _[j] in $(pct "$h" "$n")% of $n samples" ||
+		{ fail "${NAMES[i]}, withheld, --perf-basic-prof: heavy ..._[j] in $h of $n samples (want >= 50%)"; sort -t' ' -k2 -n "$F" | tail -2 | cut -c1-300; }
 done
 u=$(metric 'proffs_js_processes_total{state="unsupported_version"}')
-((${u:-0} >= ${#WH[@]})) && ok "metrics: ${#WH[@]} withheld processes counted as unsupported_version ($u)" ||
-	fail "metrics: unsupported_version is ${u:-missing}, want >= ${#WH[@]}"
+((${u:-0} >= ${#EXES[@]})) && ok "metrics: ${#EXES[@]} withheld processes counted as unsupported_version ($u)" ||
+	fail "metrics: unsupported_version is ${u:-missing}, want >= ${#EXES[@]}"
 run_stop "$RUN_PID" "$MP"
 
 # --- the daemon as it ships (19 Hz), node 24 for 56 s ---
