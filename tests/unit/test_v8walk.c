@@ -294,8 +294,12 @@ static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struc
 			want = V8NAME_ANONYMOUS;
 		}
 		/* Optimized code: functions inlined into it that we cannot
-		 * place (TurboFan's positions are sparse) are left out. */
-		if (strcmp(o->f[i].name, want) && o->f[i].type == V8_FT_OPT && o->f[i].outer) {
+		 * place (TurboFan's positions are sparse) are left out; so are
+		 * those of code the function no longer points to (a function
+		 * frame: on-stack replacement code, named as its function
+		 * alone here, where the daemon's refine() may find the code) */
+		if (strcmp(o->f[i].name, want) && (o->f[i].type == V8_FT_OPT || o->f[i].type == V8_FT_FUNC) &&
+		    o->f[i].outer) {
 			int j = k + 1;
 
 			while (j < nv && j < k + 8 && strcmp(o->f[i].name, v8_name(&v[j])))
