@@ -460,6 +460,18 @@ static __always_inline int hs_pending_check(const __u8 *p)
 	       !p[7];
 }
 
+/* JDK 25's wrapper after its leave: `test byte [r15 + x], 1` (the return
+ * poll) and `cmp qword [r15 + 8], 0` in its imm8 form (hswalk.c). */
+static __always_inline int hs_return_poll(const __u8 *q)
+{
+	return q[0] == 0x41 && q[1] == 0xf6 && q[2] == 0x47 && q[4] == 0x01;
+}
+
+static __always_inline int hs_pending_check8(const __u8 *q)
+{
+	return q[0] == 0x49 && q[1] == 0x83 && q[2] == 0x7f && q[3] == 0x08 && !q[4];
+}
+
 /* The leaf's frame state from s->code (the 16 bytes around its pc). */
 static __always_inline int hs_leaf_state(const __u8 *b, int prologue)
 {
@@ -493,6 +505,14 @@ static __always_inline int hs_leaf_state(const __u8 *b, int prologue)
 	if (b[7] == 0xc9 && hs_pending_check(p))
 		return HS_F_NOTHING;
 	if (p[0] == 0x0f && p[1] == 0x85 && hs_pending_check(b))
+		return HS_F_NOTHING;
+	if (b[7] == 0xc9 && hs_return_poll(p))
+		return HS_F_NOTHING;
+	if (p[0] == 0x74 && b[2] == 0xc9 && hs_return_poll(b + 3))
+		return HS_F_NOTHING;
+	if (hs_pending_check8(p) && p[5] == 0x0f && p[6] == 0x85 && p[7] == 0x01)
+		return HS_F_NOTHING;
+	if (p[0] == 0x0f && p[1] == 0x85 && p[2] == 0x01 && hs_pending_check8(b + 3))
 		return HS_F_NOTHING;
 	return HS_F_FULL;
 }

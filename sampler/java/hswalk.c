@@ -242,6 +242,23 @@ static bool pending_check(const uint8_t *p)
 	       !p[7];
 }
 
+/* JDK 25's wrapper, after its leave, polls for a safepoint and checks
+ * for a pending exception in other encodings (seen in Temurin 25's
+ * -XX:+PrintNativeNMethods; a sample there, 1 in ~1,800 of a thread
+ * calling getThreadTotalCpuTime0 in a loop, walked off by the frame size
+ * rule):
+ *   leave; test byte [r15 + x], 1; je +n; (the poll's slow path)
+ *   cmp qword [r15 + 8], 0 (imm8); jne +1; ret; jmp forward_exception */
+static bool return_poll(const uint8_t *q)
+{
+	return q[0] == 0x41 && q[1] == 0xf6 && q[2] == 0x47 && q[4] == 0x01;
+}
+
+static bool pending_check8(const uint8_t *q)
+{
+	return q[0] == 0x49 && q[1] == 0x83 && q[2] == 0x7f && q[3] == 0x08 && !q[4];
+}
+
 int hswalk__leaf_state(const uint8_t *b, bool prologue)
 {
 	const uint8_t *p = b + 8;
@@ -276,6 +293,14 @@ int hswalk__leaf_state(const uint8_t *b, bool prologue)
 	if (b[7] == 0xc9 && pending_check(p))
 		return F_NOTHING; /* the pending exception check, after leave */
 	if (p[0] == 0x0f && p[1] == 0x85 && pending_check(b))
+		return F_NOTHING; /* ... and its jne */
+	if (b[7] == 0xc9 && return_poll(p))
+		return F_NOTHING; /* JDK 25: the return poll, after leave */
+	if (p[0] == 0x74 && b[2] == 0xc9 && return_poll(b + 3))
+		return F_NOTHING; /* ... its je */
+	if (pending_check8(p) && p[5] == 0x0f && p[6] == 0x85 && p[7] == 0x01)
+		return F_NOTHING; /* ... the pending exception check */
+	if (p[0] == 0x0f && p[1] == 0x85 && p[2] == 0x01 && pending_check8(b + 3))
 		return F_NOTHING; /* ... and its jne */
 	return F_FULL;
 }

@@ -761,6 +761,24 @@ static void t_leaf(const char *dir)
 				 0xc8, 0x0f, 0x85, 0x10, 0x00, 0x00, 0x00 };
 	const int body_at[] = { 1, 12 };
 	const int body_want[] = { HSWALK_FULL, HSWALK_FULL };
+	/* A native wrapper's on Temurin 25 (-XX:+PrintNativeNMethods, the
+	 * wrapper of getThreadTotalCpuTime0): leave; test byte [r15+0x28],1
+	 * (the return poll); je +0x16; the poll's slow path (mov r10,imm64;
+	 * mov [r15+0x538],r10; jmp SafepointBlob); cmp qword [r15+8],0
+	 * (imm8); jne +1; ret; jmp forward_exception */
+	const uint8_t n25[] = { 0xc9, 0x41, 0xf6, 0x47, 0x28, 0x01, 0x74, 0x16, 0x49, 0xba, 0x8f, 0xeb,
+				0xec, 0x8f, 0x95, 0x7f, 0x00, 0x00, 0x4d, 0x89, 0x97, 0x38, 0x05, 0x00,
+				0x00, 0xe9, 0xb4, 0x9c, 0xab, 0xff, 0x49, 0x83, 0x7f, 0x08, 0x00, 0x0f,
+				0x85, 0x01, 0x00, 0x00, 0x00, 0xc3, 0xe9, 0x23, 0xa3, 0xa6, 0xff };
+	const int n25_at[] = { 0, 1, 6, 30, 35, 41 };
+	const int n25_want[] = { HSWALK_RBP_FRAME, HSWALK_NOTHING, HSWALK_NOTHING, HSWALK_NOTHING,
+				 HSWALK_NOTHING, HSWALK_NOTHING };
+	/* The poll's test without a leave before it, and the imm8 compare
+	 * not followed by jne +1: the frame is whole */
+	const uint8_t b25[] = { 0x90, 0x41, 0xf6, 0x47, 0x28, 0x01, 0x49, 0x83, 0x7f, 0x08, 0x00, 0x0f,
+				0x85, 0x10, 0x00, 0x00, 0x00 };
+	const int b25_at[] = { 1, 6, 11 };
+	const int b25_want[] = { HSWALK_FULL, HSWALK_FULL, HSWALK_FULL };
 	/* A ja elsewhere in a body: no poll before it */
 	const uint8_t ja[] = { 0x48, 0x39, 0xc8, 0x0f, 0x87, 0x10, 0x00, 0x00, 0x00 };
 	const int ja_at[] = { 3 };
@@ -776,6 +794,8 @@ static void t_leaf(const char *dir)
 	leaf_case("native wrapper epilogue with the exception check", nex, sizeof(nex), nex_at, nex_want, 4,
 		  false);
 	leaf_case("the exception check's compare in a body", body, sizeof(body), body_at, body_want, 2, false);
+	leaf_case("native wrapper epilogue, JDK 25", n25, sizeof(n25), n25_at, n25_want, 6, false);
+	leaf_case("JDK 25's poll and compare in a body", b25, sizeof(b25), b25_at, b25_want, 3, false);
 }
 
 static const struct test_scenario scenarios[] = {
