@@ -708,8 +708,12 @@ static void t_forged_names(const char *dir)
 static void leaf_case(const char *what, const uint8_t *code, size_t n, const int *at,
 		      const int *want, int k, bool prologue)
 {
-	uint8_t buf[64] = { 0 }, win[16];
+	uint8_t buf[96] = { 0 }, win[16];
 
+	if (n > sizeof(buf) - 32) {
+		CHECK(0, "%s: %zu bytes of code, more than the window's buffer", what, n);
+		return;
+	}
 	memcpy(buf + 16, code, n);
 	for (int i = 0; i < k; i++) {
 		int got;
