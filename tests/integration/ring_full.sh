@@ -10,9 +10,9 @@
 # About 20 s.
 # timeout: 120
 # alone: yes (the count is judged against the programs' CPU time at 999
-# Hz: beside the parallel tests, preempted every few ms, they got 75-86%
-# of those ticks in CI, none counted lost; a task-clock timer that starts
-# over at each switch-in loses the partial period)
+# Hz: beside the parallel tests the samples were 75% and 86% of those
+# ticks in two CI runs, none counted lost; where the rest went under that
+# load is not found)
 source "$(dirname "$0")/sampler_lib.bash"
 
 MP=$WORK/mp
