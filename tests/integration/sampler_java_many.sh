@@ -37,11 +37,8 @@ log "daemon up (pid $RUN_PID)"
 
 # --- class unloading ---
 UP=()
-# At nice -10: each generation's >= 10 samples are what make "none
-# under the other driver" mean something; beside the parallel tests a
-# JVM at nice 0 got 9 ticks of a 1.5 s generation once.
 for i in 0 1; do
-	nice -n -10 "${JDKS[i]}/bin/java" -cp "$JDIR" Unload unload $GENS $GEN_MS >"$WORK/unload$i.out" 2>&1 &
+	"${JDKS[i]}/bin/java" -cp "$JDIR" Unload unload $GENS $GEN_MS >"$WORK/unload$i.out" 2>&1 &
 	UP[i]=$!
 	PIDS+=("${UP[i]}")
 done
