@@ -51,11 +51,17 @@ LIMIT_DEFAULT=600
 LIMIT=$LIMIT_DEFAULT # the next test's limit (start_job, run_one)
 
 # The FUSE mounts whose daemon is gone (stat fails at once with ENOTCONN):
-# those of a test killed at its limit. Other tests' live mounts answer.
+# those of a test killed at its limit. Other tests' live mounts answer;
+# a test of its own that kills its daemon on purpose (sampler_crash) has a
+# dead mount for a moment too, so a runner started by a test
+# (runner_timeout) looks only under MOUNT_SCOPE, its own work dir: from
+# the whole of /tmp it once unmounted sampler_crash's fresh mount.
+MOUNT_SCOPE=${MOUNT_SCOPE:-}
 unmount_dead() {
 	local m
 	while read -r m; do
 		[[ $m == /tmp/* || $m == /var/tmp/* || $m == "$root"/* ]] || continue
+		[[ -z $MOUNT_SCOPE || $m == "$MOUNT_SCOPE"/* ]] || continue
 		if ! timeout 2 stat -t "$m" >/dev/null 2>&1; then
 			fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 			echo "run.sh: unmounted $m, left by a killed test" >&2
