@@ -5,8 +5,8 @@
 # flag in the JVMs (tests/helpers/java/Unload):
 #  - class unloading, under Debian's JDK 17 and Temurin 25 side by side:
 #    six generations of one class shape (Wk0001..Wk0006, each its own
-#    class loader, run 1.5 s then collected until unloaded: the JVM says
-#    so), odd ones under Unload.driveOdd, even ones under driveEven.
+#    class loader, run for 1 s of its thread's CPU time, ~99 samples,
+#    then collected until unloaded: the JVM says so), odd ones under Unload.driveOdd, even ones under driveEven.
 #    HotSpot lays each generation's Methods out where the last one's were,
 #    and its code where freed code was: every generation shows under its
 #    own driver with its own name, none under the other driver (a frame
@@ -20,7 +20,8 @@ source "$(dirname "$0")/sampler_lib.bash"
 
 HZ=99
 GENS=6
-GEN_MS=1500
+GEN_MS=1000 # of the thread's CPU: on a busy host a wall-clock second gave one
+# generation 7 samples (CI, stop 50)
 MANY=50
 MANY_MS=200
 JDKS=(/usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64)
@@ -71,7 +72,7 @@ for i in 0 1; do
 		n=$(fsum "$F" ";Unload\\.$own \\(Unload\\.java\\);$wk\\.run \\($wk\\.java\\)(;|$)")
 		x=$(fsum "$F" ";Unload\\.$other \\(Unload\\.java\\);$wk\\.run \\($wk\\.java\\)(;|$)")
 		((n >= 10 && x == 0)) && ok "$jdk: $wk.run: $n samples under Unload.$own, none under $other" ||
-			{ fail "$jdk: $wk.run: $n samples under Unload.$own (want >= 10), $x under $other (want 0)"
+			{ fail "$jdk: $wk.run: $n samples under Unload.$own (want >= 10), $x under $other (want 0); the program: $(grep "^gen $g cpu_ms" "$WORK/unload$i.out")"
 			  grep -o 'Unload\.drive[A-Za-z]* (Unload\.java);[^;]*' "$F" | sort | uniq -c; }
 	done
 	# Nothing under a driver but its own generations: the frame right

@@ -1,15 +1,18 @@
 /*
- * Unload.java - JVM workloads for tests/integration/sampler_java_life.sh.
+ * Unload.java - JVM workloads for tests/integration/sampler_java_many.sh.
  *
  *   java -cp DIR Unload unload GENS MS
  *     GENS generations, one after the other: the class Wk0000 (its bytes
  *     read from DIR) defined again as Wk<g> by a class loader of its own,
- *     run for MS ms of wall clock, then dropped and collected until the
- *     class is unloaded. Odd generations run under Unload.driveOdd, even
+ *     run until the thread has used MS ms of CPU (in slices of 50 ms of
+ *     wall clock under its driver: a busy host slows a generation down
+ *     but does not thin its samples), then dropped and collected until
+ *     the class is unloaded. Odd generations run under Unload.driveOdd, even
  *     ones under Unload.driveEven: a frame of one generation's class
  *     named with another's name shows as Wk<odd> under driveEven or the
  *     reverse. Prints "gen G unloaded true|false" per generation and
  *     "unloaded N", the JVM's count of classes unloaded.
+ *     Prints "gen G cpu_ms C wall_ms W" as each generation ends.
  *
  *   java -cp DIR Unload many MS
  *     spins in Unload.many until the thread has used MS ms of CPU, then
@@ -83,11 +86,17 @@ public class Unload {
         String name = String.format("Wk%04d", g);
         Class<?> c = new Loader(name, renamed(name)).loadClass(name);
         Runnable r = (Runnable) c.getDeclaredConstructor().newInstance();
-        long until = System.nanoTime() + ms * 1_000_000L;
-        if (g % 2 == 1)
-            driveOdd(r, until);
-        else
-            driveEven(r, until);
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long cpu0 = mx.getCurrentThreadCpuTime(), wall0 = System.nanoTime(), cpu;
+        while ((cpu = mx.getCurrentThreadCpuTime() - cpu0) < ms * 1_000_000L) {
+            long until = System.nanoTime() + 50_000_000L;
+            if (g % 2 == 1)
+                driveOdd(r, until);
+            else
+                driveEven(r, until);
+        }
+        System.out.println("gen " + g + " cpu_ms " + cpu / 1_000_000L + " wall_ms " +
+                           (System.nanoTime() - wall0) / 1_000_000L);
         return new WeakReference<>(c);
     }
 
