@@ -4,6 +4,10 @@
 //                               worker thread; prints each function's CPU time
 //                               (this thread's own, /proc/thread-self/schedstat)
 //                               as "TRUTH name ns" lines at the end
+//   node known.js run1 SECONDS  the same on the main thread alone (no worker:
+//                               node 18's V8 opens its perf map once per
+//                               isolate, truncating, so a worker's entries
+//                               replace the main thread's)
 //   node known.js stops ROUNDS  stops at known places: prints a line
 //                               "STOP tag tid fn|file|line|fn|file|line..."
 //                               (the frames of new Error().stack, callee first),
@@ -246,9 +250,10 @@ function main() {
   sfd = schedFd();
   if (mode === 'worker-stops') {
     workerMain(arg, wt.workerData);
-  } else if (mode === 'worker-run') {
+  } else if (mode === 'worker-run' || mode === 'run1') {
+    const who = mode === 'run1' ? '' : 'worker-';
     runLoop(arg, N);
-    fs.writeSync(1, `TRUTH worker-heavy ${truth.heavy}\nTRUTH worker-light ${truth.light}\n`);
+    fs.writeSync(1, `TRUTH ${who}heavy ${truth.heavy}\nTRUTH ${who}light ${truth.light}\n`);
   } else if (mode === 'churn') {
     churn_workers(Date.now() + arg * 1000, 0);
   } else if (mode === 'churn-worker') {
