@@ -236,6 +236,9 @@ struct tally {
 	int bpf_moved, bpf_moved_stale, bpf_moved_wrong; /* its cached SFIs the collector moved since */
 	int old_same, old_stale, old_wrong; /* the previous stop's frames, named again */
 	int cpp_between, cpp_stops; /* reviver stops with C++ frames kept between reviver and parseSite */
+	char wrong_text[3][400]; /* the first frames named wrong: shown right under the failed check */
+	int cache_diff; /* frames the name cache named other than a read afresh does */
+	char diff_text[3][300];
 };
 
 /* V8's name of frame v as we write it. */
@@ -313,6 +316,11 @@ static int compare(const char *tag, struct ours *o, struct jsf *v, int nv, struc
 		if (strcmp(o->f[i].name, want) || (v[k].file[0] && strcmp(o->f[i].file, v[k].file))) {
 			printf("  %s frame %d: ours %s (%s:%d), V8 %s (%s:%d)\n", tag, k, o->f[i].name, o->f[i].file,
 			       o->f[i].line, want, v[k].file, v[k].line);
+			if (t->wrong < 3)
+				snprintf(t->wrong_text[t->wrong], sizeof(t->wrong_text[0]),
+					 "stop %d (%.40s) frame %d: ours %.60s (%.60s:%d, type %d), V8 %.60s (%.40s:%d)", t->stops,
+					 tag, k, o->f[i].name, o->f[i].file, o->f[i].line, o->f[i].type, want, v[k].file,
+					 v[k].line);
 			t->wrong++;
 			bad = 1;
 		} else if (o->f[i].line == v[k].line || !v[k].file[0]) {
@@ -593,10 +601,26 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 	memcpy(prev.js, o.js, sizeof(prev.js));
 	memset(prev.name, 0, sizeof(prev.name));
 	ours.n = 0;
+	/* Each frame named again by a cache of its own: a cached entry a
+	 * later object at the same address (another isolate's, a recompiled
+	 * function's) passed for would name it otherwise. */
+	struct v8names *fresh = v8names__new(0);
 	for (int i = 0; i < o.njs && ours.n < 120; i++) {
-		struct v8name_frame nf[8];
+		struct v8name_frame nf[8], ff[8];
 		int n = v8names__frame(names, pid, l, vf, v8name__read_pid, (void *)(intptr_t)pid, &o.js[i],
 				       V8_OBJ_INDEX(o.js[i].obj) > 0, nf, 8);
+		int fn = fresh ? v8names__frame(fresh, pid, l, vf, v8name__read_pid, (void *)(intptr_t)pid, &o.js[i],
+						V8_OBJ_INDEX(o.js[i].obj) > 0, ff, 8) : n;
+
+		if (fresh && n > 0 && fn > 0 &&
+		    (fn != n || strcmp(ff[n - 1].name, nf[n - 1].name) || ff[n - 1].line != nf[n - 1].line)) {
+			if (t->cache_diff < 3)
+				snprintf(t->diff_text[t->cache_diff], sizeof(t->diff_text[0]),
+					 "stop %d (%.40s) js %d type %u obj %#llx: cached %.60s:%d, afresh %.60s:%d", t->stops,
+					 tag, i, V8_OBJ_TYPE(o.js[i].obj), (unsigned long long)V8_OBJ_ADDR(o.js[i].obj),
+					 nf[n - 1].name, nf[n - 1].line, ff[fn - 1].name, ff[fn - 1].line);
+			t->cache_diff++;
+		}
 
 		if (getenv("V8WALK_DEBUG"))
 			printf("    js %d: native %u type %u obj %#llx off %u stamp %#x -> %d %s line %d\n", i,
@@ -626,6 +650,7 @@ static void at_stop(const struct node_rt *rt, const struct v8file *vf, const str
 			ours.f[ours.n++].line = nf[k].line;
 		}
 	}
+	v8names__free(fresh);
 	if (!compare(tag, &ours, v, nv, t)) {
 		t->matched++;
 	} else {
@@ -748,6 +773,12 @@ static void run(const struct node_rt *rt, bool interp, int rounds)
 	CHECK(t.walked == t.stops && t.root == t.walked, "%s: %d of %d walks reach the root", mode, t.root,
 	      t.stops);
 	CHECK(t.wrong == 0, "%s: no frame named wrong (%d of %d compared)", mode, t.wrong, t.frames);
+	for (int i = 0; i < t.wrong && i < 3; i++)
+		printf("    %s\n", t.wrong_text[i]);
+	CHECK(t.cache_diff == 0, "%s: the name cache names every frame as a read afresh does (%d differ)", mode,
+	      t.cache_diff);
+	for (int i = 0; i < t.cache_diff && i < 3; i++)
+		printf("    %s\n", t.diff_text[i]);
 	CHECK(t.matched == t.stops, "%s: %d of %d stops name every frame and line as V8 does", mode, t.matched,
 	      t.stops);
 	CHECK(t.stale + t.unread <= t.jsframes / 20, "%s: %d stale and %d unreadable of %d JS frames", mode,
