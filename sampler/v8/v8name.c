@@ -26,8 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
+#include "sampler/v8/v8heap.h"
 #include "sampler/v8/v8name.h"
 #include "sampler/v8/v8pos.h"
 
@@ -37,7 +37,6 @@
 #define MAX_INLINED 256
 #define MAX_LITERALS 4096	     /* deoptimization literals looked at */
 #define MAX_LOCALS 4096
-#define MAX_PARTS 32
 /* A call instruction and what x86-64 code puts before its return address
  * (movabs + call through a register is 12 bytes). */
 #define V8NAME_CALL_BYTES 16
@@ -95,67 +94,8 @@ struct v8names {
 	struct v8names_stats st;
 };
 
-struct ctx {
-	struct v8names *c;
-	pid_t pid;
-	const struct v8layout *l;
-	const struct v8file *f;
-	v8_read_fn rd;
-	void *rctx;
-};
-
-int v8name__read_pid(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	pid_t pid = (pid_t)(intptr_t)ctx;
-	struct iovec lo = { buf, len }, re = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(pid, &lo, 1, &re, 1, 0);
-
-	if (n == (ssize_t)len)
-		return 0;
-	return n < 0 && errno == ESRCH ? -ESRCH : -EFAULT;
-}
-
-/* --- objects --- */
-
-static bool heap_object(uint64_t v)
-{
-	return (v & 3) == 1 && v > 4096;
-}
-
-static bool smi(uint64_t v)
-{
-	return !(v & 1);
-}
-
-static int32_t smi_val(uint64_t v)
-{
-	return (int32_t)(v >> 32);
-}
-
-static int rd(const struct ctx *x, uint64_t addr, void *buf, size_t len)
-{
-	return len ? x->rd(x->rctx, addr, buf, len) : 0;
-}
-
-static int rd64(const struct ctx *x, uint64_t obj, int off, uint64_t *v)
-{
-	return rd(x, obj - 1 + (uint64_t)off, v, 8);
-}
-
-/* The instance type of a heap object, or -1. */
-static int type_of(const struct ctx *x, uint64_t obj)
-{
-	uint64_t map;
-	uint16_t t;
-
-	if (!heap_object(obj) || rd64(x, obj, x->l->map, &map) || !heap_object(map) ||
-	    rd(x, map - 1 + x->l->map_instance_type, &t, 2))
-		return -1;
-	return t;
-}
-
 /* A ByteArray's bytes (malloc'd copy) of at most max. */
-static int byte_array(const struct ctx *x, uint64_t a, size_t max, uint8_t **out, size_t *n)
+static int byte_array(const struct v8ctx *x, uint64_t a, size_t max, uint8_t **out, size_t *n)
 {
 	uint64_t len;
 
@@ -179,142 +119,9 @@ static int byte_array(const struct ctx *x, uint64_t a, size_t max, uint8_t **out
 	return 0;
 }
 
-/* --- strings --- */
-
-long v8name__string(const struct v8layout *l, v8_read_fn rdf, void *rctx, uint64_t s, uint16_t *units,
-		    size_t cap, struct v8str *st)
-{
-	struct ctx x = { .l = l, .rd = rdf, .rctx = rctx };
-	/* parts still to read: (string, start, length in units) */
-	struct {
-		uint64_t s;
-		uint32_t from, len;
-	} todo[MAX_PARTS];
-	int ntodo = 0, parts = 0;
-	size_t n = 0;
-
-	memset(st, 0, sizeof(*st));
-	todo[ntodo++] = (typeof(todo[0])){ s, 0, UINT32_MAX };
-	while (ntodo) {
-		uint64_t str = todo[ntodo - 1].s, a, b;
-		uint32_t from = todo[ntodo - 1].from, want = todo[ntodo - 1].len, len;
-		int t = type_of(&x, str), rep;
-
-		ntodo--;
-		if (t < 0)
-			return -EFAULT;
-		if (t >= l->first_nonstring_type || ++parts > MAX_PARTS * 4)
-			return -EBADMSG;
-		if (rd(&x, str - 1 + l->string_length, &len, 4))
-			return -EFAULT;
-		if (from > len)
-			return -EBADMSG;
-		if (want > len - from)
-			want = len - from;
-		rep = t & l->string_rep_mask;
-		if (rep == l->seq_tag) {
-			bool one = (t & l->string_enc_mask) == l->one_byte_tag;
-			size_t k = want, room = cap - n;
-			uint8_t buf[512];
-
-			st->two_byte |= !one;
-			if (k > room) {
-				k = room;
-				st->cut = true;
-			}
-			for (size_t done = 0; done < k;) {
-				size_t step = one ? sizeof(buf) : sizeof(buf) / 2;
-
-				if (step > k - done)
-					step = k - done;
-				if (rd(&x, str - 1 + (uint64_t)(one ? l->seq_one_chars : l->seq_two_chars) +
-						   (uint64_t)(from + done) * (one ? 1 : 2),
-				       buf, step * (one ? 1 : 2)))
-					return -EFAULT;
-				for (size_t i = 0; i < step; i++)
-					units[n + done + i] = one ? buf[i] : (uint16_t)(buf[2 * i] | buf[2 * i + 1] << 8);
-				done += step;
-			}
-			n += k;
-			if (st->cut)
-				break;
-		} else if (rep == l->cons_tag) {
-			uint32_t first_len;
-
-			if (rd64(&x, str, l->cons_first, &a) || rd64(&x, str, l->cons_second, &b) ||
-			    rd(&x, a - 1 + l->string_length, &first_len, 4))
-				return -EFAULT;
-			if (ntodo + 2 > MAX_PARTS)
-				return -EBADMSG;
-			/* second pushed first: the first part is read first */
-			if (from + want > first_len)
-				todo[ntodo++] = (typeof(todo[0])){ b, from > first_len ? from - first_len : 0,
-								   from + want - (from > first_len ? from : first_len) };
-			if (from < first_len)
-				todo[ntodo++] = (typeof(todo[0])){ a, from, want < first_len - from ? want : first_len - from };
-		} else if (rep == l->thin_tag) {
-			if (rd64(&x, str, l->thin_actual, &a))
-				return -EFAULT;
-			todo[ntodo++] = (typeof(todo[0])){ a, from, want };
-		} else if (rep == l->sliced_tag) {
-			if (rd64(&x, str, l->sliced_parent, &a) || rd64(&x, str, l->sliced_offset, &b))
-				return -EFAULT;
-			if (!smi(b) || smi_val(b) < 0)
-				return -EBADMSG;
-			todo[ntodo++] = (typeof(todo[0])){ a, from + (uint32_t)smi_val(b), want };
-		} else {
-			return -EBADMSG; /* external: the bytes are the embedder's */
-		}
-	}
-	return (long)n;
-}
-
-size_t v8name__utf8(const uint16_t *u, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	if (!cap)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t c = u[i];
-		char b[4];
-		size_t k;
-
-		if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && u[i + 1] >= 0xdc00 && u[i + 1] < 0xe000)
-			c = 0x10000 + ((c - 0xd800) << 10) + (u[++i] - 0xdc00);
-		else if ((c >= 0xd800 && c < 0xe000) || c == 0)
-			c = 0xfffd;
-		if (c < 0x80) {
-			b[0] = (char)c;
-			k = 1;
-		} else if (c < 0x800) {
-			b[0] = (char)(0xc0 | c >> 6);
-			b[1] = (char)(0x80 | (c & 0x3f));
-			k = 2;
-		} else if (c < 0x10000) {
-			b[0] = (char)(0xe0 | c >> 12);
-			b[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-			b[2] = (char)(0x80 | (c & 0x3f));
-			k = 3;
-		} else {
-			b[0] = (char)(0xf0 | c >> 18);
-			b[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-			b[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-			b[3] = (char)(0x80 | (c & 0x3f));
-			k = 4;
-		}
-		if (o + k >= cap)
-			break;
-		memcpy(out + o, b, k);
-		o += k;
-	}
-	out[o] = 0;
-	return o;
-}
-
 /* A String (or not) as a malloc'd UTF-8 string of at most max units;
  * "" for a non-string. NULL: out of memory; *err the read's error. */
-static char *str_dup(const struct ctx *x, uint64_t s, size_t max, int *err)
+static char *str_dup(const struct v8ctx *x, uint64_t s, size_t max, int *err)
 {
 	uint16_t *u = malloc(max * sizeof(*u));
 	char *out = malloc(max * 3 + 1);
@@ -477,7 +284,7 @@ void v8names__stats(const struct v8names *c, struct v8names_stats *s)
 
 /* --- scripts --- */
 
-static int line_ends(const struct ctx *x, struct script *s, uint64_t ends_obj)
+static int line_ends(const struct v8ctx *x, struct script *s, uint64_t ends_obj)
 {
 	uint64_t len;
 
@@ -537,7 +344,7 @@ static int line_ends(const struct ctx *x, struct script *s, uint64_t ends_obj)
 
 /* The script at tagged address a, from the cache when its name and
  * source are still the ones there. A reference the caller owns. */
-static struct script *get_script(const struct ctx *x, uint64_t a)
+static struct script *get_script(const struct v8ctx *x, uint64_t a)
 {
 	uint64_t hdr[8];
 	struct script *s;
@@ -583,7 +390,7 @@ static int32_t line_of(const struct script *s, int32_t pos)
 /* --- functions --- */
 
 /* Name and first position from a ScopeInfo (v8layout.c says how). */
-static void scope_info(const struct ctx *x, uint64_t si, uint64_t *name, uint64_t *inferred, int32_t *start)
+static void scope_info(const struct v8ctx *x, uint64_t si, uint64_t *name, uint64_t *inferred, int32_t *start)
 {
 	const struct v8layout *l = x->l;
 	uint64_t head[3], *s;
@@ -629,7 +436,7 @@ static void scope_info(const struct ctx *x, uint64_t si, uint64_t *name, uint64_
 
 /* The BytecodeArray behind a function's data (BytecodeArray,
  * InterpreterData, or Sparkplug code holding either), or 0. */
-static uint64_t bytecode_of(const struct ctx *x, uint64_t d, uint64_t *baseline)
+static uint64_t bytecode_of(const struct v8ctx *x, uint64_t d, uint64_t *baseline)
 {
 	for (int i = 0; i < 3; i++) {
 		int t = type_of(x, d);
@@ -653,7 +460,7 @@ static uint64_t bytecode_of(const struct ctx *x, uint64_t d, uint64_t *baseline)
 }
 
 /* Reads the SharedFunctionInfo at a into a new fn (one reference). */
-static int read_fn(const struct ctx *x, uint64_t a, struct fn **out)
+static int read_fn(const struct v8ctx *x, uint64_t a, struct fn **out)
 {
 	const struct v8layout *l = x->l;
 	uint64_t hdr[6], nos, data, ba, base = 0, name = 0, inferred = 0, scr;
@@ -748,7 +555,7 @@ static uint32_t st_func(const struct fn *f)
 /* The fn of a, cached or read; a reference the caller owns. stamp_of
  * picks which stamp must match (NULL: any, an object reached through
  * another verified one). */
-static int get_fn(const struct ctx *x, uint64_t a, uint32_t (*stamp_of)(const struct fn *), uint32_t stamp,
+static int get_fn(const struct v8ctx *x, uint64_t a, uint32_t (*stamp_of)(const struct fn *), uint32_t stamp,
 		  struct fn **out)
 {
 	struct fn *f = (struct fn *)find(x->c, x->pid, a, K_FN);
@@ -782,7 +589,7 @@ static int get_fn(const struct ctx *x, uint64_t a, uint32_t (*stamp_of)(const st
 
 /* --- optimized code --- */
 
-static int read_code(const struct ctx *x, uint64_t a, struct code **out)
+static int read_code(const struct v8ctx *x, uint64_t a, struct code **out)
 {
 	const struct v8layout *l = x->l;
 	uint64_t dd, pt, hdr[10], len, sfi, lits, inl;
@@ -865,7 +672,7 @@ static int read_code(const struct ctx *x, uint64_t a, struct code **out)
 	return 0;
 }
 
-static int get_code(const struct ctx *x, uint64_t a, uint32_t stamp, struct code **out)
+static int get_code(const struct v8ctx *x, uint64_t a, uint32_t stamp, struct code **out)
 {
 	struct code *k = (struct code *)find(x->c, x->pid, a, K_CODE);
 	int err;
@@ -916,7 +723,7 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 		   v8_read_fn rdf, void *rctx, const struct v8_frame *fr, bool ret,
 		   struct v8name_frame *out, int max)
 {
-	struct ctx x = { c, pid, l, file, rdf, rctx };
+	struct v8ctx x = { c, pid, l, file, rdf, rctx };
 	uint64_t a = V8_OBJ_ADDR(fr->obj) | 1, raw;
 	struct fn *f = NULL;
 	struct code *k = NULL;
@@ -1002,26 +809,4 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 	for (int i = 0; i < n; i++)
 		c->st.no_line += !out[i].line;
 	return n;
-}
-
-/* --- display --- */
-
-void v8name__display(const char *name, const char *path, char *out, size_t cap)
-{
-	const char *file = path, *nm;
-
-	if (!strncmp(file, "file://", 7))
-		file += 7;
-	if (!*file) {
-		file = "<anonymous>";
-	} else if (strncmp(file, "node:", 5)) {
-		if ((nm = strstr(file, "/node_modules/")))
-			for (const char *p = nm; (p = strstr(p, "/node_modules/")); p++)
-				nm = p;
-		if (nm)
-			file = nm + strlen("/node_modules/");
-		else if ((nm = strrchr(file, '/')) && nm[1])
-			file = nm + 1;
-	}
-	snprintf(out, cap, "%s (%s)", name, file);
 }
