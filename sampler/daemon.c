@@ -1,8 +1,9 @@
 /*
- * cmd_run.c - `proffs run`: the daemon. One process: a sampler thread
+ * daemon.c - `proffs run`: the daemon. One process: a sampler thread
  * (BPF ring -> batch, a batch into the store every interval, retention),
  * the FUSE threads serving the tree, and the main thread waiting for
- * SIGINT/SIGTERM.
+ * SIGINT/SIGTERM. Its flags are run_opts.c's; cmd_run wires the parts
+ * together in order and stop_all takes them apart.
  *
  * Signals are blocked in every thread before any is created (threads
  * inherit the mask) and taken with sigwait() by the main thread alone:
@@ -10,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -28,6 +28,7 @@
 #include "sampler/offcpu/offcpu.h"
 #include "sampler/ring/kfeature.h"
 #include "sampler/privs.h"
+#include "sampler/run_opts.h"
 #include "sampler/proc/safefile.h"
 #include "sampler/profiler.h"
 #include "sampler/push/push.h"
@@ -41,12 +42,10 @@
 #include "store/util/prom.h"
 #include "store/util/util.h"
 
-#define MAX_LABELS 64
-
 struct run {
 	struct store *store;
 	struct profiler *prof;
-	struct store_label extra[MAX_LABELS + 1];
+	const struct store_label *extra; /* --label and node (struct run_opts') */
 	size_t nextra;
 	int64_t interval_ns;
 	int64_t retention_s;
@@ -73,73 +72,6 @@ struct run {
 	uint64_t batches, append_errors, last_batch_samples;
 	int64_t stored_until_ns; /* the store's complete mark, as last set */
 };
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: proffs run [--store DIR] [--mount DIR] [--hz N] [--retention DUR]\n"
-		"                  [--max-size SIZE] [--label k=v]... [--cache-size SIZE]\n"
-		"                  [--allow-other] [--push URL] [--offcpu [--offcpu-min DUR] [--offcpu-states LIST]]\n"
-		"                  [--scrape [job=NAME@]URL]... [--scrape-interval DUR]\n"
-		"                  [--debuginfod URL] [--debuginfod-cache SIZE]\n"
-		"\n"
-		"Samples the stacks of every process with eBPF, stores them and serves\n"
-		"them as a read-only tree. Runs in the foreground; SIGINT/SIGTERM store\n"
-		"the last batch, unmount and exit 0.\n"
-		"\n"
-		"  --store DIR        the store directory (default /var/lib/proffs)\n"
-		"  --mount DIR        where to mount the tree (default /prof)\n"
-		"  --hz N             samples per second per CPU (default 19)\n"
-		"  --retention DUR    drop data older than DUR, e.g. 6h, 7d (default 7d)\n"
-		"  --max-size SIZE    bound on the store's size, e.g. 512M, 4G (default 4G)\n"
-		"  --label k=v        attach this label to every series (repeatable)\n"
-		"  --cache-size SIZE  bound of the render cache, kept in an unlinked file in\n"
-		"                     the store's directory (default 32M)\n"
-		"  --allow-other      let users other than root read the mount\n"
-		"  --push URL         send every complete minute to the Grafana Pyroscope\n"
-		"                     server at URL (its push API), retrying across restarts\n"
-		"  --offcpu           also record where threads wait (type offcpu)\n"
-		"  --offcpu-min DUR   shortest block recorded, e.g. 500us, 1ms (default 1ms)\n"
-		"  --offcpu-states L  any of sleep,disk,runqueue, or all (default all)\n"
-		"  --scrape [job=NAME@]URL  poll a Go net/http/pprof endpoint (URL: its\n"
-		"                     /debug/pprof base) for heap, allocs, goroutine, mutex\n"
-		"                     and block profiles (repeatable)\n"
-		"  --scrape-interval DUR  how often (default 15s)\n"
-		"  --debuginfod URL   fetch debug files of stripped code from this debuginfod\n"
-		"                     server (several: space-separated; default: the\n"
-		"                     DEBUGINFOD_URLS variable; none: off), on a thread of its own;\n"
-		"                     frames stored before a file arrived are named then\n"
-		"  --debuginfod-cache SIZE  bound of the fetched files kept in the store's\n"
-		"                     directory (default 1G)\n"
-		"\n"
-		"Binaries and their debug files: /binaries/<build id>/ in the tree, for\n"
-		"PPROF_BINARY_PATH (see /prof/README).\n");
-}
-
-/* "500us", "1ms", "0.5s", "20000ns" -> nanoseconds, within [1us, 10s]
- * (--offcpu-min; parse_duration counts whole seconds). Returns 0 or
- * -EINVAL. */
-static int parse_short_duration(const char *s, uint64_t *ns)
-{
-	static const struct { const char *unit; double mul; } units[] = {
-		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
-	};
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].unit))
-			continue;
-		v *= units[i].mul;
-		if (!(v >= 1e3 && v <= 1e10))
-			return -EINVAL;
-		*ns = (uint64_t)v;
-		return 0;
-	}
-	return -EINVAL;
-}
 
 /* Issue 30's figures: debug information looked for, names found later,
  * the files recorded for /binaries. */
@@ -589,223 +521,178 @@ static int64_t env_i64(const char *name, int64_t def)
 	return e && *e ? atoll(e) : def;
 }
 
+/* Issue 30's threads: debuginfod's fetcher (dbg_on: a server is set),
+ * the namer, and the symbolizer's hooks into them. After the capabilities
+ * went (threads inherit them) and before the first sample (the loader
+ * calls the hooks). A failure leaves its part off, with a warning. */
+static void start_names(struct run *r, const struct run_opts *o, const char *dcache, bool dbg_on)
+{
+	int err;
+
+	r->sym = profiler__symbolizer(r->prof);
+	if (dbg_on) {
+		struct dbgd_opts dopt = { .cache_dir = dcache, .cache_bytes = o->dbg_cache,
+					  .timeout_s = env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30),
+					  .retry_s = env_i64("PROFFS_DEBUGINFOD_RETRY_S", 60),
+					  .retry_max_s = env_i64("PROFFS_DEBUGINFOD_RETRY_MAX_S", 0),
+					  .ready = on_debug_ready, .ctx = r };
+
+		err = dbgd__start(&r->dbgd, &dopt);
+		if (err)
+			pr_warn("run: debuginfod is off: %s", strerror(-err));
+		else
+			pr_info("run: fetching debug files from %s", getenv("DEBUGINFOD_URLS"));
+	}
+	{
+		struct namer_opts nopt = { .store = r->store, .store_mu = &r->store_mu,
+					   .cache_dir = dcache, .dbgd = r->dbgd,
+					   .symbols_changed = on_symbols_changed, .ctx = r,
+					   .tick_ms = env_i64("PROFFS_NAMER_TICK_MS", 0) };
+		struct symbolizer_hooks h = { .debug_cache = dcache, .file_read = on_file_read,
+					      .ctx = r };
+
+		err = namer__start(&r->namer, &nopt);
+		if (err)
+			pr_warn("run: frames stored without a name will stay so: %s", strerror(-err));
+		else if ((err = symbolizer__set_hooks(r->sym, &h)))
+			pr_warn("run: no /binaries records: %s", strerror(-err));
+	}
+}
+
+/* --push and --scrape, once sampling runs. Returns 0 or -errno (logged;
+ * the daemon then stops). The scrape targets become the scraper's. */
+static int start_outputs(struct run *r, struct run_opts *o)
+{
+	int err;
+
+	if (o->push.url) {
+		const char *e;
+
+		/* Complete: its last batch is in, one drain interval after
+		 * its end. The PROFFS_PUSH_* variables are test knobs. */
+		o->push.settle_s = o->interval_s + 5;
+		if ((e = getenv("PROFFS_PUSH_SETTLE_S")))
+			o->push.settle_s = atoll(e);
+		if ((e = getenv("PROFFS_PUSH_BACKOFF_MAX_S")))
+			o->push.backoff_max_s = atoll(e);
+		if ((e = getenv("PROFFS_PUSH_MAX_AGE_S")))
+			o->push.max_age_s = atoll(e);
+		struct pusher *pp = NULL;
+
+		err = pusher__start(&pp, r->store, &o->push);
+		__atomic_store_n(&r->pusher, pp, __ATOMIC_RELEASE);
+		if (err) {
+			pr_err("run: cannot start pushing to %s: %s", o->push.url, strerror(-err));
+			return err;
+		}
+	}
+	if (o->ntargets) {
+		struct scrape_opts sco = { .targets = o->targets, .ntargets = o->ntargets,
+					   .interval_ns = o->scrape_s * 1000000000LL,
+					   .extra = r->extra, .nextra = r->nextra,
+					   .append = scrape_append, .append_ctx = r };
+
+		o->targets = NULL; /* the scraper's now, even on failure */
+		r->scraper = scraper__new(&sco);
+		err = r->scraper ? scraper__start(r->scraper) : -errno;
+		if (err) {
+			pr_err("run: cannot start scraping: %s", strerror(-err));
+			return err;
+		}
+		pr_info("run: scraping %zu target%s every %" PRId64 "s", o->ntargets,
+			o->ntargets == 1 ? "" : "s", o->scrape_s);
+	}
+	return 0;
+}
+
+/* Stops what cmd_run started (any part may be missing), in the order
+ * that leaves no thread reading freed memory, the last batch stored. */
+static void stop_all(struct run *r, struct tree *tree, struct unmounter *um, bool dropped,
+		     bool thread_started)
+{
+	int64_t t_stop;
+	int err;
+
+	t_stop = now_mono_ns();
+	/* Before the sampler's last flush: nothing appends after that. */
+	scraper__free(r->scraper);
+	r->scraper = NULL;
+	if (thread_started) {
+		__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+		profiler__wake(r->prof);
+		pthread_join(r->thread, NULL);
+		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
+	}
+	/* The request loop ends first, while our own requests still reach
+	 * the mount (fsmount__end_loop says why); then, without
+	 * CAP_SYS_ADMIN, the helper detaches it, and fsmount__stop finds
+	 * it gone. */
+	if (r->fm && fsmount__end_loop(r->fm))
+		pr_warn("run: the FUSE request loop did not end; aborting the connection");
+	if (r->fm && dropped && (err = privs__unmount(um)))
+		pr_warn("run: the unmount helper failed: %s", strerror(-err));
+	else if (r->fm && dropped)
+		fsmount__detached(r->fm);
+	if (r->fm)
+		fsmount__stop(__atomic_exchange_n(&r->fm, NULL, __ATOMIC_ACQ_REL));
+	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
+	/* After the mount: /metrics reads the pusher's figures. */
+	pusher__stop(r->pusher);
+	/* Issue 30's threads, after the mount (/metrics reads them), in the
+	 * order that leaves no callback pointing at freed memory: the loader
+	 * stops calling the namer, the fetcher stops (no more ready calls),
+	 * the namer stops (it may still ask the halted fetcher), then the
+	 * fetcher goes. */
+	if (r->sym)
+		symbolizer__set_hooks(r->sym, NULL);
+	dbgd__halt(r->dbgd);
+	namer__stop(r->namer);
+	r->namer = NULL;
+	dbgd__stop(r->dbgd);
+	r->dbgd = NULL;
+	if (tree)
+		tree__free(tree);
+	profiler__close(r->prof);
+	/* After the profiler: its unwinder's worker asks the helper for
+	 * table chunks until it stops (freed before, the worker read the
+	 * freed helper: ASan in san/it/mount_multi). */
+	privs__unmounter_free(um);
+	if (r->store)
+		store__close(r->store);
+	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
+}
+
 int cmd_run(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CGROOT, O_PODSROOT, O_PID, O_ALLOW, O_CACHE, O_OFFCPU, O_OFFMIN, O_OFFSTATES,
-	       O_SCRAPE, O_SCRAPE_IVL, O_PUSH, O_DEBUGINFOD, O_DBGCACHE };
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "mount", required_argument, NULL, 'm' },
-		{ "hz", required_argument, NULL, 'z' },
-		{ "retention", required_argument, NULL, 'r' },
-		{ "max-size", required_argument, NULL, 'x' },
-		{ "label", required_argument, NULL, 'l' },
-		{ "allow-other", no_argument, NULL, O_ALLOW },
-		{ "push", required_argument, NULL, O_PUSH },
-		{ "cache-size", required_argument, NULL, O_CACHE },
-		{ "scrape", required_argument, NULL, O_SCRAPE },
-		{ "scrape-interval", required_argument, NULL, O_SCRAPE_IVL },
-		{ "offcpu", no_argument, NULL, O_OFFCPU },
-		{ "offcpu-min", required_argument, NULL, O_OFFMIN },
-		{ "offcpu-states", required_argument, NULL, O_OFFSTATES },
-		{ "debuginfod", required_argument, NULL, O_DEBUGINFOD },
-		{ "debuginfod-cache", required_argument, NULL, O_DBGCACHE },
-		{ "help", no_argument, NULL, 'h' },
-		/* hidden, for tests */
-		{ "batch-interval", required_argument, NULL, O_BATCH },
-		{ "cgroup-root", required_argument, NULL, O_CGROOT },
-		{ "pods-root", required_argument, NULL, O_PODSROOT },
-		{ "pid", required_argument, NULL, O_PID },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct store_opts so = { .dir = "/var/lib/proffs", .max_size = 4ULL << 30,
-				 .retention_s = 7 * 86400 };
-	struct mount_opts mo = { .mountpoint = "/prof" };
-	struct profiler_opts po = { .hz = 19 };
+	struct run_opts o;
 	struct tree_opts to = { .metrics_cb = metrics_cb };
-	struct pusher_opts pusho = { 0 };
-	char *dups[MAX_LABELS] = { 0 }, host[256], mp_abs[PATH_MAX];
+	char mp_abs[PATH_MAX];
 	struct tree *tree = NULL;
 	struct unmounter *um = NULL;
 	bool dropped = false;
-	int64_t t_stop;
-	int64_t interval_s = 10, scrape_s = 15;
-	struct scrape_target *targets = NULL;
-	size_t ntargets = 0;
 	struct run r = { .store_mu = PTHREAD_MUTEX_INITIALIZER };
-	const char *dbg_urls = NULL;
-	uint64_t dbg_cache = 1ULL << 30;
 	char dcache[PATH_MAX];
 	bool dbg_on = false;
 	sigset_t sigs;
-	int c, sig, err, ret = 1, ndups = 0;
+	int sig, err, ret = 1;
 	bool thread_started = false;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		char *end;
-		long v;
-		uint64_t size;
-
-		switch (c) {
-		case 's': so.dir = optarg; break;
-		case 'm': mo.mountpoint = optarg; break;
-		case 'z':
-			v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 1 || v > 10000) {
-				fprintf(stderr, "proffs run: --hz wants a number from 1 to 10000, not '%s'\n", optarg);
-				goto usage_err;
-			}
-			po.hz = v;
-			break;
-		case 'r':
-			if (parse_duration(optarg, &so.retention_s) || so.retention_s <= 0) {
-				fprintf(stderr, "proffs run: bad --retention '%s' (e.g. 6h, 7d)\n", optarg);
-				goto usage_err;
-			}
-			break;
-		case 'x':
-			if (parse_size(optarg, &so.max_size) || so.max_size < (1 << 20)) {
-				fprintf(stderr, "proffs run: bad --max-size '%s' (e.g. 512M, 4G; at least 1M)\n", optarg);
-				goto usage_err;
-			}
-			break;
-		case 'l': {
-			const char *k, *val;
-
-			if (ndups == MAX_LABELS) {
-				fprintf(stderr, "proffs run: at most %d --label\n", MAX_LABELS);
-				goto usage_err;
-			}
-			if (parse_label(optarg, &dups[ndups], &k, &val) || !*k || !*val) {
-				fprintf(stderr, "proffs run: bad --label '%s' (want name=value)\n", optarg);
-				goto usage_err;
-			}
-			ndups++;
-			/* A repeated name: the last one wins. */
-			size_t i;
-			for (i = 0; i < r.nextra && strcmp(r.extra[i].name, k); i++)
-				;
-			r.extra[i].name = k;
-			r.extra[i].value = val;
-			if (i == r.nextra)
-				r.nextra++;
-			break;
-		}
-		case O_ALLOW: mo.allow_other = true; break;
-		case O_PUSH:
-			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8)) {
-				fprintf(stderr, "proffs run: bad --push '%s' (want an http:// or https:// URL)\n", optarg);
-				goto usage_err;
-			}
-			pusho.url = optarg;
-			break;
-		case O_CACHE:
-			if (parse_size(optarg, &size) || size == 0) {
-				fprintf(stderr, "proffs run: bad --cache-size '%s' (e.g. 32M, 1G)\n", optarg);
-				goto usage_err;
-			}
-			mo.cache_bytes = size;
-			break;
-		case O_SCRAPE: {
-			struct scrape_target *nt = realloc(targets, (ntargets + 1) * sizeof(*nt));
-			char why[256];
-
-			if (!nt)
-				goto usage_err;
-			targets = nt;
-			if (scrape_target__parse(optarg, &targets[ntargets], why, sizeof(why))) {
-				fprintf(stderr, "proffs run: bad --scrape '%s': %s\n", optarg, why);
-				goto usage_err;
-			}
-			ntargets++;
-			break;
-		}
-		case O_SCRAPE_IVL:
-			if (parse_duration(optarg, &scrape_s) || scrape_s <= 0) {
-				fprintf(stderr, "proffs run: bad --scrape-interval '%s' (e.g. 15s, 1m)\n", optarg);
-				goto usage_err;
-			}
-			break;
-		case O_DEBUGINFOD:
-			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8) &&
-			    strncmp(optarg, "file://", 7)) {
-				fprintf(stderr, "proffs run: bad --debuginfod '%s' (want an http://, https:// or file:// URL)\n", optarg);
-				goto usage_err;
-			}
-			dbg_urls = optarg;
-			break;
-		case O_DBGCACHE:
-			if (parse_size(optarg, &dbg_cache) || dbg_cache < (1 << 20)) {
-				fprintf(stderr, "proffs run: bad --debuginfod-cache '%s' (e.g. 256M, 2G; at least 1M)\n", optarg);
-				goto usage_err;
-			}
-			break;
-		case O_OFFCPU: po.offcpu = true; break;
-		case O_OFFMIN:
-			if (parse_short_duration(optarg, &po.offcpu_min_ns)) {
-				fprintf(stderr, "proffs run: bad --offcpu-min '%s' (e.g. 500us, 1ms, 0.5s; 1us to 10s)\n", optarg);
-				goto usage_err;
-			}
-			break;
-		case O_OFFSTATES:
-			if (offcpu__parse_states(optarg, &po.offcpu_states)) {
-				fprintf(stderr, "proffs run: bad --offcpu-states '%s' (any of sleep,disk,runqueue, or all)\n", optarg);
-				goto usage_err;
-			}
-			break;
-		case O_BATCH:
-			if (parse_duration(optarg, &interval_s) || interval_s <= 0) {
-				fprintf(stderr, "proffs run: bad --batch-interval '%s'\n", optarg);
-				goto usage_err;
-			}
-			break;
-		case O_CGROOT: po.cgroup_root = optarg; break;
-		case O_PODSROOT: po.pods_root = optarg; break;
-		case O_PID: po.target_tgid = atoi(optarg); break;
-		case 'h':
-			usage(stdout);
-			ret = 0;
-			goto out;
-		case ':':
-			fprintf(stderr, "proffs run: option '%s' needs a value\n", argv[optind - 1]);
-			goto usage_err;
-		default:
-			fprintf(stderr, "proffs run: unknown option '%s' (try --help)\n", argv[optind - 1]);
-			goto usage_err;
-		}
+	ret = run_opts__parse(&o, argc, argv);
+	if (ret) {
+		run_opts__fini(&o);
+		return ret == 1 ? 0 : 2;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "proffs run: unexpected argument '%s'\n", argv[optind]);
-		goto usage_err;
-	}
-	/* node = host name, unless --label node=... said otherwise. */
-	{
-		size_t i;
-
-		for (i = 0; i < r.nextra && strcmp(r.extra[i].name, "node"); i++)
-			;
-		if (i == r.nextra && !gethostname(host, sizeof(host))) {
-			host[sizeof(host) - 1] = 0;
-			r.extra[r.nextra].name = "node";
-			r.extra[r.nextra].value = host;
-			r.nextra++;
-		}
-	}
-	if ((po.offcpu_min_ns || po.offcpu_states) && !po.offcpu) {
-		fprintf(stderr, "proffs run: --offcpu-min and --offcpu-states need --offcpu\n");
-		goto usage_err;
-	}
-	r.offcpu = po.offcpu;
-	r.interval_ns = interval_s * 1000000000LL;
-	po.interval_ns = r.interval_ns;
-	r.retention_s = so.retention_s;
+	ret = 1;
+	r.extra = o.extra;
+	r.nextra = o.nextra;
+	r.offcpu = o.po.offcpu;
+	r.interval_ns = o.po.interval_ns;
+	r.retention_s = o.so.retention_s;
 
 	/* debuginfod reads its settings from the environment: set them while
 	 * no thread exists (setenv is not thread-safe). No server: off. */
-	snprintf(dcache, sizeof(dcache), "%s/debuginfod", so.dir);
-	dbg_on = !dbgd__setenv(dbg_urls, dcache, env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30));
+	snprintf(dcache, sizeof(dcache), "%s/debuginfod", o.so.dir);
+	dbg_on = !dbgd__setenv(o.dbg_urls, dcache, env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30));
 
 	/* Before any thread exists (libbpf, FUSE, ours): they inherit it. */
 	sigemptyset(&sigs);
@@ -818,50 +705,50 @@ int cmd_run(int argc, char **argv)
 	raise_priority();
 
 	/* The default /prof usually does not exist yet on a fresh host. */
-	if (mkdir(mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
-		pr_warn("run: cannot create %s: %s", mo.mountpoint, strerror(errno));
+	if (mkdir(o.mo.mountpoint, 0755) && errno != EEXIST && errno != ENOTCONN)
+		pr_warn("run: cannot create %s: %s", o.mo.mountpoint, strerror(errno));
 
 	/* While we are one thread with signals blocked: the helper that will
 	 * unmount the tree once our own privileges are gone. It finds the
 	 * mount by its absolute path in the kernel's mount table. */
-	if (!realpath(mo.mountpoint, mp_abs))
-		snprintf(mp_abs, sizeof(mp_abs), "%s", mo.mountpoint);
+	if (!realpath(o.mo.mountpoint, mp_abs))
+		snprintf(mp_abs, sizeof(mp_abs), "%s", o.mo.mountpoint);
 	err = privs__start_unmounter(mp_abs, &um);
 	if (err)
 		pr_warn("run: no unmount helper (%s): keeping all privileges", strerror(-err));
 
-	err = store__open(&r.store, &so);
+	err = store__open(&r.store, &o.so);
 	if (err) {
-		pr_err("run: cannot open the store in %s: %s", so.dir, strerror(-err));
+		pr_err("run: cannot open the store in %s: %s", o.so.dir, strerror(-err));
 		goto out;
 	}
 	if (um) {
-		po.unw_chunk_fd = privs__unwind_chunk;
-		po.unw_chunk_ctx = um;
+		o.po.unw_chunk_fd = privs__unwind_chunk;
+		o.po.unw_chunk_ctx = um;
 	}
-	err = profiler__open(&r.prof, &po);
+	err = profiler__open(&r.prof, &o.po);
 	if (err) {
 		pr_err("run: cannot start sampling: %s", strerror(-err));
 		goto out;
 	}
 	/* A kernel that refused it: the daemon runs on without the type. */
-	r.offcpu = po.offcpu = profiler__has_offcpu(r.prof);
+	r.offcpu = o.po.offcpu = profiler__has_offcpu(r.prof);
 	to.metrics_ctx = &r;
 	if (um) {
-		mo.on_serve = drop_in_fuse_thread;
+		o.mo.on_serve = drop_in_fuse_thread;
 		/* fusectl is root's: once dropped, only the helper may. */
-		mo.abort_conn = privs__abort;
-		mo.abort_ctx = um;
+		o.mo.abort_conn = privs__abort;
+		o.mo.abort_ctx = um;
 	}
 	tree = tree__new(r.store, &to);
 	if (!tree) {
 		pr_err("run: cannot build the tree: %s", strerror(errno));
 		goto out;
 	}
-	mo.spill_dir = so.dir;
-	err = fsmount__start(&r.fm, tree, &mo);
+	o.mo.spill_dir = o.so.dir;
+	err = fsmount__start(&r.fm, tree, &o.mo);
 	if (err) {
-		pr_err("run: cannot mount %s: %s", mo.mountpoint, strerror(-err));
+		pr_err("run: cannot mount %s: %s", o.mo.mountpoint, strerror(-err));
 		goto out;
 	}
 	/* BPF is attached and the tree mounted: from here on the daemon reads
@@ -876,144 +763,23 @@ int cmd_run(int argc, char **argv)
 			pr_info("run: capabilities dropped but %s; no_new_privs set", privs__kept());
 		dropped = !err;
 	}
-	/* Issue 30, after the capabilities went (threads inherit them) and
-	 * before the first sample (the loader calls the hooks). */
-	r.sym = profiler__symbolizer(r.prof);
-	if (dbg_on) {
-		struct dbgd_opts dopt = { .cache_dir = dcache, .cache_bytes = dbg_cache,
-					  .timeout_s = env_i64("PROFFS_DEBUGINFOD_TIMEOUT_S", 30),
-					  .retry_s = env_i64("PROFFS_DEBUGINFOD_RETRY_S", 60),
-					  .retry_max_s = env_i64("PROFFS_DEBUGINFOD_RETRY_MAX_S", 0),
-					  .ready = on_debug_ready, .ctx = &r };
-
-		err = dbgd__start(&r.dbgd, &dopt);
-		if (err)
-			pr_warn("run: debuginfod is off: %s", strerror(-err));
-		else
-			pr_info("run: fetching debug files from %s", getenv("DEBUGINFOD_URLS"));
-	}
-	{
-		struct namer_opts nopt = { .store = r.store, .store_mu = &r.store_mu,
-					   .cache_dir = dcache, .dbgd = r.dbgd,
-					   .symbols_changed = on_symbols_changed, .ctx = &r,
-					   .tick_ms = env_i64("PROFFS_NAMER_TICK_MS", 0) };
-		struct symbolizer_hooks h = { .debug_cache = dcache, .file_read = on_file_read,
-					      .ctx = &r };
-
-		err = namer__start(&r.namer, &nopt);
-		if (err)
-			pr_warn("run: frames stored without a name will stay so: %s", strerror(-err));
-		else if ((err = symbolizer__set_hooks(r.sym, &h)))
-			pr_warn("run: no /binaries records: %s", strerror(-err));
-	}
+	start_names(&r, &o, dcache, dbg_on);
 	err = pthread_create(&r.thread, NULL, sampler_thread, &r);
 	if (err) {
 		pr_err("run: cannot start the sampler thread: %s", strerror(err));
 		goto out;
 	}
 	thread_started = true;
-	if (pusho.url) {
-		const char *e;
-
-		/* Complete: its last batch is in, one drain interval after
-		 * its end. The PROFFS_PUSH_* variables are test knobs. */
-		pusho.settle_s = interval_s + 5;
-		if ((e = getenv("PROFFS_PUSH_SETTLE_S")))
-			pusho.settle_s = atoll(e);
-		if ((e = getenv("PROFFS_PUSH_BACKOFF_MAX_S")))
-			pusho.backoff_max_s = atoll(e);
-		if ((e = getenv("PROFFS_PUSH_MAX_AGE_S")))
-			pusho.max_age_s = atoll(e);
-		struct pusher *pp = NULL;
-
-		err = pusher__start(&pp, r.store, &pusho);
-		__atomic_store_n(&r.pusher, pp, __ATOMIC_RELEASE);
-		if (err) {
-			pr_err("run: cannot start pushing to %s: %s", pusho.url, strerror(-err));
-			goto out;
-		}
-	}
-	if (ntargets) {
-		struct scrape_opts sco = { .targets = targets, .ntargets = ntargets,
-					   .interval_ns = scrape_s * 1000000000LL,
-					   .extra = r.extra, .nextra = r.nextra,
-					   .append = scrape_append, .append_ctx = &r };
-
-		targets = NULL; /* the scraper's now, even on failure */
-		r.scraper = scraper__new(&sco);
-		err = r.scraper ? scraper__start(r.scraper) : -errno;
-		if (err) {
-			pr_err("run: cannot start scraping: %s", strerror(-err));
-			goto out;
-		}
-		pr_info("run: scraping %zu target%s every %" PRId64 "s", ntargets,
-			ntargets == 1 ? "" : "s", scrape_s);
-	}
-	pr_info("run: sampling at %d Hz%s, store %s, mounted at %s", po.hz,
-		po.offcpu ? " and off-CPU time" : "", so.dir, mo.mountpoint);
+	if (start_outputs(&r, &o))
+		goto out;
+	pr_info("run: sampling at %d Hz%s, store %s, mounted at %s", o.po.hz,
+		o.po.offcpu ? " and off-CPU time" : "", o.so.dir, o.mo.mountpoint);
 
 	sig = fsmount__wait_signal(r.fm, &sigs);
 	pr_info("run: %s, storing the last batch and unmounting", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 out:
-	t_stop = now_mono_ns();
-	/* Before the sampler's last flush: nothing appends after that. */
-	scraper__free(r.scraper);
-	r.scraper = NULL;
-	if (thread_started) {
-		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
-		profiler__wake(r.prof);
-		pthread_join(r.thread, NULL);
-		pr_debug("run: last batch stored after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
-	}
-	/* The request loop ends first, while our own requests still reach
-	 * the mount (fsmount__end_loop says why); then, without
-	 * CAP_SYS_ADMIN, the helper detaches it, and fsmount__stop finds
-	 * it gone. */
-	if (r.fm && fsmount__end_loop(r.fm))
-		pr_warn("run: the FUSE request loop did not end; aborting the connection");
-	if (r.fm && dropped && (err = privs__unmount(um)))
-		pr_warn("run: the unmount helper failed: %s", strerror(-err));
-	else if (r.fm && dropped)
-		fsmount__detached(r.fm);
-	if (r.fm)
-		fsmount__stop(__atomic_exchange_n(&r.fm, NULL, __ATOMIC_ACQ_REL));
-	pr_debug("run: unmounted after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
-	/* After the mount: /metrics reads the pusher's figures. */
-	pusher__stop(r.pusher);
-	/* Issue 30's threads, after the mount (/metrics reads them), in the
-	 * order that leaves no callback pointing at freed memory: the loader
-	 * stops calling the namer, the fetcher stops (no more ready calls),
-	 * the namer stops (it may still ask the halted fetcher), then the
-	 * fetcher goes. */
-	if (r.sym)
-		symbolizer__set_hooks(r.sym, NULL);
-	dbgd__halt(r.dbgd);
-	namer__stop(r.namer);
-	r.namer = NULL;
-	dbgd__stop(r.dbgd);
-	r.dbgd = NULL;
-	if (tree)
-		tree__free(tree);
-	profiler__close(r.prof);
-	/* After the profiler: its unwinder's worker asks the helper for
-	 * table chunks until it stops (freed before, the worker read the
-	 * freed helper: ASan in san/it/mount_multi). */
-	privs__unmounter_free(um);
-	if (r.store)
-		store__close(r.store);
-	pr_debug("run: stopped after %lld ms", (long long)(now_mono_ns() - t_stop) / 1000000);
-	for (int i = 0; i < ndups; i++)
-		free(dups[i]);
-	for (size_t i = 0; i < ntargets && targets; i++)
-		scrape_target__fini(&targets[i]);
-	free(targets);
+	stop_all(&r, tree, um, dropped, thread_started);
+	run_opts__fini(&o);
 	return ret;
-usage_err:
-	for (int i = 0; i < ndups; i++)
-		free(dups[i]);
-	for (size_t i = 0; i < ntargets; i++)
-		scrape_target__fini(&targets[i]);
-	free(targets);
-	return 2;
 }
