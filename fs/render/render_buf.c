@@ -150,15 +150,6 @@ bool render__is_base(const struct profile *p, const struct prof_sample *s)
 	return v && !strcmp(v, "true");
 }
 
-static int value_index(const struct profile *p, const char *type, const char *unit)
-{
-	for (uint32_t i = 0; i < p->nvalues; i++)
-		if (!strcmp(p->strs[p->sample_types[i].type], type) &&
-		    !strcmp(p->strs[p->sample_types[i].unit], unit))
-			return (int)i;
-	return -1;
-}
-
 void render__count_unit(const struct profile *p, struct count_unit *u)
 {
 	int i;
@@ -166,11 +157,11 @@ void render__count_unit(const struct profile *p, struct count_unit *u)
 	u->vi = profile__display_value(p);
 	u->div = 1;
 	u->name = p->nvalues ? p->strs[p->sample_types[u->vi].unit] : "count";
-	if ((i = value_index(p, "offcpu", "nanoseconds")) >= 0) {
+	if ((i = profile__value_index(p, "offcpu", "nanoseconds")) >= 0) {
 		u->vi = (uint32_t)i;
 		u->div = 1000;
 		u->name = "microseconds";
-	} else if ((i = value_index(p, "samples", "count")) >= 0) {
+	} else if ((i = profile__value_index(p, "samples", "count")) >= 0) {
 		u->vi = (uint32_t)i;
 		u->name = "samples";
 	}

@@ -191,6 +191,9 @@ int profile__merge(struct profile *dst, const struct profile *src,
  * profile or NULL with errno set. */
 struct profile *profile__diff(const struct profile *a, const struct profile *b);
 
+/* Index (0-based) of the value type named type/unit, or -1: absent. */
+int profile__value_index(const struct profile *p, const char *type, const char *unit);
+
 /* Sum of value vi over all samples. */
 int64_t profile__total(const struct profile *p, uint32_t vi);
 
