@@ -78,4 +78,12 @@ int wctx__function(struct wctx *w, uint64_t fid, uint32_t *out);
  * store's caches. */
 void wctx__commit_caches(struct wctx *w);
 
+/* For store_writer_series.c: a committed cache entry (0: absent; 1: found,
+ * used already this generation; 2: found, its first use in it), an entry
+ * this transaction added, and a label string's id (interned and indexed
+ * in str_idx if new). */
+int wctx__pc_get(const struct store *s, struct u64map *m, uint64_t k, uint32_t *id);
+bool wctx__tx_get(const struct u64map *m, uint64_t k, uint32_t *id);
+int wctx__label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid);
+
 #endif

@@ -43,7 +43,7 @@ static const int sym_dbs[] = { DB_STR, DB_FUNC, DB_MAP, DB_LOC, DB_STACK };
 /* A committed entry: its id, and the stamp of the generation now (the
  * caller's lookup is a use). 0: absent; 1: found, used already in this
  * generation; 2: found, first use in it. */
-static int pc_get(const struct store *s, struct u64map *m, uint64_t k, uint32_t *id)
+int wctx__pc_get(const struct store *s, struct u64map *m, uint64_t k, uint32_t *id)
 {
 	uint64_t *v = u64map__getp(m, k);
 	bool first;
@@ -57,7 +57,7 @@ static int pc_get(const struct store *s, struct u64map *m, uint64_t k, uint32_t 
 }
 
 /* An entry this transaction added (unstamped until it commits). */
-static bool tx_get(const struct u64map *m, uint64_t k, uint32_t *id)
+bool wctx__tx_get(const struct u64map *m, uint64_t k, uint32_t *id)
 {
 	uint64_t v;
 
@@ -81,7 +81,7 @@ static int w_intern(struct wctx *w, int dbi, const void *b, size_t len, uint32_t
 		return 0;
 	}
 	h = fhash(b, len, PC_SEED1);
-	if (pc_get(w->s, &w->s->pc_sym[dbi], h, id) || tx_get(&w->txsym[dbi], h, id))
+	if (wctx__pc_get(w->s, &w->s->pc_sym[dbi], h, id) || wctx__tx_get(&w->txsym[dbi], h, id))
 		return 0;
 	rc = intern__add(w->s, w->txn, dbi, b, len, &w->next[dbi], id);
 	if (!rc)
@@ -161,7 +161,7 @@ int wctx__sync(struct wctx *w)
 
 /* Label names and values: readers find them by content (matchers), so
  * they, and only they, are indexed on disk in str_idx. */
-static int w_label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
+int wctx__label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
 {
 	uint64_t h;
 	uint32_t id;
@@ -172,7 +172,7 @@ static int w_label_str(struct wctx *w, const char *b, size_t len, uint32_t *sid)
 		return 0;
 	}
 	h = fhash(b, len, PC_SEED1);
-	if (pc_get(w->s, w->s->pc_lstr, h, sid) || tx_get(&w->txlstr, h, sid))
+	if (wctx__pc_get(w->s, w->s->pc_lstr, h, sid) || wctx__tx_get(&w->txlstr, h, sid))
 		return 0;
 	/* The id readers find is the one to use. */
 	rc = intern__find(w->s, w->txn, DB_STR, DB_STR_IDX, b, len, &id);
@@ -439,7 +439,7 @@ void wctx__known_locs(struct wctx *w)
 			continue;
 		u64map__prefetch(m, fp);
 		if (n == FP_AHEAD) {
-			if ((w->fresh[ring_lid[head] - 1] = pc_get(w->s, m, ring_fp[head], &v)))
+			if ((w->fresh[ring_lid[head] - 1] = wctx__pc_get(w->s, m, ring_fp[head], &v)))
 				w->locs[ring_lid[head] - 1] = v;
 			n--;
 		}
@@ -451,7 +451,7 @@ void wctx__known_locs(struct wctx *w)
 	for (; n; n--) {
 		size_t k = (head + FP_AHEAD - n) % FP_AHEAD;
 
-		if ((w->fresh[ring_lid[k] - 1] = pc_get(w->s, m, ring_fp[k], &v)))
+		if ((w->fresh[ring_lid[k] - 1] = wctx__pc_get(w->s, m, ring_fp[k], &v)))
 			w->locs[ring_lid[k] - 1] = v;
 	}
 }
@@ -498,7 +498,7 @@ static int w_location(struct wctx *w, uint64_t lid, uint32_t *out)
 	}
 	pl = &w->p->locations[lid - 1];
 	fp = w_locfp(w, lid);
-	if (fp && (pc_get(w->s, w->s->pc_locfp, fp, out) || tx_get(&w->txlocfp, fp, out))) {
+	if (fp && (wctx__pc_get(w->s, w->s->pc_locfp, fp, out) || wctx__tx_get(&w->txlocfp, fp, out))) {
 		w->locs[lid - 1] = *out;
 		return 0;
 	}
@@ -583,7 +583,7 @@ int wctx__stack_id(struct wctx *w, const struct prof_sample *sm, uint64_t h, uin
 	uint32_t n;
 	int rc;
 
-	if (pc_get(w->s, &w->s->pc_sym[DB_STACK], h, id) || tx_get(&w->txsym[DB_STACK], h, id))
+	if (wctx__pc_get(w->s, &w->s->pc_sym[DB_STACK], h, id) || wctx__tx_get(&w->txsym[DB_STACK], h, id))
 		return 0;
 	/* New: its locations are all resolved by now, so this is cheap. */
 	if ((rc = wctx__stack_path(w, sm, &n)))
@@ -593,192 +593,6 @@ int wctx__stack_id(struct wctx *w, const struct prof_sample *sm, uint64_t h, uin
 	if (!rc)
 		rc = u64map__put(&w->txsym[DB_STACK], h, *id);
 	return rc;
-}
-
-struct lpair {
-	const char *name, *value;
-	size_t nl, vl;
-	int prio; /* extra labels win a clash */
-};
-
-static int lpair_cmp(const void *a, const void *b)
-{
-	const struct lpair *x = a, *y = b;
-	size_t n = x->nl < y->nl ? x->nl : y->nl;
-	int c = memcmp(x->name, y->name, n);
-
-	if (c)
-		return c;
-	if (x->nl != y->nl)
-		return x->nl < y->nl ? -1 : 1;
-	return y->prio - x->prio; /* higher priority first */
-}
-
-/* Creates or finds the series of this label set. */
-static int w_series_of(struct wctx *w, struct lpair *lp, size_t n, uint32_t *id)
-{
-	size_t o = 0, len;
-	uint8_t *b;
-	uint8_t hk[8], ik[4];
-	MDB_val k, d;
-	MDB_cursor *c = NULL;
-	int rc;
-
-	qsort(lp, n, sizeof(*lp), lpair_cmp);
-	for (size_t i = 0; i < n; i++) {
-		if (o && lp[o - 1].nl == lp[i].nl && !memcmp(lp[o - 1].name, lp[i].name, lp[i].nl))
-			continue; /* same name: the first (highest priority) stays */
-		lp[o++] = lp[i];
-	}
-	len = 8 + 8 * o;
-	b = malloc(len + 8);
-	if (!b)
-		return -ENOMEM;
-	be32_put(b, w->type);
-	be32_put(b + 4, o);
-	for (size_t i = 0; i < o; i++) {
-		uint32_t ns, vs;
-
-		if ((rc = w_label_str(w, lp[i].name, lp[i].nl, &ns)) ||
-		    (rc = w_label_str(w, lp[i].value, lp[i].vl, &vs)))
-			goto out;
-		be32_put(b + 8 + 8 * i, ns);
-		be32_put(b + 12 + 8 * i, vs);
-	}
-	be64_put(hk, hash64(b, len, STORE_HASH_SEED));
-	{
-		uint32_t cv;
-		MDB_val v;
-
-		if ((pc_get(w->s, w->s->pc_series, be64_get(hk), &cv) ||
-		     tx_get(&w->txseries, be64_get(hk), &cv)) &&
-		    !table__read(w->s, w->txn, DB_SERIES, cv, &v) &&
-		    v.mv_size == len + 8 && !memcmp(v.mv_data, b, len)) {
-			*id = cv;
-			rc = 0;
-			goto out;
-		}
-	}
-	k = (MDB_val){ 8, hk };
-	rc = mdb_cursor_open(w->txn, w->s->dbi[DB_SERIES_IDX], &c);
-	if (rc) {
-		rc = store__errno(rc);
-		goto out;
-	}
-	for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_KEY); !rc;
-	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT_DUP)) {
-		MDB_val v;
-		uint32_t cand = be32_get(d.mv_data);
-
-		if (!table__read(w->s, w->txn, DB_SERIES, cand, &v) && v.mv_size == len + 8 &&
-		    !memcmp(v.mv_data, b, len)) {
-			*id = cand;
-			rc = u64map__put(&w->txseries, be64_get(hk), cand);
-			goto out;
-		}
-	}
-	if (rc != MDB_NOTFOUND) {
-		rc = store__errno(rc);
-		goto out;
-	}
-	/* New series: ids come from a counter, never reused after expiry. */
-	if (!w->series_next) {
-		if ((rc = meta__get_u64(w->s, w->txn, "series_next", &w->series_next)))
-			goto out;
-		if (!w->series_next)
-			w->series_next = 1;
-	}
-	if (w->series_next >= UINT32_MAX) {
-		rc = -ENOSPC;
-		goto out;
-	}
-	*id = (uint32_t)w->series_next++;
-	if ((rc = meta__put_u64(w->s, w->txn, "series_next", w->series_next)))
-		goto out;
-	be64_put(b + len, w->start);
-	be32_put(ik, *id);
-	k = (MDB_val){ 4, ik };
-	d = (MDB_val){ len + 8, b };
-	rc = mdb_put(w->txn, w->s->dbi[DB_SERIES], &k, &d, 0);
-	if (!rc) {
-		k = (MDB_val){ 8, hk };
-		d = (MDB_val){ 4, ik };
-		rc = mdb_put(w->txn, w->s->dbi[DB_SERIES_IDX], &k, &d, 0);
-	}
-	if (!rc)
-		rc = u64map__put(&w->txseries, be64_get(hk), *id);
-	for (size_t i = 0; !rc && i < o; i++) {
-		uint8_t pk[12];
-
-		be32_put(pk, w->type);
-		memcpy(pk + 4, b + 8 + 8 * i, 8);
-		k = (MDB_val){ 12, pk };
-		d = (MDB_val){ 4, ik };
-		rc = mdb_put(w->txn, w->s->dbi[DB_POST], &k, &d, MDB_NODUPDATA);
-		if (rc == MDB_KEYEXIST)
-			rc = 0;
-	}
-	rc = store__errno(rc);
-out:
-	mdb_cursor_close(c);
-	free(b);
-	return rc;
-}
-
-/* Series of a sample, cached by its profile label indexes. */
-int wctx__series(struct wctx *w, const struct prof_sample *sm, uint32_t *id)
-{
-	uint32_t pairs[64], np = 0;
-	struct lpair lp[64 + 16];
-	size_t nlp = 0;
-	uint64_t h, ci;
-	int rc;
-
-	for (uint32_t i = 0; i < sm->nlabels && np < 64; i += 1) {
-		if (!sm->labels[i].str)
-			continue; /* numeric labels are not kept */
-		pairs[np++] = sm->labels[i].key;
-		pairs[np++] = sm->labels[i].str;
-		if (np >= 64)
-			break;
-	}
-	h = fhash(pairs, np * sizeof(uint32_t), 7);
-	if (u64map__get(&w->ser_hash, h, &ci) && w->sc[ci].n == np &&
-	    !memcmp(w->sc[ci].pairs, pairs, np * sizeof(uint32_t))) {
-		*id = w->sc[ci].series;
-		return 0;
-	}
-	for (uint32_t i = 0; i < np; i += 2) {
-		uint32_t k = pairs[i], v = pairs[i + 1];
-
-		if (k >= w->p->nstrs || v >= w->p->nstrs)
-			return -EINVAL;
-		lp[nlp++] = (struct lpair){ w->p->strs[k], w->p->strs[v],
-					    w->p->str_lens ? w->p->str_lens[k] : strlen(w->p->strs[k]),
-					    w->p->str_lens ? w->p->str_lens[v] : strlen(w->p->strs[v]), 0 };
-	}
-	for (size_t i = 0; i < w->nextra && nlp < 64 + 16; i++)
-		lp[nlp++] = (struct lpair){ w->extra[i].name, w->extra[i].value,
-					    strlen(w->extra[i].name), strlen(w->extra[i].value), 1 };
-	rc = w_series_of(w, lp, nlp, id);
-	if (rc)
-		return rc;
-	{
-		struct ser_cache_ent *nsc;
-
-		if (GROW(w->sc, &w->capsc, w->nsc + 1))
-			return -ENOMEM;
-		nsc = w->sc;
-		nsc[w->nsc].pairs = malloc(np * sizeof(uint32_t) + 1);
-		if (!nsc[w->nsc].pairs)
-			return -ENOMEM;
-		memcpy(nsc[w->nsc].pairs, pairs, np * sizeof(uint32_t));
-		nsc[w->nsc].n = np;
-		nsc[w->nsc].series = *id;
-		if (u64map__put(&w->ser_hash, h, w->nsc++))
-			return -ENOMEM;
-	}
-	return 0;
 }
 
 /* The type record, created from p on first use; vmap[i] = the type's
