@@ -18,7 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "gen/profile.pb-c.h"
+#include "store/profile/pprof_pb.h"
 #include "store/util/util.h"
 
 /* Bounds on what a sane profile holds; beyond these we refuse rather than
@@ -28,15 +28,6 @@
 #define PPROF_MAX_STACK (1U << 16)          /* frames in one sample */
 #define PPROF_MAX_LINES (1U << 12)          /* inlined lines per location */
 #define PPROF_MAX_LABELS (1U << 10)         /* labels per sample */
-
-typedef Perftools__Profiles__Profile PbProfile;
-typedef Perftools__Profiles__ValueType PbValueType;
-typedef Perftools__Profiles__Sample PbSample;
-typedef Perftools__Profiles__Label PbLabel;
-typedef Perftools__Profiles__Mapping PbMapping;
-typedef Perftools__Profiles__Location PbLocation;
-typedef Perftools__Profiles__Line PbLine;
-typedef Perftools__Profiles__Function PbFunction;
 
 static void seterr(char *err, size_t errsz, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

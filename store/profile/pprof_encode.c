@@ -11,17 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen/profile.pb-c.h"
+#include "store/profile/pprof_pb.h"
 #include "store/util/util.h"
-
-typedef Perftools__Profiles__Profile PbProfile;
-typedef Perftools__Profiles__ValueType PbValueType;
-typedef Perftools__Profiles__Sample PbSample;
-typedef Perftools__Profiles__Label PbLabel;
-typedef Perftools__Profiles__Mapping PbMapping;
-typedef Perftools__Profiles__Location PbLocation;
-typedef Perftools__Profiles__Line PbLine;
-typedef Perftools__Profiles__Function PbFunction;
 
 /*
  * Encoding, in parts. Protobuf merges messages written one after another:
