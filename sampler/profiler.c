@@ -390,6 +390,9 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 				 o->interval_ns > 0 ? o->interval_ns : 10 * 1000000000LL, now_ns());
 	if (!pr->frames || !pr->sym || !pr->lab || !pr->mins)
 		goto err;
+	/* Every file read for symbols is also looked at for a runtime. */
+	symbolizer__set_detector(pr->sym, &(struct symbolizer_detector){
+		.detect = rtfile__detect, .free = rtfile__free, .size = sizeof(struct rtfile) });
 	pr->ps = procs__new(&(struct procs_opts){ .sym = pr->sym, .lab = pr->lab, .maps_read = maps_read,
 						  .maps_ctx = pr });
 	if (!pr->ps)

@@ -35,9 +35,6 @@ struct pyfile {
  */
 struct pyfile *pyfile__detect(int fd, const char *path, const struct elf_info *e);
 
-/* The N of the highest GLIBC_2.N version a libc.so file defines (its
- * pthread TSD layout depends on it), or -errno. */
-int pyfile__glibc_minor(int fd);
 
 /* "qualname (file)": file is the path below site-packages/,
  * dist-packages/ or the standard library's folder, else its base name.

@@ -20,8 +20,7 @@
 #include "sampler/symbols/debugfile.h"
 #include "sampler/symbols/dwline.h"
 #include "sampler/symbols/goline.h"
-#include "sampler/python/pyproc.h"
-#include "sampler/runtime/runtime.h"
+#include "sampler/symbols/glibc.h"
 #include "sampler/symbols/symbolize_int.h"
 #include "store/util/util.h"
 
@@ -286,11 +285,14 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	t->has_syms = t->elf.nsyms > 0;
 	/* The walker's facts about a file come with its symbols: whether it
 	 * is an interpreter, and a libc's version (its TLS layout). */
-	t->rt = rtfile__detect(fd, j->path, &t->elf);
+	if (s->detector.detect) {
+		t->rt = s->detector.detect(fd, j->path, &t->elf);
+		t->rt_free = s->detector.free;
+	}
 	/* glibc by what it defines, not by its file's name (a table is
 	 * shared by build id, whatever path first brought it). */
 	if (elfsym__find(&t->elf, "gnu_get_libc_version")) {
-		int m = pyfile__glibc_minor(fd);
+		int m = glibc__minor(fd);
 
 		t->glibc_minor = m > 0 ? m : 0;
 	}
@@ -302,7 +304,7 @@ out:
 	if (t)
 		t->bytes = t->elf.nsyms * sizeof(*t->elf.syms) + t->elf.strs_len +
 			   t->elf.nloads * sizeof(*t->elf.loads) + sizeof(*t) +
-			   (t->rt ? sizeof(*t->rt) : 0) + (t->dw ? dw_bytes : 0);
+			   (t->rt ? s->detector.size : 0) + (t->dw ? dw_bytes : 0);
 	if (t && bk && hmap__get(&s->symtabs, bk) != t) {
 		struct symtab *old = hmap__get(&s->symtabs, bk);
 

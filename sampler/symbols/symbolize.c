@@ -16,7 +16,6 @@
 #include "store/util/prom.h"
 #include "sampler/symbols/dwline.h"
 #include "sampler/symbols/goline.h"
-#include "sampler/runtime/runtime.h"
 #include "sampler/symbols/symbolize_int.h"
 #include "store/util/util.h"
 
@@ -89,7 +88,8 @@ void symtab__free(struct symtab *t)
 	if (!t)
 		return;
 	elfsym__fini(&t->elf);
-	rtfile__free(t->rt);
+	if (t->rt && t->rt_free)
+		t->rt_free(t->rt);
 	if (t->dw) {
 		dwline__close(t->dw);
 		close(t->dw_fd);
@@ -300,6 +300,13 @@ void symbolizer__symbols_changed(struct symbolizer *s, const char *bid)
 	if (s->nchanged < CHANGED_MAX && strlen(bid) < sizeof(s->changed[0]))
 		snprintf(s->changed[s->nchanged++], sizeof(s->changed[0]), "%s", bid);
 	pthread_mutex_unlock(&s->lock);
+}
+
+void symbolizer__set_detector(struct symbolizer *s, const struct symbolizer_detector *d)
+{
+	static const struct symbolizer_detector none;
+
+	s->detector = d ? *d : none;
 }
 
 int symbolizer__set_hooks(struct symbolizer *s, const struct symbolizer_hooks *h)

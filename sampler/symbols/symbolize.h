@@ -38,7 +38,8 @@ struct symtab {
 	bool has_syms;
 	size_t bytes;     /* what it holds (symbols, names, load table) */
 	uint64_t used;    /* symbolizer's clock at its last lookup (sampler thread) */
-	struct rtfile *rt; /* an interpreter (sampler/runtime/runtime.h), else NULL */
+	struct rtfile *rt; /* an interpreter: the detector's (symbolizer__set_detector), else NULL */
+	void (*rt_free)(struct rtfile *rt);
 	int glibc_minor;  /* a libc.so: N of its GLIBC_2.N, else 0 */
 	/* Named from a separate debug file with DWARF (at most
 	 * DWLINE_MAX_BYTES): its lines, read on the sampler thread only;
@@ -98,6 +99,21 @@ struct symbolizer_stats {
  * debug_root: where separate debug files live (NULL = /usr/lib/debug). */
 struct symbolizer *symbolizer__new(const char *debug_root);
 void symbolizer__free(struct symbolizer *s);
+
+/*
+ * What the loader asks of every ELF file it reads besides its symbols:
+ * whether it is an interpreter a runtime's walk reads (the profiler sets
+ * sampler/runtime's rtfile__detect; the symbolizer itself knows no
+ * runtime). detect's answer becomes the table's rt (size bytes, counted in
+ * the table's), freed with the table by free. Set once, before the first
+ * symbolizer__dso; d is copied, NULL unsets.
+ */
+struct symbolizer_detector {
+	struct rtfile *(*detect)(int fd, const char *path, const struct elf_info *e);
+	void (*free)(struct rtfile *rt);
+	size_t size;
+};
+void symbolizer__set_detector(struct symbolizer *s, const struct symbolizer_detector *d);
 
 /*
  * Issue 30's hooks (sampler/symbols/namer.h). debug_cache: a second place

@@ -63,6 +63,7 @@ struct symbolizer {
 	char *debug_root;
 	char *debug_cache;            /* issue 30: debuginfod's cache, or NULL */
 	struct symbolizer_hooks hooks; /* set before the loader starts */
+	struct symbolizer_detector detector; /* set before the first lookup */
 	struct kallsyms *ksyms;
 	struct elf_info vdso;
 	bool has_vdso;
