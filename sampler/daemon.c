@@ -29,7 +29,7 @@
 #include "sampler/ring/kfeature.h"
 #include "sampler/privs.h"
 #include "sampler/run_opts.h"
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "sampler/profiler.h"
 #include "sampler/push/push.h"
 #include "sampler/scrape/scrape.h"

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "store/util/util.h"
 
 #define DEBUG_ROOT "/usr/lib/debug"

@@ -15,7 +15,7 @@
 
 #include "store/util/hmap.h"
 #include "sampler/proc/procinfo.h"
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "store/util/util.h"
 
 #define SEC_NS 1000000000LL

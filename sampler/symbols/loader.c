@@ -15,8 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "sampler/proc/busguard.h"
+#include "sampler/proc/pidstat.h"
 #include "sampler/symbols/debugfile.h"
 #include "sampler/symbols/dwline.h"
 #include "sampler/symbols/goline.h"
@@ -213,7 +214,7 @@ static struct symtab *dso_load(struct symbolizer *s, struct job *j)
 	bool cached = false;
 	int fd, err;
 
-	if (safefile__cred(j->pid, &c, NULL)) {
+	if (pidstat__cred(j->pid, &c, NULL)) {
 		pthread_mutex_lock(&s->lock);
 		return NULL; /* gone: whose file it was is unknown */
 	}
@@ -344,7 +345,7 @@ static int perfmap_read(struct symbolizer *s, pid_t pid, int64_t deadline_ns,
 	int64_t mtime, started;
 	int fd, rfd, err;
 
-	err = safefile__cred(pid, &c, &nspid);
+	err = pidstat__cred(pid, &c, &nspid);
 	if (err)
 		return err;
 	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
@@ -360,7 +361,7 @@ static int perfmap_read(struct symbolizer *s, pid_t pid, int64_t deadline_ns,
 	/* A map last written before the process started is a dead process's
 	 * whose pid this one got: its names are not this process's code. (The
 	 * start is known to the second.) */
-	started = safefile__started_ns(pid);
+	started = pidstat__started_ns(pid);
 	if (started > 0 && mtime < started - STALE_SLACK_NS) {
 		safefile__refuse(SF_R_STALE, p, st.st_dev, st.st_ino);
 		close(fd);

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "sampler/symbols/debugfile.h"
 #include "sampler/symbols/debuginfod.h"
 #include "sampler/symbols/dwline.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "sampler/symbols/perfmap.h"
 #include "store/util/util.h"
 

@@ -23,7 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "sampler/proc/pidstat.h"
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "sampler/unwind/reader.h"
 #include "sampler/unwind/unwinder_int.h"
 #include "store/util/util.h"

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "sampler/proc/pidstat.h"
-#include "sampler/proc/safefile.h"
+#include "store/util/safefile.h"
 #include "sampler/symbols/perfmap.h"
 #include "tests/test.h"
 
@@ -159,7 +159,7 @@ int main(void)
 	{
 		struct pidstat st;
 		struct timespec now;
-		int64_t started = safefile__started_ns(getpid()), age;
+		int64_t started = pidstat__started_ns(getpid()), age;
 		pid_t c;
 
 		clock_gettime(CLOCK_REALTIME, &now);
@@ -176,7 +176,7 @@ int main(void)
 		CHECK(!pidstat__read(c, &st) && st.state == 'Z', "pidstat: an exited child not reaped is a zombie (%c)",
 		      st.state ? st.state : '?');
 		waitpid(c, NULL, 0);
-		CHECK(pidstat__read(c, &st) == -ENOENT && safefile__started_ns(c) == -ENOENT,
+		CHECK(pidstat__read(c, &st) == -ENOENT && pidstat__started_ns(c) == -ENOENT,
 		      "pidstat, started_ns: a reaped child is gone (ENOENT)");
 	}
 	return test_done();

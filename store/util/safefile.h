@@ -45,11 +45,6 @@ enum sf_reason {
 	SF_R_MAX
 };
 
-/* When pid started, as CLOCK_REALTIME ns (boot time plus /proc/PID/stat's
- * start time: to the second, boot time being given in seconds); -errno
- * if it cannot be read. */
-int64_t safefile__started_ns(pid_t pid);
-
 /* "symlink", "not_regular", ... for the metric's reason label. */
 const char *safefile__reason_name(enum sf_reason r);
 
@@ -58,13 +53,6 @@ struct sf_cred {
 	uid_t uid;
 	gid_t gid;
 };
-
-/* Effective ids of pid and its pid in its own pid namespace (the last
- * NSpid field: a JIT in a container names its perf map after that), from
- * /proc/PID/status (not the owner of /proc/PID, which a process can make
- * root's with PR_SET_DUMPABLE). nspid may be NULL. Returns 0 or -errno
- * (-ENOENT: gone). */
-int safefile__cred(pid_t pid, struct sf_cred *c, pid_t *nspid);
 
 /*
  * Opens path for reading on behalf of a process with credentials c (NULL:
