@@ -237,7 +237,10 @@ for n in "${EXTRA[@]}"; do
 	section "$n" "$W/extra.$n.md"
 done
 for n in "${PREV_SECTIONS[@]}"; do
-	[[ " ${EXTRA[*]} " == *" $n "* ]] && continue
+	[[ " ${EXTRA[*]} " == *" $n "* || $n == history ]] && continue
 	section "$n" "$W/prev/$n.md"
 done
+# The history (how figures came to be, stop by stop): written by hand,
+# never measured, always last.
+[[ -f $W/prev/history.md ]] && section history "$W/prev/history.md"
 } > "$OUT.new" && mv "$OUT.new" "$OUT"
