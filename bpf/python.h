@@ -29,7 +29,7 @@
 #define PY_FRAME_READ 104
 #define PY_CODE_READ 80
 
-/* Per process (BPF map py_procs, key: tgid). Offsets are a layout row's
+/* Per process (its entry in the BPF map rt_procs, key: tgid). Offsets are a layout row's
  * (sampler/python/layout.h); -1 where the version has no such field. */
 struct py_proc {
 	__u64 tsd_off;	/* the thread-state pointer is at fsbase + tsd_off */

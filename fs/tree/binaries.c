@@ -2,7 +2,7 @@
  * binaries.c - see binaries.h.
  *
  * Nothing is copied: a binary is served from where the daemon read it,
- * opened again through the one safe opener (sampler/proc/safefile.h: no
+ * opened again through the one safe opener (store/util/safefile.h: no
  * symlink followed, a regular file, readable by the user whose process
  * mapped it) and served only while it is still the file that was read
  * (device, inode, size and mtime as recorded), so an upgraded library is
