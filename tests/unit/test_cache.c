@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fs/cache/cache.h"
-#include "tests/unit/check.h"
+#include "tests/test.h"
 
 struct rctx {
 	const char *text;
@@ -240,6 +240,5 @@ int main(void)
 	cache__free(c);
 
 	test_spill();
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return test_done();
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "store/util/util.h"
-#include "tests/unit/check.h"
+#include "tests/test.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -72,6 +72,5 @@ int main(void)
 	}
 	free(h);
 	free(o);
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return test_done();
 }

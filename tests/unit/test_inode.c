@@ -8,19 +8,8 @@
 #include <string.h>
 
 #include "fs/fuse/inode.h"
+#include "tests/test.h"
 
-static int failures, passes;
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		printf("%s ", (cond) ? "ok  " : "FAIL");                       \
-		printf(__VA_ARGS__);                                            \
-		printf("\n");                                                   \
-		passes += !!(cond);                                             \
-		if (!(cond)) {                                                  \
-			printf("     (%s:%d: %s)\n", __FILE__, __LINE__, #cond); \
-			failures++;                                             \
-		}                                                               \
-	} while (0)
 
 static uint64_t count(struct inotab *t)
 {
@@ -125,6 +114,5 @@ int main(void)
 	CHECK(b2 <= b1 / 2, "the table shrank from %llu to %llu bytes", (unsigned long long)b1,
 	      (unsigned long long)b2);
 	inotab__fini(&t);
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	return test_done();
 }
