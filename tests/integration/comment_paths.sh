@@ -3,7 +3,10 @@
 # names (in a comment or a string: "see sampler/unwind/table.c") exists,
 # so a reader who follows one lands somewhere. System headers included as
 # <bpf/...> are libbpf's, not ours, and are left out; so are paths a test
-# builds in a scratch tree of its own.
+# builds in a scratch tree of its own. Likewise every BPF map a source
+# names (`*_procs`, `*_scratch`, `*_ends`, `*_cache`...) is one the BPF
+# objects define (issue 49: maps renamed under comments that kept the old
+# names).
 # About 1 s.
 # timeout: 60
 ROOT=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -21,5 +24,18 @@ done < <(git ls-files '*.c' '*.h' '*.sh' '*.bash' '*.py' 'Makefile' | grep -v '^
 	sed 's/:/ /' | sort -u)
 echo "$n references to files checked"
 ((n > 100)) || { echo "FAIL: only $n references found: the scan is broken"; FAILS=$((FAILS + 1)); }
+
+maps=$(grep -rhoE '^\} *[a-z_0-9]+ SEC\("\.maps"\)' bpf tests/bpf | sed -E 's/^\} *//; s/ SEC.*//' | sort -u)
+nm=$(grep -c . <<<"$maps")
+((nm >= 20)) || { echo "FAIL: only $nm BPF maps found: the scan is broken"; FAILS=$((FAILS + 1)); }
+k=0
+while IFS=: read -r f l m; do
+	k=$((k + 1))
+	grep -qx "$m" <<<"$maps" && continue
+	echo "FAIL: $f:$l names the BPF map $m, which no BPF object defines"
+	FAILS=$((FAILS + 1))
+done < <(git ls-files '*.c' '*.h' | grep -v '^bpf/vmlinux.h$' |
+	xargs grep -noE '\b(py|hs|rb|v8|unw|rt)_(procs|scratch|ends|cache|lcache|mcache|events|seen|files|rows|rules|chunks|fn_cache)\b')
+echo "$k mentions of $nm BPF maps checked"
 ((FAILS == 0)) && echo "all passed" || echo "$FAILS checks FAILED"
 ((FAILS == 0))
