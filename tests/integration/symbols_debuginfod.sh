@@ -190,7 +190,7 @@ read -r w0 w1 <"$WORK/wall"
 tolx=$(awk -v e="$exp" -v c="$cpu" -v w0="$w0" -v w1="$w1" 'BEGIN {
 	q = w1 > w0 ? c / (w1 - w0) : 1; if (q > 1) q = 1
 	t = 3 * sqrt(e * (1 - q)) + 3; f = 1.5 * sqrt(e) + 3
-	printf "%.0f", t > f ? t : f }')
+	printf "%.0f", (t > f ? t : f) }')
 log "truth: $cpu s of CPU in $(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.1f", b - a }') s"
 for d in A:$na B:$nb; do
 	n=${d#*:}
