@@ -24,13 +24,18 @@
  * allocation per mapping. */
 static char anon_path[] = "";
 
-#define REREAD_QUEUE 256 /* execs within PROCS_REREAD_NS; more are not re-read early */
+#define REREAD_QUEUE 256 /* execs per stage's delay; more are not re-read early */
+/* The reads after the one at exec: a queue per delay (each in due order). */
+static const int64_t reread_after_ns[PROCS_REREADS] = { PROCS_REREAD_NS, 100 * 1000000LL, SEC_NS };
 
 struct procs {
 	struct procs_opts o;
 	struct hmap pids; /* pid -> struct proc * */
-	pid_t rq[REREAD_QUEUE]; /* execs waiting for their second maps read, oldest first */
-	size_t rq_head, rq_len;
+	/* execs waiting for their next maps read, by stage, oldest first */
+	struct {
+		pid_t pid[REREAD_QUEUE];
+		size_t head, len;
+	} rq[PROCS_REREADS];
 	int64_t gc_ns;
 	uint64_t pm_tokens; /* perf map requests so far */
 };
@@ -467,6 +472,8 @@ struct proc *procs__find(struct procs *ps, pid_t pid)
 	return hmap__get(&ps->pids, (uint64_t)pid + 1);
 }
 
+static void reread_queue(struct procs *ps, struct proc *p, int k);
+
 void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_id)
 {
 	struct proc *p = hmap__get(&ps->pids, (uint64_t)pid + 1);
@@ -484,26 +491,43 @@ void procs__exec(struct procs *ps, pid_t pid, const char *comm, uint64_t cgroup_
 	proc__drop_perfmap(ps, p);
 	p->maps_gap_ns = 0;
 	proc__read_maps(ps, p);
-	if (ps->rq_len < REREAD_QUEUE) {
-		ps->rq[(ps->rq_head + ps->rq_len++) % REREAD_QUEUE] = pid;
-		p->reread_ns = p->maps_ns + PROCS_REREAD_NS;
-	}
+	reread_queue(ps, p, 0);
+}
+
+/* Queues p's maps read of stage k (reread_after_ns[k] after its last). */
+static void reread_queue(struct procs *ps, struct proc *p, int k)
+{
+	if (ps->rq[k].len == REREAD_QUEUE)
+		return;
+	ps->rq[k].pid[(ps->rq[k].head + ps->rq[k].len++) % REREAD_QUEUE] = p->pid;
+	p->reread_ns = p->maps_ns + reread_after_ns[k];
+	p->reread_stage = (uint8_t)k;
 }
 
 int procs__reread_due(struct procs *ps, int64_t now_ns)
 {
-	while (ps->rq_len) {
-		struct proc *p = hmap__get(&ps->pids, (uint64_t)ps->rq[ps->rq_head] + 1);
+	int wait = -1;
 
-		if (p && p->reread_ns && !p->exit_ns) {
-			if (now_ns < p->reread_ns)
-				return (int)((p->reread_ns - now_ns + 999999) / 1000000);
-			proc__read_maps(ps, p);
+	for (int k = 0; k < PROCS_REREADS; k++) {
+		while (ps->rq[k].len) {
+			struct proc *p = hmap__get(&ps->pids, (uint64_t)ps->rq[k].pid[ps->rq[k].head] + 1);
+
+			if (p && p->reread_ns && !p->exit_ns && p->reread_stage == k) {
+				if (now_ns < p->reread_ns) {
+					int ms = (int)((p->reread_ns - now_ns + 999999) / 1000000);
+
+					wait = wait < 0 || ms < wait ? ms : wait;
+					break;
+				}
+				proc__read_maps(ps, p);
+				if (k + 1 < PROCS_REREADS)
+					reread_queue(ps, p, k + 1);
+			}
+			ps->rq[k].head = (ps->rq[k].head + 1) % REREAD_QUEUE;
+			ps->rq[k].len--;
 		}
-		ps->rq_head = (ps->rq_head + 1) % REREAD_QUEUE;
-		ps->rq_len--;
 	}
-	return -1;
+	return wait;
 }
 
 void procs__fork(struct procs *ps, pid_t pid, pid_t ppid, const char *comm, uint64_t cgroup_id)

@@ -47,6 +47,7 @@ struct proc {
 	int64_t exit_ns;             /* 0 while alive */
 	bool own_maps;               /* read from its own /proc (not inherited) */
 	int64_t reread_ns;           /* maps read at exec: read again then (0: no) */
+	uint8_t reread_stage;        /* which of the PROCS_REREADS reads that is */
 	uint64_t cg_id;              /* the cgroup whose unified-hierarchy line gave
 	                              * its labels; 0: read them again at exec */
 	struct rtproc rt;            /* its interpreter (sampler/runtime/runtime.h) */
@@ -117,11 +118,15 @@ void procs__gc(struct procs *ps);
 /*
  * Maps read at exec predate the libraries ld.so maps next; a process that
  * lives 50 ms may be gone before a sample asks for them again. So each
- * exec schedules one more read PROCS_REREAD_NS later: this does the reads
- * that are due and returns the milliseconds until the next one (-1: none),
- * for the caller's poll timeout. Sampler thread.
+ * exec schedules more reads: PROCS_REREAD_NS after it, then 100 ms and 1 s
+ * after that while the process lives (on a busy host ld.so outlasted the
+ * 10 ms, and a process that then blocked for 20 s and exited right after
+ * waking had its off-CPU stack's libc frames unnamed: CI, stop 51). This
+ * does the reads that are due and returns the milliseconds until the next
+ * one (-1: none), for the caller's poll timeout. Sampler thread.
  */
 #define PROCS_REREAD_NS (10 * 1000000LL)
+#define PROCS_REREADS 3
 int procs__reread_due(struct procs *ps, int64_t now_ns);
 
 /* True once a maps read went through the kernel's PROCMAP_QUERY (Linux
