@@ -20,7 +20,6 @@
 #include <libgen.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +29,8 @@
 
 #include "sampler/java/jvmfile.h"
 #include "sampler/symbols/elfsym.h"
+#include "tests/spawn.h"
 
-extern char **environ;
 
 struct jvm {
 	pid_t pid;
@@ -206,8 +205,7 @@ static inline int jvm_start(struct jvm *j, int major, const char *const *flags, 
 {
 	char java[600], cls[4200], lib[4200];
 	const char *argv[32];
-	int in[2], out[2], n = 0, err;
-	posix_spawn_file_actions_t fa;
+	int n = 0, err;
 
 	memset(j, 0, sizeof(*j));
 	j->pid = -1;
@@ -236,24 +234,12 @@ static inline int jvm_start(struct jvm *j, int major, const char *const *flags, 
 	argv[n++] = "Known";
 	argv[n++] = lib;
 	argv[n] = NULL;
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
-		snprintf(why, wl, "pipe: %s", strerror(errno));
-		return -errno;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	err = posix_spawn(&j->pid, java, &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	close(out[1]);
-	j->in = in[1];
-	j->out = out[0];
+	err = test_spawn(java, (char *const *)argv, NULL, &j->pid, &j->in, &j->out);
 	if (err) {
 		j->pid = -1;
 		jvm_stop(j);
-		snprintf(why, wl, "spawn %.200s: %s", java, strerror(err));
-		return -err;
+		snprintf(why, wl, "spawn %.200s: %s", java, strerror(-err));
+		return err;
 	}
 	err = jvm_until(j, "ready", 30000, NULL, NULL);
 	if (!err)

@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +32,9 @@
 #include "bpf/python.h"
 #include "sampler/python/layout.h"
 #include "sampler/python/pycode.h"
+#include "tests/spawn.h"
 #include "tests/test.h"
 
-extern char **environ;
 
 /* ---- the str decoder on synthetic bytes ---- */
 
@@ -558,27 +557,14 @@ static int parse(struct child *ch)
 
 static int spawn(const char *python, const char *script_path, struct child *ch)
 {
-	int in[2], out[2], err;
-	posix_spawn_file_actions_t fa;
 	char *argv[] = { (char *)python, "-I", "-S", (char *)script_path, NULL };
+	int out = -1, err;
 
 	memset(ch, 0, sizeof(*ch));
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
-		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	err = posix_spawn(&ch->pid, python, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	close(out[1]);
-	if (err) {
-		close(in[1]);
-		close(out[0]);
-		return -err;
-	}
-	ch->in = in[1];
-	ch->out = fdopen(out[0], "r");
+	err = test_spawn(python, argv, NULL, &ch->pid, &ch->in, &out);
+	if (err)
+		return err;
+	ch->out = fdopen(out, "r");
 	return ch->out ? 0 : -errno;
 }
 

@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +39,9 @@
 #include "sampler/ruby/rblayout.h"
 #include "sampler/ruby/rbproc.h"
 #include "sampler/symbols/elfsym.h"
+#include "tests/spawn.h"
 #include "tests/test.h"
 
-extern char **environ;
 
 #define RUBY "/usr/bin/ruby"
 
@@ -54,26 +53,11 @@ struct child {
 
 static int spawn_ruby(struct child *ch, char *const argv[])
 {
-	int in[2], out[2], err;
-	posix_spawn_file_actions_t fa;
+	int out = -1, err = test_spawn(RUBY, argv, NULL, &ch->pid, &ch->in, &out);
 
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
-		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	err = posix_spawn(&ch->pid, RUBY, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	close(out[1]);
-	if (err) {
-		close(in[1]);
-		close(out[0]);
-		return -err;
-	}
-	ch->in = in[1];
-	ch->out = fdopen(out[0], "r");
-	return 0;
+	if (!err)
+		ch->out = fdopen(out, "r");
+	return err;
 }
 
 static void kill_child(struct child *ch)

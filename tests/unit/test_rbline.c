@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +26,9 @@
 #include "sampler/ruby/rbcode.h"
 #include "sampler/ruby/rblayout.h"
 #include "sampler/ruby/rbline.h"
+#include "tests/spawn.h"
 #include "tests/test.h"
 
-extern char **environ;
 
 #define RUBY "/usr/bin/ruby"
 
@@ -163,27 +162,20 @@ static void t_oracle(const char *dir)
 #endif
 	const struct rblayout *l = rblayout__get(3, 1);
 	struct rbcodes *codes = rbcodes__new(64u << 20);
-	int in[2], out[2], err, files = 0, skipped = 0;
+	int in = -1, out = -1, err, files = 0, skipped = 0;
 	long iseqs = 0, insns = 0, zero = 0, bad_start = 0, bad_pc = 0, bad_size = 0, unread = 0, rbspy = 0;
-	posix_spawn_file_actions_t fa;
 	size_t cap = 1 << 22;
 	char *line = malloc(cap);
 	pid_t pid = 0;
 	FILE *f = NULL;
 
 	(void)dir;
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || !line || !codes) {
-		CHECK(0, "pipes");
+	if (!line || !codes) {
+		CHECK(0, "memory");
 		return;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	err = posix_spawn(&pid, RUBY, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	close(out[1]);
-	f = fdopen(out[0], "r");
+	err = test_spawn(RUBY, argv, NULL, &pid, &in, &out);
+	f = err ? NULL : fdopen(out, "r");
 	CHECK(!err && f, "%s %s runs", RUBY, argv[1]);
 	while (!err && f && fgets(line, (int)cap, f)) {
 		unsigned long wrap, iseq, body;
@@ -252,7 +244,8 @@ static void t_oracle(const char *dir)
 	}
 	if (f)
 		fclose(f);
-	close(in[1]);
+	if (in >= 0)
+		close(in);
 	rbcodes__free(codes);
 	free(line);
 }

@@ -24,6 +24,7 @@
 
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/twin.h"
+#include "tests/spawn.h"
 #include "tests/test.h"
 #include "tests/unit/test_v8.h"
 
@@ -306,13 +307,9 @@ static void oracle_env(const char *prog, char *const argv[], char *const envp[],
 		snprintf(path, sizeof(path), "%s", prog);
 	else
 		snprintf(path, sizeof(path), "%s/%s", helper_dir(), prog);
-	pid = fork();
-	if (pid == 0) {
-		if (envp)
-			execve(path, argv, envp);
-		else
-			execv(path, argv);
-		_exit(127);
+	if (test_spawn(path, argv, envp, &pid, NULL, NULL)) {
+		CHECK(0, "%s: start it", prog);
+		return;
 	}
 	/* Until the loader has mapped libc (a busy host takes its time). */
 	p.pid = pid;

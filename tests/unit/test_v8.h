@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/spawn.h"
+
 struct node_rt {
 	const char *name;   /* for messages */
 	const char *exe;
@@ -67,53 +69,24 @@ static inline int node_present(const struct node_rt *rt)
  */
 static inline pid_t node_spawn2(const struct node_rt *rt, char *const argv[], int *out, int *in)
 {
-	int p[2] = { -1, -1 }, q[2] = { -1, -1 };
+	char *av[16], lib[PATH_MAX + 32], *env[1024];
+	int i = 0, e = 0;
 	pid_t pid;
 
-	if (out && pipe2(p, O_CLOEXEC))
-		return -1;
-	if (in && pipe2(q, O_CLOEXEC)) {
-		if (out) {
-			close(p[0]);
-			close(p[1]);
-		}
-		return -1;
+	av[i++] = (char *)rt->exe;
+	for (int k = 1; argv[k] && i < 15; k++)
+		av[i++] = argv[k];
+	av[i] = NULL;
+	/* Ours, with LD_LIBRARY_PATH for a node whose engine is a library. */
+	if (rt->libdir) {
+		snprintf(lib, sizeof(lib), "LD_LIBRARY_PATH=%s", rt->libdir);
+		env[e++] = lib;
 	}
-	pid = fork();
-	if (pid == 0) {
-		char *av[16], env[PATH_MAX + 32];
-		int i = 0;
-
-		if (out)
-			dup2(p[1], 1);
-		if (in)
-			dup2(q[0], 0);
-		av[i++] = (char *)rt->exe;
-		for (int k = 1; argv[k] && i < 15; k++)
-			av[i++] = argv[k];
-		av[i] = NULL;
-		if (rt->libdir) {
-			snprintf(env, sizeof(env), "LD_LIBRARY_PATH=%s", rt->libdir);
-			putenv(env);
-		}
-		execv(rt->exe, av);
-		_exit(127);
-	}
-	if (out) {
-		close(p[1]);
-		if (pid < 0)
-			close(p[0]);
-		else
-			*out = p[0];
-	}
-	if (in) {
-		close(q[0]);
-		if (pid < 0)
-			close(q[1]);
-		else
-			*in = q[1];
-	}
-	return pid;
+	for (char **p = environ; *p && e < 1023; p++)
+		if (!rt->libdir || strncmp(*p, "LD_LIBRARY_PATH=", 16))
+			env[e++] = *p;
+	env[e] = NULL;
+	return test_spawn(rt->exe, av, env, &pid, in, out) ? -1 : pid;
 }
 
 static inline pid_t node_spawn(const struct node_rt *rt, char *const argv[], int *out)
