@@ -26,10 +26,8 @@
 #include "cmd.h"
 #include "fs/fuse/mount.h"
 #include "sampler/offcpu/offcpu.h"
-#include "sampler/ring/kfeature.h"
 #include "sampler/privs.h"
 #include "sampler/run_opts.h"
-#include "store/util/safefile.h"
 #include "sampler/profiler.h"
 #include "sampler/push/push.h"
 #include "sampler/scrape/scrape.h"
@@ -112,132 +110,13 @@ static void symbol_metrics(struct run *r, struct buf *out)
 static void metrics_cb(struct buf *out, void *ctx)
 {
 	struct run *r = ctx;
-	struct profiler_stats st;
 	struct rusage ru;
 	long rss_pages = 0;
 	FILE *f;
 
-	profiler__stats(r->prof, &st);
-	prom__counter(out, "proffs_samples_total", "CPU samples stored in batches.", st.samples);
-	prom__counter(out, "proffs_samples_repeated_total",
-		      "Samples and off-CPU blocks stored as a record seen before in their batch (not symbolized again).",
-		      st.memo_hits);
-	prom__counter(out, "proffs_bpf_samples_total", "Samples the BPF program took (idle excluded).",
-		      st.bpf_samples);
-	prom__counter(out, "proffs_idle_samples_total", "Samples of idle CPUs (counted, not stored).",
-		      st.idle);
-	prom__family(out, "proffs_lost_samples_total", PROM_COUNTER, "Samples lost, by cause.");
-	prom__u64_by(out, "proffs_lost_samples_total", "cause", "ring_full", st.lost_ring_full);
-	prom__u64_by(out, "proffs_lost_samples_total", "cause", "no_memory", st.lost_nomem);
-	prom__counter(out, "proffs_lost_events_total", "Process exec/fork/exit records lost (ring full).",
-		      st.lost_events);
-	prom__family(out, "proffs_stack_errors_total", PROM_COUNTER, "Stacks that could not be read, by kind.");
-	prom__u64_by(out, "proffs_stack_errors_total", "stack", "kernel", st.kstack_errors);
-	prom__u64_by(out, "proffs_stack_errors_total", "stack", "user", st.ustack_errors);
-	prom__family(out, "proffs_stacks_truncated_total", PROM_COUNTER,
-		     "Stacks cut at the kernel's depth cap, by kind.");
-	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "kernel", st.ktruncated);
-	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "user", st.utruncated);
-	prom__family(out, "proffs_sampled_cpus", PROM_GAUGE, "CPUs with an attached sampling event.");
-	prom__i64(out, "proffs_sampled_cpus", NULL, 0, st.ncpus);
-	prom__gauge(out, "proffs_processes_tracked", "Processes in the process-info cache.", st.procs);
-	prom__gauge(out, "proffs_symbol_cache_files", "Mapped files known to the symbol cache.", st.dsos);
-	prom__gauge(out, "proffs_symbol_cache_tables", "Symbol tables loaded (one per build id).", st.symtabs);
-	prom__gauge(out, "proffs_symbol_cache_symbols", "User-space symbols held.", st.symbols);
-	prom__gauge(out, "proffs_symbol_cache_bytes", "Memory held by symbol tables (bounded; least recently used dropped).",
-		    st.symtab_bytes);
-	prom__counter(out, "proffs_symbol_cache_evictions_total", "Symbol tables dropped to stay within the bound.",
-		      st.sym_evicted);
-	prom__gauge(out, "proffs_kernel_symbols", "Kernel symbols held (kallsyms).", st.kernel_symbols);
-	prom__family(out, "proffs_symbol_cache_lookups_total", PROM_COUNTER, "User frame lookups, by result.");
-	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "hit", st.sym_hits);
-	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "miss", st.sym_misses);
-	if (r->offcpu) {
-		prom__counter(out, "proffs_offcpu_samples_total", "Off-CPU blocks stored in batches.",
-			      st.offcpu_samples);
-		prom__counter(out, "proffs_offcpu_switches_total", "Switch-outs of recorded threads noted.",
-			      st.offcpu_switches);
-		prom__counter(out, "proffs_offcpu_short_total", "Blocks under --offcpu-min (counted, not stored).",
-			      st.offcpu_short);
-		prom__family(out, "proffs_offcpu_short_seconds_total", PROM_COUNTER,
-			     "Off-CPU time of the blocks under --offcpu-min.");
-		prom__f64(out, "proffs_offcpu_short_seconds_total", NULL, 0, st.offcpu_short_ns / 1e9);
-		prom__family(out, "proffs_offcpu_lost_total", PROM_COUNTER,
-			     "Off-CPU blocks or switch-outs lost, by cause.");
-		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "ring_full", st.offcpu_lost_ring_full);
-		prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "no_task_storage",
-			     st.offcpu_lost_nostorage);
-		prom__family(out, "proffs_offcpu_stack_errors_total", PROM_COUNTER,
-			     "Off-CPU stacks that could not be read, by kind.");
-		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "kernel", st.offcpu_kstack_errors);
-		prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "user", st.offcpu_ustack_errors);
-	}
-	prom__counter(out, "proffs_symbol_loads_total",
-		      "Files (symbol tables, perf maps) the loader thread read.", st.sym_loads);
-	prom__gauge(out, "proffs_symbol_loads_queued", "Files waiting for the loader thread.",
-		    st.sym_queued);
-	prom__counter(out, "proffs_symbol_loads_abandoned_total", "Loads abandoned because a read hung.",
-		      st.sym_abandoned);
-	prom__gauge(out, "proffs_perfmap_bytes", "Memory held by loaded perf maps.", st.perfmap_bytes);
-	prom__counter(out, "proffs_perfmap_reads_total",
-		      "Perf maps read (only when changed, at most once a second each).", st.perfmap_reads);
-	{
-		uint64_t rc[SF_R_MAX];
-
-		safefile__counts(rc);
-		prom__family(out, "proffs_files_refused_total", PROM_COUNTER,
-			     "Files read on behalf of a process that were refused, by reason.");
-		for (int i = 0; i < SF_R_MAX; i++)
-			prom__u64_by(out, "proffs_files_refused_total", "reason",
-				     safefile__reason_name(i), rc[i]);
-	}
-	{
-		static const char *const ends[PROF_UE_MAX] = {
-			[PROF_UE_NONE] = "none", [PROF_UE_ROOT] = "root", [PROF_UE_FP_END] = "fp_end",
-			[PROF_UE_TRUNC] = "truncated", [PROF_UE_PENDING] = "pending",
-			[PROF_UE_NO_TABLE] = "no_table", [PROF_UE_NO_RULE] = "no_rule",
-			[PROF_UE_BAD_FRAME] = "bad_frame", [PROF_UE_BAD_PC] = "outside_mappings",
-			[PROF_UE_NO_VMA] = "mappings_busy", [PROF_UE_FP] = "frame_pointers",
-		};
-
-		prom__family(out, "proffs_user_stacks_total", PROM_COUNTER,
-			     "Stored user stacks by how their walk ended.");
-		for (int i = 0; i < PROF_UE_MAX; i++)
-			if (ends[i] && i != PROF_UE_PENDING)
-				prom__u64_by(out, "proffs_user_stacks_total", "end", ends[i], st.uends[i]);
-	}
+	/* The sampler and its modules write their own lines (profiler.c). */
+	profiler__metrics(r->prof, r->offcpu, out);
 	symbol_metrics(r, out);
-	/* Each language runtime writes its own lines. */
-	profiler__runtime_metrics(r->prof, out);
-	kfeature__metrics(out);
-	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
-	prom__u64_by(out, "proffs_unwind_tables", "kind", "table", st.unw.tables);
-	prom__u64_by(out, "proffs_unwind_tables", "kind", "frame_pointers", st.unw.fp_files);
-	prom__u64_by(out, "proffs_unwind_tables", "kind", "failed", st.unw.failed_files);
-	prom__gauge(out, "proffs_unwind_rows", "Unwind table rows loaded.", st.unw.rows);
-	prom__gauge(out, "proffs_unwind_rules", "Distinct unwind rules loaded (shared by all tables).",
-		    st.unw.rules);
-	prom__gauge(out, "proffs_unwind_table_bytes", "Bytes of unwind rows and rules in use.",
-		    st.unw.table_bytes);
-	prom__gauge(out, "proffs_unwind_map_bytes",
-		    "Bytes allocated for the unwind BPF maps (rules, files, row chunks).", st.unw.map_bytes);
-	prom__gauge(out, "proffs_unwind_row_chunks", "Row chunks of 256 KiB allocated for unwind tables.",
-		    st.unw.chunks);
-	prom__gauge(out, "proffs_unwind_builds_queued", "Files waiting for their unwind table to be built.",
-		    st.unw.queued);
-	prom__family(out, "proffs_unwind_builds_total", PROM_COUNTER,
-		     "Unwind tables built, and freed (unused or for room).");
-	prom__u64_by(out, "proffs_unwind_builds_total", "event", "built", st.unw.built);
-	prom__u64_by(out, "proffs_unwind_builds_total", "event", "freed", st.unw.evicted);
-	prom__u64_by(out, "proffs_unwind_builds_total", "event", "requester_exited", st.unw.requester_gone);
-	prom__family(out, "proffs_unwind_build_seconds_total", PROM_COUNTER,
-		     "Time the worker spent building tables.");
-	prom__f64(out, "proffs_unwind_build_seconds_total", NULL, 0, st.unw.build_ns / 1e9);
-	prom__family(out, "proffs_unwind_pending_total", PROM_COUNTER,
-		     "Walks finished in user space from a stack copy, by outcome.");
-	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "finished", st.pend_finished);
-	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "expired", st.pend_expired);
-	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "no_room", st.pend_dropped);
 	prom__counter(out, "proffs_batches_total", "Batches written to the store.",
 		      __atomic_load_n(&r->batches, __ATOMIC_RELAXED));
 	prom__counter(out, "proffs_batch_errors_total", "Batches the store refused.",

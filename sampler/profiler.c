@@ -17,11 +17,14 @@
 #include "sampler/proc/procinfo.h"
 #include "sampler/profiler.h"
 #include "sampler/runtime/runtime.h"
+#include "sampler/ring/kfeature.h"
 #include "sampler/ring/sampler.h"
 #include "sampler/batch/stack.h"
 #include "sampler/symbols/symbolize.h"
 #include "sampler/unwind/pending.h"
 #include "sampler/unwind/unwinder.h"
+#include "store/util/prom.h"
+#include "store/util/safefile.h"
 #include "store/util/util.h"
 
 /* A sample held back until the files its frames need are loaded. */
@@ -484,7 +487,6 @@ err:
 static void update_stats(struct profiler *pr)
 {
 	struct profiler_stats st = { 0 };
-	struct symbolizer_stats ss;
 	uint64_t c[PROF_CNT_MAX], oc[OFFCPU_CNT_MAX];
 
 	if (!sampler__counters(pr->s, c)) {
@@ -497,46 +499,27 @@ static void update_stats(struct profiler *pr)
 		st.ktruncated = c[PROF_CNT_KTRUNC];
 		st.utruncated = c[PROF_CNT_UTRUNC];
 	}
-	symbolizer__stats(pr->sym, &ss);
+	symbolizer__stats(pr->sym, &st.sym);
 	st.samples = pr->samples;
 	st.lost_nomem = pr->nomem;
 	st.memo_hits = pr->memo_hits;
 	st.procs = procs__count(pr->ps);
-	st.dsos = ss.dsos;
-	st.symtabs = ss.symtabs;
-	st.symbols = ss.symbols;
-	st.kernel_symbols = ss.kernel_symbols;
-	st.sym_hits = ss.hits;
-	st.sym_misses = ss.misses;
-	st.sym_queued = ss.queued;
-	st.sym_loads = ss.loads;
-	st.sym_abandoned = ss.abandoned;
-	st.perfmap_bytes = ss.perfmap_bytes;
-	st.symtab_bytes = ss.symtab_bytes;
-	st.sym_evicted = ss.evicted;
-	st.perfmap_reads = ss.perfmap_reads;
 	st.ncpus = sampler__ncpus(pr->s);
 	memcpy(st.uends, pr->uends, sizeof(st.uends));
 	if (pr->unw) {
-		struct pending_stats ps;
-
 		unwinder__stats(pr->unw, &st.unw);
-		pending__stats(pr->pend, &ps);
-		st.pend_finished = ps.finished;
-		st.pend_expired = ps.expired;
-		st.pend_dropped = ps.dropped;
-		st.pend_parked = ps.parked;
+		pending__stats(pr->pend, &st.pend);
 	}
 	if (pr->oc && !offcpu__counters(pr->oc, oc)) {
-		st.offcpu_switches = oc[OFFCPU_CNT_SWITCHES];
-		st.offcpu_short = oc[OFFCPU_CNT_SHORT];
-		st.offcpu_short_ns = oc[OFFCPU_CNT_SHORT_NS];
-		st.offcpu_lost_ring_full = oc[OFFCPU_CNT_RINGFULL];
-		st.offcpu_lost_nostorage = oc[OFFCPU_CNT_MAPFULL];
-		st.offcpu_kstack_errors = oc[OFFCPU_CNT_KSTACK_ERR];
-		st.offcpu_ustack_errors = oc[OFFCPU_CNT_USTACK_ERR];
+		st.off.switches = oc[OFFCPU_CNT_SWITCHES];
+		st.off.short_blocks = oc[OFFCPU_CNT_SHORT];
+		st.off.short_ns = oc[OFFCPU_CNT_SHORT_NS];
+		st.off.lost_ring_full = oc[OFFCPU_CNT_RINGFULL];
+		st.off.lost_nostorage = oc[OFFCPU_CNT_MAPFULL];
+		st.off.kstack_errors = oc[OFFCPU_CNT_KSTACK_ERR];
+		st.off.ustack_errors = oc[OFFCPU_CNT_USTACK_ERR];
 	}
-	st.offcpu_samples = pr->offcpu_samples;
+	st.off.samples = pr->offcpu_samples;
 	runtimes__update(pr->rts);
 	pthread_mutex_lock(&pr->lock);
 	pr->st = st;
@@ -701,4 +684,58 @@ void profiler__close(struct profiler *pr)
 struct symbolizer *profiler__symbolizer(struct profiler *pr)
 {
 	return pr->sym;
+}
+
+void profiler__metrics(struct profiler *pr, bool offcpu, struct buf *out)
+{
+	struct profiler_stats st;
+
+	profiler__stats(pr, &st);
+	prom__counter(out, "proffs_samples_total", "CPU samples stored in batches.", st.samples);
+	prom__counter(out, "proffs_samples_repeated_total",
+		      "Samples and off-CPU blocks stored as a record seen before in their batch (not symbolized again).",
+		      st.memo_hits);
+	prom__counter(out, "proffs_bpf_samples_total", "Samples the BPF program took (idle excluded).",
+		      st.bpf_samples);
+	prom__counter(out, "proffs_idle_samples_total", "Samples of idle CPUs (counted, not stored).",
+		      st.idle);
+	prom__family(out, "proffs_lost_samples_total", PROM_COUNTER, "Samples lost, by cause.");
+	prom__u64_by(out, "proffs_lost_samples_total", "cause", "ring_full", st.lost_ring_full);
+	prom__u64_by(out, "proffs_lost_samples_total", "cause", "no_memory", st.lost_nomem);
+	prom__counter(out, "proffs_lost_events_total", "Process exec/fork/exit records lost (ring full).",
+		      st.lost_events);
+	prom__family(out, "proffs_stack_errors_total", PROM_COUNTER, "Stacks that could not be read, by kind.");
+	prom__u64_by(out, "proffs_stack_errors_total", "stack", "kernel", st.kstack_errors);
+	prom__u64_by(out, "proffs_stack_errors_total", "stack", "user", st.ustack_errors);
+	prom__family(out, "proffs_stacks_truncated_total", PROM_COUNTER,
+		     "Stacks cut at the kernel's depth cap, by kind.");
+	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "kernel", st.ktruncated);
+	prom__u64_by(out, "proffs_stacks_truncated_total", "stack", "user", st.utruncated);
+	prom__family(out, "proffs_sampled_cpus", PROM_GAUGE, "CPUs with an attached sampling event.");
+	prom__i64(out, "proffs_sampled_cpus", NULL, 0, st.ncpus);
+	prom__gauge(out, "proffs_processes_tracked", "Processes in the process-info cache.", st.procs);
+	symbolizer__metrics(&st.sym, out);
+	if (offcpu)
+		offcpu__metrics(&st.off, out);
+	safefile__metrics(out);
+	{
+		static const char *const ends[PROF_UE_MAX] = {
+			[PROF_UE_NONE] = "none", [PROF_UE_ROOT] = "root", [PROF_UE_FP_END] = "fp_end",
+			[PROF_UE_TRUNC] = "truncated", [PROF_UE_PENDING] = "pending",
+			[PROF_UE_NO_TABLE] = "no_table", [PROF_UE_NO_RULE] = "no_rule",
+			[PROF_UE_BAD_FRAME] = "bad_frame", [PROF_UE_BAD_PC] = "outside_mappings",
+			[PROF_UE_NO_VMA] = "mappings_busy", [PROF_UE_FP] = "frame_pointers",
+		};
+
+		prom__family(out, "proffs_user_stacks_total", PROM_COUNTER,
+			     "Stored user stacks by how their walk ended.");
+		for (int i = 0; i < PROF_UE_MAX; i++)
+			if (ends[i] && i != PROF_UE_PENDING)
+				prom__u64_by(out, "proffs_user_stacks_total", "end", ends[i], st.uends[i]);
+	}
+	/* Each language runtime writes its own lines. */
+	profiler__runtime_metrics(pr, out);
+	kfeature__metrics(out);
+	unwinder__metrics(&st.unw, out);
+	pending__metrics(&st.pend, out);
 }

@@ -11,6 +11,9 @@
 #include <sys/types.h>
 
 #include "bpf/profile.h"
+#include "sampler/offcpu/offcpu.h"
+#include "sampler/symbols/symbolize.h"
+#include "sampler/unwind/pending.h"
 #include "sampler/unwind/unwinder.h"
 #include "sampler/batch/minutes.h"
 #include "store/profile/profile.h"
@@ -41,18 +44,15 @@ struct profiler_stats {
 	uint64_t lost_ring_full, lost_events, kstack_errors, ustack_errors;
 	uint64_t ktruncated, utruncated;
 	uint64_t uends[PROF_UE_MAX];   /* user stacks by how their walk ended */
-	struct unwinder_stats unw;     /* zero when unwinding with frame pointers */
-	uint64_t pend_finished, pend_expired, pend_dropped, pend_parked;
 	uint64_t lost_nomem;   /* dropped in user space: allocation failed */
 	uint64_t procs;
-	uint64_t dsos, symtabs, symbols, kernel_symbols, sym_hits, sym_misses;
-	uint64_t sym_queued, sym_loads, sym_abandoned, perfmap_bytes, perfmap_reads; /* the loader */
-	uint64_t symtab_bytes, sym_evicted; /* the symbol cache's bound (symbolizer__trim) */
 	int ncpus;
-	/* offcpu (all 0 without --offcpu) */
-	uint64_t offcpu_samples;  /* blocks aggregated into batches */
-	uint64_t offcpu_switches, offcpu_short, offcpu_short_ns, offcpu_lost_ring_full,
-		offcpu_lost_nostorage, offcpu_kstack_errors, offcpu_ustack_errors;
+	/* Each module's own figures, copied whole: a counter added to one is
+	 * added to its stats struct and its __metrics function only. */
+	struct unwinder_stats unw;     /* zero when unwinding with frame pointers */
+	struct pending_stats pend;
+	struct symbolizer_stats sym;
+	struct offcpu_stats off;       /* all 0 without --offcpu */
 };
 
 struct profiler;
@@ -93,6 +93,11 @@ int profiler__take_offcpu(struct profiler *pr, int64_t cut_ns, bool all,
 void profiler__wake(struct profiler *pr);
 /* A consistent snapshot of the figures; thread-safe. */
 void profiler__stats(struct profiler *pr, struct profiler_stats *st);
+/* Appends the sampler's /prof/metrics lines and each of its modules'
+ * (symbols, off-CPU when offcpu, files refused, unwinding, the language
+ * runtimes, kernel features) from the last snapshot. Any thread. */
+struct buf;
+void profiler__metrics(struct profiler *pr, bool offcpu, struct buf *out);
 /* Appends the language runtimes' /prof/metrics lines (each writes its
  * own: sampler/runtime/runtime.h) and what samples cost the BPF program
  * by runtime (sampler__cost_metrics). Any thread. */

@@ -13,6 +13,7 @@
 #include "gen/offcpu.skel.h"
 #include "sampler/offcpu/offcpu.h"
 #include "sampler/ring/kfeature.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 struct offcpu {
@@ -402,4 +403,26 @@ void offcpu__close(struct offcpu *oc)
 	free(oc->pend);
 	free(oc->join);
 	free(oc);
+}
+
+void offcpu__metrics(const struct offcpu_stats *st, struct buf *out)
+{
+	prom__counter(out, "proffs_offcpu_samples_total", "Off-CPU blocks stored in batches.",
+		      st->samples);
+	prom__counter(out, "proffs_offcpu_switches_total", "Switch-outs of recorded threads noted.",
+		      st->switches);
+	prom__counter(out, "proffs_offcpu_short_total", "Blocks under --offcpu-min (counted, not stored).",
+		      st->short_blocks);
+	prom__family(out, "proffs_offcpu_short_seconds_total", PROM_COUNTER,
+		     "Off-CPU time of the blocks under --offcpu-min.");
+	prom__f64(out, "proffs_offcpu_short_seconds_total", NULL, 0, st->short_ns / 1e9);
+	prom__family(out, "proffs_offcpu_lost_total", PROM_COUNTER,
+		     "Off-CPU blocks or switch-outs lost, by cause.");
+	prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "ring_full", st->lost_ring_full);
+	prom__u64_by(out, "proffs_offcpu_lost_total", "cause", "no_task_storage",
+		     st->lost_nostorage);
+	prom__family(out, "proffs_offcpu_stack_errors_total", PROM_COUNTER,
+		     "Off-CPU stacks that could not be read, by kind.");
+	prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "kernel", st->kstack_errors);
+	prom__u64_by(out, "proffs_offcpu_stack_errors_total", "stack", "user", st->ustack_errors);
 }

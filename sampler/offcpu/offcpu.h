@@ -55,6 +55,17 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o);
 int offcpu__poll(struct offcpu *oc, int timeout_ms);
 /* Sums the per-CPU counters (enum offcpu_counter). Returns 0 or -errno. */
 int offcpu__counters(struct offcpu *oc, uint64_t out[OFFCPU_CNT_MAX]);
+
+/* Off-CPU's figures for /prof/metrics: its BPF counters and the blocks
+ * stored (the profiler's count). */
+struct offcpu_stats {
+	uint64_t samples; /* blocks aggregated into batches */
+	uint64_t switches, short_blocks, short_ns, lost_ring_full, lost_nostorage, kstack_errors,
+		ustack_errors;
+};
+/* Appends off-CPU's /prof/metrics lines for st to out. */
+struct buf;
+void offcpu__metrics(const struct offcpu_stats *st, struct buf *out);
 /* The time (bpf_ktime_get_ns) of the oldest block whose user part is
  * awaited, or INT64_MAX: its minute is not complete until it is joined. */
 int64_t offcpu__oldest(const struct offcpu *oc);

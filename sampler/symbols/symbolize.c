@@ -545,3 +545,27 @@ void symbolizer__go_metrics(struct symbolizer *s, struct buf *out)
 		prom__u64_by(out, "proffs_go_binaries_total", "layout", layouts[k], r[k]);
 	prom__u64_by(out, "proffs_go_binaries_total", "layout", "unknown", bad);
 }
+
+void symbolizer__metrics(const struct symbolizer_stats *st, struct buf *out)
+{
+	prom__gauge(out, "proffs_symbol_cache_files", "Mapped files known to the symbol cache.", st->dsos);
+	prom__gauge(out, "proffs_symbol_cache_tables", "Symbol tables loaded (one per build id).", st->symtabs);
+	prom__gauge(out, "proffs_symbol_cache_symbols", "User-space symbols held.", st->symbols);
+	prom__gauge(out, "proffs_symbol_cache_bytes", "Memory held by symbol tables (bounded; least recently used dropped).",
+		    st->symtab_bytes);
+	prom__counter(out, "proffs_symbol_cache_evictions_total", "Symbol tables dropped to stay within the bound.",
+		      st->evicted);
+	prom__gauge(out, "proffs_kernel_symbols", "Kernel symbols held (kallsyms).", st->kernel_symbols);
+	prom__family(out, "proffs_symbol_cache_lookups_total", PROM_COUNTER, "User frame lookups, by result.");
+	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "hit", st->hits);
+	prom__u64_by(out, "proffs_symbol_cache_lookups_total", "result", "miss", st->misses);
+	prom__counter(out, "proffs_symbol_loads_total",
+		      "Files (symbol tables, perf maps) the loader thread read.", st->loads);
+	prom__gauge(out, "proffs_symbol_loads_queued", "Files waiting for the loader thread.",
+		    st->queued);
+	prom__counter(out, "proffs_symbol_loads_abandoned_total", "Loads abandoned because a read hung.",
+		      st->abandoned);
+	prom__gauge(out, "proffs_perfmap_bytes", "Memory held by loaded perf maps.", st->perfmap_bytes);
+	prom__counter(out, "proffs_perfmap_reads_total",
+		      "Perf maps read (only when changed, at most once a second each).", st->perfmap_reads);
+}

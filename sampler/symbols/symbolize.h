@@ -95,6 +95,11 @@ struct symbolizer_stats {
 	uint64_t evicted;       /* symbol tables dropped by symbolizer__trim */
 };
 
+/* Appends the symbol cache's and the loader's /prof/metrics lines for
+ * st (symbolizer__stats) to out. */
+struct buf;
+void symbolizer__metrics(const struct symbolizer_stats *st, struct buf *out);
+
 /* Returns a new symbolizer (kallsyms read now), or NULL with errno set.
  * debug_root: where separate debug files live (NULL = /usr/lib/debug). */
 struct symbolizer *symbolizer__new(const char *debug_root);

@@ -9,6 +9,7 @@
 #include "sampler/runtime/runtime.h"
 #include "sampler/unwind/pending.h"
 #include "sampler/unwind/twin.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 #define PARK_MAX 256                  /* ~7.5 MB at worst (28 KiB of stack each) */
@@ -392,4 +393,13 @@ int64_t pending__oldest(const struct pending *pq)
 void pending__stats(struct pending *pq, struct pending_stats *st)
 {
 	*st = pq->st;
+}
+
+void pending__metrics(const struct pending_stats *st, struct buf *out)
+{
+	prom__family(out, "proffs_unwind_pending_total", PROM_COUNTER,
+		     "Walks finished in user space from a stack copy, by outcome.");
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "finished", st->finished);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "expired", st->expired);
+	prom__u64_by(out, "proffs_unwind_pending_total", "outcome", "no_room", st->dropped);
 }

@@ -55,5 +55,8 @@ struct pending_stats {
 	uint64_t parked;
 };
 void pending__stats(struct pending *pq, struct pending_stats *st);
+/* Appends the walks finished in user space, by outcome, to out. */
+struct buf;
+void pending__metrics(const struct pending_stats *st, struct buf *out);
 
 #endif

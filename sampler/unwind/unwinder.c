@@ -21,6 +21,7 @@
 #include "sampler/unwind/table.h"
 #include "sampler/unwind/unwinder_int.h"
 #include "store/util/hmap.h"
+#include "store/util/prom.h"
 #include "store/util/util.h"
 
 static uint64_t fkey(uint64_t kdev, uint64_t ino)
@@ -466,4 +467,31 @@ void unwinder__stats(struct unwinder *u, struct unwinder_stats *st)
 			(uint64_t)u->o.max_files * (sizeof(struct unw_file_key) + sizeof(struct unw_file) + 64);
 	st->queued = u->queued;
 	pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder__metrics(const struct unwinder_stats *st, struct buf *out)
+{
+	prom__family(out, "proffs_unwind_tables", PROM_GAUGE, "Files with unwind tables loaded, by kind.");
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "table", st->tables);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "frame_pointers", st->fp_files);
+	prom__u64_by(out, "proffs_unwind_tables", "kind", "failed", st->failed_files);
+	prom__gauge(out, "proffs_unwind_rows", "Unwind table rows loaded.", st->rows);
+	prom__gauge(out, "proffs_unwind_rules", "Distinct unwind rules loaded (shared by all tables).",
+		    st->rules);
+	prom__gauge(out, "proffs_unwind_table_bytes", "Bytes of unwind rows and rules in use.",
+		    st->table_bytes);
+	prom__gauge(out, "proffs_unwind_map_bytes",
+		    "Bytes allocated for the unwind BPF maps (rules, files, row chunks).", st->map_bytes);
+	prom__gauge(out, "proffs_unwind_row_chunks", "Row chunks of 256 KiB allocated for unwind tables.",
+		    st->chunks);
+	prom__gauge(out, "proffs_unwind_builds_queued", "Files waiting for their unwind table to be built.",
+		    st->queued);
+	prom__family(out, "proffs_unwind_builds_total", PROM_COUNTER,
+		     "Unwind tables built, and freed (unused or for room).");
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "built", st->built);
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "freed", st->evicted);
+	prom__u64_by(out, "proffs_unwind_builds_total", "event", "requester_exited", st->requester_gone);
+	prom__family(out, "proffs_unwind_build_seconds_total", PROM_COUNTER,
+		     "Time the worker spent building tables.");
+	prom__f64(out, "proffs_unwind_build_seconds_total", NULL, 0, st->build_ns / 1e9);
 }

@@ -103,4 +103,8 @@ void unwinder__touch_locked(struct unwinder *u, uint64_t kdev, uint64_t ino, int
 /* Thread-safe snapshot. */
 void unwinder__stats(struct unwinder *u, struct unwinder_stats *st);
 
+/* Appends the unwind tables' /prof/metrics lines for st to out. */
+struct buf;
+void unwinder__metrics(const struct unwinder_stats *st, struct buf *out);
+
 #endif

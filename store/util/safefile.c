@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "store/util/prom.h"
 #include "store/util/safefile.h"
 #include "store/util/util.h"
 
@@ -203,4 +204,16 @@ int safefile__read_all(int fd, size_t max, int64_t deadline_ns, char **data, siz
 	*data = b;
 	*len = n;
 	return 0;
+}
+
+void safefile__metrics(struct buf *out)
+{
+	uint64_t rc[SF_R_MAX];
+
+	safefile__counts(rc);
+	prom__family(out, "proffs_files_refused_total", PROM_COUNTER,
+		     "Files read on behalf of a process that were refused, by reason.");
+	for (int i = 0; i < SF_R_MAX; i++)
+		prom__u64_by(out, "proffs_files_refused_total", "reason",
+			     safefile__reason_name(i), rc[i]);
 }

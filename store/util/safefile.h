@@ -74,6 +74,10 @@ int safefile__open(int dirfd, const char *path, bool nofollow, bool in_root, enu
  * opening it (a long line, a corrupt ELF, a timeout); logs it once. */
 void safefile__refuse(enum sf_reason r, const char *path, dev_t dev, ino_t ino);
 
+/* Appends the refusals so far, by reason, to out (/prof/metrics). */
+struct buf;
+void safefile__metrics(struct buf *out);
+
 /* Refusals so far, by reason: out[SF_R_MAX]. */
 void safefile__counts(uint64_t out[SF_R_MAX]);
 
