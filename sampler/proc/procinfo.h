@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "sampler/proc/labels.h"
-#include "sampler/runtime/runtime.h"
+#include "sampler/proc/rtproc.h"
 #include "sampler/symbols/symbolize.h"
 
 struct vma {
@@ -50,7 +50,7 @@ struct proc {
 	uint8_t reread_stage;        /* which of the PROCS_REREADS reads that is */
 	uint64_t cg_id;              /* the cgroup whose unified-hierarchy line gave
 	                              * its labels; 0: read them again at exec */
-	struct rtproc rt;            /* its interpreter (sampler/runtime/runtime.h) */
+	struct rtproc rt;            /* its interpreter (rtproc.h; sampler/runtime/'s) */
 };
 
 struct procs;

@@ -73,19 +73,8 @@ struct rtfile {
 struct rtfile *rtfile__detect(int fd, const char *path, const struct elf_info *e);
 void rtfile__free(struct rtfile *f);
 
-/* Per process (struct proc.rt); zero is RTS_UNKNOWN. */
-struct rtproc {
-	uint8_t kind;	 /* enum rt_kind, once an interpreter was seen */
-	uint8_t state;	 /* enum rt_state */
-	uint8_t tries;
-	bool setting_up; /* rt_procs holds RT_SETTING_UP for it */
-	bool native;	 /* rt_procs holds RT_NATIVE_JIT for it */
-	int64_t next_ns; /* RTS_UNKNOWN, RTS_WAIT: look again then */
-	int64_t seen_ns; /* its first sample (or maps read) showing the interpreter */
-	const void *layout;		 /* the runtime's layout row */
-	uint64_t anchor_lo[2], anchor_hi[2]; /* where the runtime's frames go (runtime addresses) */
-	uint64_t aux;			 /* the runtime's (Ruby: its global symbol table) */
-};
+#include "sampler/proc/rtproc.h" /* struct rtproc, kept in struct proc */
+
 
 struct runtimes;
 
