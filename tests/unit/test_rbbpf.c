@@ -39,39 +39,8 @@
 #include "sampler/ruby/rblayout.h"
 #include "sampler/ruby/rbproc.h"
 #include "sampler/symbols/elfsym.h"
-#include "tests/spawn.h"
 #include "tests/test.h"
-
-
-#define RUBY "/usr/bin/ruby"
-
-struct child {
-	pid_t pid;
-	FILE *out;
-	int in;
-};
-
-static int spawn_ruby(struct child *ch, char *const argv[])
-{
-	int out = -1, err = test_spawn(RUBY, argv, NULL, &ch->pid, &ch->in, &out);
-
-	if (!err)
-		ch->out = fdopen(out, "r");
-	return err;
-}
-
-static void kill_child(struct child *ch)
-{
-	if (ch->pid > 0) {
-		kill(ch->pid, SIGKILL);
-		waitpid(ch->pid, NULL, 0);
-	}
-	if (ch->out)
-		fclose(ch->out);
-	if (ch->in > 0)
-		close(ch->in);
-	memset(ch, 0, sizeof(*ch));
-}
+#include "tests/unit/test_ruby.h"
 
 /* The walk's set-up for pid (libruby from its maps), retried while the
  * VM comes up. */
@@ -142,26 +111,6 @@ static int on_event(void *ctx, void *data, size_t len)
 	memcpy(g->rec, ev->frames, 16 * n);
 	g->count++;
 	return 0;
-}
-
-static bool wait_read(pid_t pid, pid_t tid)
-{
-	char path[96], buf[128];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	for (int i = 0; i < 400; i++) {
-		FILE *f = fopen(path, "r");
-		bool in = f && fgets(buf, sizeof(buf), f) &&
-			  (!strncmp(buf, "0 0x0 ", 6) || !strncmp(buf, "7 ", 2) ||
-			   !strncmp(buf, "271 ", 4));
-
-		if (f)
-			fclose(f);
-		if (in)
-			return true;
-		usleep(5000);
-	}
-	return false;
 }
 
 static int twin(pid_t pid, pid_t tid, struct rb_proc *c, struct rb_frame *rec)

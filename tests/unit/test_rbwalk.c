@@ -40,39 +40,8 @@
 #include "sampler/ruby/rblayout.h"
 #include "sampler/ruby/rbproc.h"
 #include "sampler/symbols/elfsym.h"
-#include "tests/spawn.h"
 #include "tests/test.h"
-
-
-#define RUBY "/usr/bin/ruby"
-
-struct child {
-	pid_t pid;
-	FILE *out;
-	int in;
-};
-
-static int spawn_ruby(struct child *ch, char *const argv[])
-{
-	int out = -1, err = test_spawn(RUBY, argv, NULL, &ch->pid, &ch->in, &out);
-
-	if (!err)
-		ch->out = fdopen(out, "r");
-	return err;
-}
-
-static void kill_child(struct child *ch)
-{
-	if (ch->pid > 0) {
-		kill(ch->pid, SIGKILL);
-		waitpid(ch->pid, NULL, 0);
-	}
-	if (ch->out)
-		fclose(ch->out);
-	if (ch->in > 0)
-		close(ch->in);
-	memset(ch, 0, sizeof(*ch));
-}
+#include "tests/unit/test_ruby.h"
 
 /* Stops thread tid (ptrace seize + interrupt) and gives its fsbase. */
 static int stop_thread(pid_t tid, uint64_t *fsbase)
@@ -88,28 +57,6 @@ static int stop_thread(pid_t tid, uint64_t *fsbase)
 	}
 	*fsbase = r.fs_base;
 	return 0;
-}
-
-/* Waits until thread tid of pid blocks reading stdin (read(0, ...) or a
- * poll): the point printed its locations before it got there. */
-static bool wait_read(pid_t pid, pid_t tid)
-{
-	char path[96], buf[128];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	for (int i = 0; i < 400; i++) {
-		FILE *f = fopen(path, "r");
-		bool in = f && fgets(buf, sizeof(buf), f) &&
-			  (!strncmp(buf, "0 0x0 ", 6) || !strncmp(buf, "7 ", 2) ||
-			   !strncmp(buf, "271 ", 4));
-
-		if (f)
-			fclose(f);
-		if (in)
-			return true;
-		usleep(5000);
-	}
-	return false;
 }
 
 static void go_on(pid_t tid)
