@@ -627,19 +627,29 @@ static int read_code(const struct v8ctx *x, uint64_t a, struct code **out)
 	n = smi(hdr[l->dd_inlined_count]) ? smi_val(hdr[l->dd_inlined_count]) : -1;
 	if (!err && (n < 0 || n > MAX_INLINED))
 		err = -EBADMSG;
-	if (!err && n > 0) {
+	/* Each inlined function is the literal its InliningPosition names:
+	 * TurboFan puts them first, in inlining order; Maglev (13.6) names
+	 * whichever literal holds the function, the outer one's own included,
+	 * so any index of the array may be one. The positions are read
+	 * whatever the inlined-function count says, as V8 names an inlined
+	 * frame from them alone: 13.6's count was 0 for code whose positions
+	 * named an inlined parseSite (CI, stop 51: the frame then read as its
+	 * caller, at parseSite's line). */
+	if (!err) {
+		lits = hdr[l->dd_literals];
+		inl = hdr[l->dd_inlining_positions];
+		/* Code that inlined nothing may hold no array there. */
+		int e = byte_array(x, inl, MAX_INLINED * 16 * 16, &k->inl, &k->ninl);
+
+		k->ninl /= 16;
+		if (e && n > 0)
+			err = e;
+	}
+	if (!err && k->ninl > 0) {
 		uint64_t *v = NULL;
 		size_t nl = 0;
 
-		/* Each inlined function is the literal its InliningPosition
-		 * names: TurboFan puts them first, in inlining order; Maglev
-		 * (13.6) names whichever literal holds the function, the outer
-		 * one's own included, so any index of the array may be one. */
-		lits = hdr[l->dd_literals];
-		inl = hdr[l->dd_inlining_positions];
-		err = byte_array(x, inl, MAX_INLINED * 16 * 16, &k->inl, &k->ninl);
-		k->ninl /= 16;
-		if (!err && (rd64(x, lits, l->array_length, &len) || !smi(len) || smi_val(len) < n))
+		if (rd64(x, lits, l->array_length, &len) || !smi(len) || smi_val(len) < n)
 			err = -EFAULT;
 		if (!err) {
 			nl = smi_val(len) < MAX_LITERALS ? (size_t)smi_val(len) : MAX_LITERALS;
