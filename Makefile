@@ -207,12 +207,12 @@ $(BUILD)/tests/java/libknownjni.so: tests/helpers/java/known_jni.c
 # processes' memory (Python line tables and strings).
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) -I. -I$(BUILD) $(PKG_CFLAGS)
 FUZZ_LIB_SRCS := $(filter-out fs/fuse/%,$(wildcard store/*/*.c fs/*/*.c)) \
-	sampler/symbols/perfmap.c sampler/symbols/elfsym.c sampler/proc/pidstat.c \
+	sampler/symbols/perfmap.c sampler/symbols/elfsym.c \
 	sampler/symbols/debugfile.c sampler/symbols/dwline.c sampler/symbols/gopclntab.c \
 	sampler/scrape/scrape_target.c sampler/scrape/scrape_delta.c \
 	sampler/unwind/table.c sampler/unwind/twin.c sampler/http/curl_lazy.c \
 	sampler/python/linetable.c sampler/python/pycode.c sampler/python/layout.c \
-	sampler/python/interp.c sampler/push/retry_after.c \
+	sampler/python/interp.c sampler/push/retry_after.c sampler/runtime/rtcache.c \
 	sampler/ruby/rbline.c sampler/ruby/rbcode.c sampler/ruby/rblayout.c sampler/ruby/rbfile.c \
 	sampler/v8/v8file.c sampler/v8/v8layout.c sampler/v8/v8pos.c sampler/v8/v8name.c sampler/v8/v8str.c sampler/v8/v8walk.c \
 	sampler/java/hsdecode.c sampler/java/hsmem.c sampler/java/vmtables.c \

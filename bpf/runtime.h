@@ -50,6 +50,17 @@ enum rt_kind {
 	RT_NATIVE_JIT = 14,
 };
 
+/* The runtimes' walks whose frames the native walk writes, a step each
+ * (hotspot_walk.h, v8_walk.h): they need the unwind tables, and a
+ * record of theirs is tied to a native frame. */
+#define RT_STEP_WALKS ((1u << RT_HOTSPOT) | (1u << RT_V8))
+#define RT_ALL_WALKS ((1u << RT_PYTHON) | (1u << RT_RUBY) | RT_STEP_WALKS)
+/* Each kind's name: feature names (kfeature.h), metric labels, the
+ * runtimes' metric prefixes (proffs_<name>_...). An initializer, so that
+ * BPF objects hold no copy. */
+#define RT_KIND_NAMES \
+	{ [RT_NONE] = "native", [RT_PYTHON] = "python", [RT_RUBY] = "ruby", [RT_HOTSPOT] = "java", [RT_V8] = "js" }
+
 /* How a runtime walk ended: every runtime's enum (py_end, rb_end) starts
  * with these values, so code that only cuts or copies runtime frames
  * needs no runtime's own. */

@@ -368,6 +368,20 @@ static void maps_read(void *ctx, struct proc *p)
 	runtimes__maps(pr->rts, p, now_mono_ns());
 }
 
+/* The pending walk's hooks into the runtimes (pending.h's struct
+ * pending_rt): unwind/ knows nothing of sampler/runtime/. */
+static int rt_step(void *ctx, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
+		   const struct twin_map *m, int index, uint64_t rec[2])
+{
+	return runtimes__twin_step(ctx, p, r, mem, m, index, rec);
+}
+
+static void rt_native(void *ctx, struct proc *p)
+{
+	runtimes__mark_native(ctx, p);
+}
+
+
 int profiler__open(struct profiler **out, const struct profiler_opts *o)
 {
 	struct labeler_opts lo = { .cgroup_root = o->cgroup_root, .pods_root = o->pods_root };
@@ -441,7 +455,8 @@ int profiler__open(struct profiler **out, const struct profiler_opts *o)
 			err = -ENOMEM;
 			goto err;
 		}
-		pending__set_runtimes(pr->pend, pr->rts);
+		pending__set_runtimes(pr->pend, &(struct pending_rt){ .step = rt_step, .mark_native = rt_native,
+								     .ctx = pr->rts });
 	}
 	if (o->offcpu) {
 		static const char *const types[] = { "events", "offcpu" };

@@ -51,7 +51,7 @@ int stack__symbolize(struct procs *ps, struct symbolizer *sym, struct proc *p,
 		if (miss_maps || miss_jit)
 			procs__refresh(ps, p, miss_maps,
 				       !miss_jit ? PROCS_PM_NO :
-				       (ev->rtkind == RT_HOTSPOT || ev->rtkind == RT_V8) &&
+				       (RT_STEP_WALKS >> ev->rtkind & 1) &&
 						       ev->rtend == RT_END_OK && ev->nrt
 					       ? PROCS_PM_LAZY
 					       : PROCS_PM_SOON);

@@ -23,10 +23,10 @@
  * nmethod being alive keeps them alive (HotSpot flushes an nmethod
  * before it frees the metadata it uses).
  *
- * The cache: per pid a map address -> entry, one LRU list across pids,
- * a byte budget. Frames handed out point into entries, so entries are
- * only evicted at the start of a call, never while one builds its
- * answer (an inlined chain may load several methods).
+ * The cache is the runtimes' one (sampler/runtime/rtcache.h). Frames
+ * handed out point into entries, so a call marks and trims only at its
+ * start, never while it builds its answer (an inlined chain may load
+ * several methods).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,8 +34,9 @@
 #include <string.h>
 
 #include "bpf/hotspot.h"
+#include "bpf/runtime.h"
 #include "sampler/java/hsname.h"
-#include "store/util/hmap.h"
+#include "sampler/runtime/rtcache.h"
 
 /* Bounds on what one nmethod makes us copy. */
 #define NM_MAX_ARRAY (1u << 20)
@@ -51,15 +52,10 @@ struct pcpair {
 	uint32_t scope;
 };
 
-struct proc;
-
 struct entry {
-	struct entry *newer, *older;
-	struct proc *proc;
-	uint64_t addr;
+	struct rtcache_ent ce; /* key: the object's address */
 	uint32_t stamp;
 	uint8_t type;
-	size_t bytes;
 	char *strs; /* method: sysname, file, display; stub: name */
 	const char *sysname, *file, *disp;
 	/* method */
@@ -81,46 +77,15 @@ struct entry {
 			     * scope: a JNI wrapper's, each sample of it) */
 };
 
-struct proc {
-	pid_t pid;
-	struct hmap objs; /* address -> struct entry */
-};
-
 struct hsnames {
-	size_t max_bytes;
-	struct hmap procs;
-	struct entry *newest, *oldest;
+	struct rtview v; /* first: the cache it reads from */
 	struct hsnames_stats st;
 	/* scratch of a load */
 	uint8_t sym[3 * HSNAME_MAX + 16];
 	char cls[4 * HSNAME_MAX + 1], meth[4 * HSNAME_MAX + 1], src[4 * HSNAME_MAX + 1];
 };
 
-/* ---- the cache ---- */
-
-static void lru_unlink(struct hsnames *c, struct entry *e)
-{
-	if (e->newer)
-		e->newer->older = e->older;
-	else
-		c->newest = e->older;
-	if (e->older)
-		e->older->newer = e->newer;
-	else
-		c->oldest = e->newer;
-	e->newer = e->older = NULL;
-}
-
-static void lru_push(struct hsnames *c, struct entry *e)
-{
-	e->newer = NULL;
-	e->older = c->newest;
-	if (c->newest)
-		c->newest->newer = e;
-	else
-		c->oldest = e;
-	c->newest = e;
-}
+/* ---- the cache (sampler/runtime/rtcache.h) ---- */
 
 static void entry_release(struct entry *e)
 {
@@ -133,121 +98,55 @@ static void entry_release(struct entry *e)
 	free(e);
 }
 
-static void entry_free(struct hsnames *c, struct entry *e)
+static void entry_release_ce(struct rtcache_ent *ce)
 {
-	lru_unlink(c, e);
-	c->st.bytes -= e->bytes;
-	c->st.entries--;
-	entry_release(e);
+	entry_release((struct entry *)ce);
 }
 
-static void proc_free(struct hsnames *c, struct proc *p)
-{
-	for (size_t i = 0; i < p->objs.cap; i++)
-		if (p->objs.keys[i])
-			entry_free(c, p->objs.vals[i]);
-	hmap__fini(&p->objs);
-	free(p);
-}
-
-static void entry_drop(struct hsnames *c, struct entry *e)
-{
-	struct proc *p = e->proc;
-
-	hmap__del(&p->objs, e->addr);
-	entry_free(c, e);
-	if (!p->objs.len) {
-		hmap__del(&c->procs, (uint64_t)p->pid);
-		proc_free(c, p);
-	}
-}
-
-/* e (new, not in c) under (pid, e->addr), replacing what was there. */
+/* e (new, not in c) under (pid, its address), replacing what was there. */
 static int insert(struct hsnames *c, pid_t pid, struct entry *e)
 {
-	struct proc *p = hmap__get(&c->procs, (uint64_t)pid), *made = NULL;
-	struct entry *old;
-	int err;
-
-	if (!p) {
-		made = p = calloc(1, sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		p->pid = pid;
-		err = hmap__put(&c->procs, (uint64_t)pid, p);
-		if (err) {
-			free(made);
-			return err;
-		}
-	}
-	old = hmap__get(&p->objs, e->addr);
-	err = hmap__put(&p->objs, e->addr, e);
-	if (err) {
-		if (made) {
-			hmap__del(&c->procs, (uint64_t)pid);
-			free(made);
-		}
-		return err;
-	}
-	if (old)
-		entry_free(c, old);
-	e->proc = p;
-	lru_push(c, e);
-	c->st.bytes += e->bytes;
-	c->st.entries++;
-	return 0;
+	e->ce.pid = pid;
+	e->ce.release = entry_release_ce;
+	e->ce.owner = RT_HOTSPOT;
+	return rtcache__put(c->v.rc, &e->ce);
 }
 
 static struct entry *lookup(struct hsnames *c, pid_t pid, uint64_t addr, uint8_t type,
 			    uint32_t stamp)
 {
-	struct proc *p = hmap__get(&c->procs, (uint64_t)pid);
-	struct entry *e = p ? hmap__get(&p->objs, addr) : NULL;
+	struct entry *e = (struct entry *)rtcache__find(c->v.rc, pid, addr);
 
-	if (!e || e->type != type || e->stamp != stamp)
+	if (!e || e->ce.owner != RT_HOTSPOT || e->type != type || e->stamp != stamp)
 		return NULL;
-	lru_unlink(c, e);
-	lru_push(c, e);
 	c->st.hits++;
 	return e;
 }
 
 struct hsnames *hsnames__new(size_t max_bytes)
 {
-	struct hsnames *c = calloc(1, sizeof(*c));
+	return rtview__new(sizeof(struct hsnames), NULL, max_bytes ? max_bytes : HSNAMES_DEFAULT_BYTES);
+}
 
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->max_bytes = max_bytes ? max_bytes : HSNAMES_DEFAULT_BYTES;
-	return c;
+struct hsnames *hsnames__new_in(struct rtcache *rc)
+{
+	return rtview__new(sizeof(struct hsnames), rc, 0);
 }
 
 void hsnames__free(struct hsnames *c)
 {
-	if (!c)
-		return;
-	for (size_t i = 0; i < c->procs.cap; i++)
-		if (c->procs.keys[i])
-			proc_free(c, c->procs.vals[i]);
-	hmap__fini(&c->procs);
-	free(c);
+	rtview__free(c);
 }
 
 void hsnames__forget(struct hsnames *c, pid_t pid)
 {
-	struct proc *p = pid > 0 ? hmap__get(&c->procs, (uint64_t)pid) : NULL;
-
-	if (p) {
-		hmap__del(&c->procs, (uint64_t)pid);
-		proc_free(c, p);
-	}
+	rtcache__forget(c->v.rc, pid);
 }
 
 void hsnames__stats(const struct hsnames *c, struct hsnames_stats *s)
 {
 	*s = c->st;
+	rtcache__stats(c->v.rc, RT_HOTSPOT, &s->cache);
 }
 
 /* ---- reading ---- */
@@ -470,12 +369,12 @@ static int load_method(struct hsnames *c, const struct hsmem *m, const struct hs
 	}
 	e->disp = s;
 	e->type = E_METHOD;
-	e->addr = addr;
+	e->ce.key = addr;
 	e->stamp = stamp;
 	e->code_size = (uint32_t)code_size;
 	if (flags & (uint64_t)l->cm_has_linenumbers)
 		e->lines = read_lines(m, cm + l->cm_sizeof + code_size, vm->u5x);
-	e->bytes = sizeof(*e) + 2 * (ncls + nmeth + 2) + dirlen + 2 * nsrc + 8 +
+	e->ce.bytes = sizeof(*e) + 2 * (ncls + nmeth + 2) + dirlen + 2 * nsrc + 8 +
 		   (e->lines ? sizeof(*e->lines) + e->lines->n * sizeof(e->lines->p[0]) : 0);
 	*out = e;
 	return 0;
@@ -601,7 +500,7 @@ static int load_nmethod(const struct hsmem *m, const struct hsvm *vm, uint64_t a
 	if (!e)
 		return -ENOMEM;
 	e->type = E_NMETHOD;
-	e->addr = addr;
+	e->ce.key = addr;
 	e->stamp = stamp;
 	e->method = get(&l->nm_method, hdr, n);
 	err = read_range(m, pcs_lo, pcs_hi, &pcs, &npcsb);
@@ -635,7 +534,7 @@ static int load_nmethod(const struct hsmem *m, const struct hsvm *vm, uint64_t a
 		entry_release(e);
 		return err;
 	}
-	e->bytes = sizeof(*e) + e->npcs * sizeof(*e->pcs) + e->nscopes + e->nmeta * 16;
+	e->ce.bytes = sizeof(*e) + e->npcs * sizeof(*e->pcs) + e->nscopes + e->nmeta * 16;
 	*out = e;
 	return 0;
 }
@@ -677,9 +576,9 @@ static int load_stub(const struct hsmem *m, const struct hsvm *vm, uint64_t addr
 	e->file = "";
 	e->type = E_STUB;
 	e->code_begin = cb;
-	e->addr = addr;
+	e->ce.key = addr;
 	e->stamp = stamp;
-	e->bytes = sizeof(*e) + strlen(name) + 1;
+	e->ce.bytes = sizeof(*e) + strlen(name) + 1;
 	*out = e;
 	return 0;
 }
@@ -795,12 +694,11 @@ static int compiled_frames(struct hsnames *c, pid_t pid, const struct hsmem *m,
 	return 1;
 }
 
+/* A call's start: what earlier calls handed out is no longer read. */
 static void trim(struct hsnames *c)
 {
-	while (c->st.bytes > c->max_bytes && c->oldest) {
-		entry_drop(c, c->oldest);
-		c->st.evicted++;
-	}
+	rtcache__mark(c->v.rc);
+	rtcache__trim(c->v.rc);
 }
 
 int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const struct hsvm *vm,

@@ -21,6 +21,7 @@
 #include "sampler/java/hsdecode.h"
 #include "sampler/java/hsmem.h"
 #include "sampler/java/hsvm.h"
+#include "sampler/runtime/rtcache.h"
 
 /* Bytes kept of a class, method or file name (longer ones are cut). */
 #define HSNAME_MAX 1024
@@ -49,16 +50,19 @@ struct hsnames_stats {
 	uint64_t err_read;    /* the process or an object could not be read */
 	uint64_t err_bad;     /* an object that is not what HotSpot writes (-EBADMSG) */
 	uint64_t no_pcdesc;   /* a return address without its exact PcDesc (near one taken) */
-	uint64_t evicted;
-	size_t bytes, entries;
+	struct rtcache_stats cache; /* its share of the cache */
 };
 
 struct hsnames;
 
-/* A cache of at most about max_bytes (0: HSNAMES_DEFAULT_BYTES); the
- * caller owns it (hsnames__free). NULL with errno ENOMEM. */
+/* A cache of at most about max_bytes (0: HSNAMES_DEFAULT_BYTES) of its
+ * own; the caller owns it (hsnames__free, which frees the cache and its
+ * entries). NULL with errno ENOMEM. */
 #define HSNAMES_DEFAULT_BYTES (4u << 20)
 struct hsnames *hsnames__new(size_t max_bytes);
+/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
+ * which must outlive it; its entries count as RT_HOTSPOT's. */
+struct hsnames *hsnames__new_in(struct rtcache *rc);
 void hsnames__free(struct hsnames *c);
 
 /*
@@ -68,7 +72,8 @@ void hsnames__free(struct hsnames *c);
  * (>= 1), or: -ESTALE: the object at that address is not the sampled one
  * any more (HSNAME_FREED); -EBADMSG: it is not what HotSpot writes;
  * -ESRCH, -EPERM, -EFAULT: unreadable; -EINVAL: a record of no known
- * kind. Strings in out stay valid until the next call on c.
+ * kind. Strings in out stay valid until the next call on c or
+ * on its shared cache.
  */
 int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const struct hsvm *vm,
 		    uint64_t s0, uint64_t s1, struct hsjframe *out, int max);
@@ -78,7 +83,8 @@ int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
  * ConstMethod read now (no sample's stamp to hold it against): its
  * "pkg.Class.method" name, code size and line table (NULL when it has
  * none). For tests and tools; 0 or -errno as hsnames__frames. The
- * pointers stay valid until the next call on c.
+ * pointers stay valid until the next call on c or on its
+ * shared cache.
  */
 int hsnames__method(struct hsnames *c, pid_t pid, const struct hsmem *m, const struct hsvm *vm,
 		    uint64_t method, const char **sysname, const struct hsline **lines,

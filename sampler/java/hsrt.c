@@ -75,11 +75,11 @@ static int hs_detect(int fd, const char *path, const struct elf_info *e, struct 
 	return 0;
 }
 
-static void *hs_state_new(void)
+static void *hs_state_new(struct rtcache *names)
 {
 	struct hsrt *r = calloc(1, sizeof(*r));
 
-	if (r && !(r->names = hsnames__new(0))) {
+	if (r && !(r->names = hsnames__new_in(names))) {
 		free(r);
 		r = NULL;
 	}
@@ -248,10 +248,7 @@ static int hs_twin_step(void *st, struct proc *p, struct twin_regs *r, const str
 
 static void hs_forget(void *st, pid_t pid)
 {
-	struct hsrt *r = st;
-
-	hsnames__forget(r->names, pid);
-	rt_pdata__forget(&r->vms, pid);
+	rt_pdata__forget(&((struct hsrt *)st)->vms, pid);
 }
 
 static void hs_cache_stats(void *st, struct rt_cache_stats *cs)
@@ -262,7 +259,6 @@ static void hs_cache_stats(void *st, struct rt_cache_stats *cs)
 	cs->hits = s.hits;
 	cs->misses = s.misses;
 	cs->errors = s.err_read + s.err_bad;
-	cs->bytes = s.bytes;
 }
 
 static const char *const hs_ends[HS_E_MAX] = {
@@ -276,6 +272,7 @@ const struct rt_ops rt_hotspot_ops = {
 	.ends_what = "steps",
 	.kind = RT_HOTSPOT,
 	.ends = hs_ends,
+	.ends_map = "hs_ends",
 	.nends = HS_E_MAX,
 	.stale_reason = "code_freed",
 	.detect = hs_detect,

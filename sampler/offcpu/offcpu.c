@@ -324,7 +324,7 @@ int offcpu__open(struct offcpu **out, const struct offcpu_opts *o)
 	err = load_one(oc, pow, o->unw, o->rt_walks);
 	if (err && o->unw) {
 		kfeature__refused("offcpu_unwind_tables", "off-CPU user stacks by frame pointers", err);
-		err = load_one(oc, pow, NULL, o->rt_walks & ~((1u << RT_HOTSPOT) | (1u << RT_V8)));
+		err = load_one(oc, pow, NULL, o->rt_walks & ~RT_STEP_WALKS);
 	}
 	if (err) {
 		kfeature__refused("offcpu", "no offcpu type", err);

@@ -10,10 +10,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* How far a process's set-up got (metrics: processes by state). */
+enum rt_state {
+	RTS_UNKNOWN = 0, /* no interpreter seen in it (yet) */
+	RTS_WAIT,	 /* an interpreter not initialised yet (or its libc loading) */
+	RTS_WALKED,	 /* BPF walks its threads */
+	RTS_UNSUPPORTED, /* a version or build we have no layout for */
+	RTS_LAYOUT,	 /* our layout disagrees with the file's or process's own */
+	RTS_TLS,	 /* a thread-local storage we do not know (musl, another glibc) */
+	RTS_FAILED,	 /* the BPF map full, or its memory could not be read */
+	RTS_MAX,
+};
+
 /* Per process (struct proc.rt); zero is RTS_UNKNOWN. */
 struct rtproc {
 	uint8_t kind;	 /* enum rt_kind (bpf/runtime.h), once an interpreter was seen */
-	uint8_t state;	 /* enum rt_state (sampler/runtime/runtime.h) */
+	uint8_t state;	 /* enum rt_state */
 	uint8_t tries;
 	bool setting_up; /* rt_procs holds RT_SETTING_UP for it */
 	bool native;	 /* rt_procs holds RT_NATIVE_JIT for it */

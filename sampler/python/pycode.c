@@ -39,14 +39,11 @@
  * valid UTF-8, because every consumer (pprof, the FUSE tree, JSON)
  * assumes it and a forged byte must not reach them.
  *
- * The cache. Two levels of hmap (pid -> process, address -> entry):
- * exec and exit drop a whole process in one step, and the (pid, address)
- * key needs no hash of its own that could collide. Entries are on one
- * LRU list across processes, newest first; the budget counts each entry's
- * block (struct and strings, one malloc) and its line table, and the
- * least recently used go until the total is within it. The entry just
- * made is never evicted, so a single entry larger than the budget is
- * still returned (and goes at the next miss).
+ * The cache is the runtimes' one (sampler/runtime/rtcache.h): an entry
+ * is one block (struct and strings) and its line table, both counted
+ * against the budget. The entry just made is never evicted, so a single
+ * entry larger than the budget is still returned (and goes at the next
+ * miss).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -54,8 +51,9 @@
 #include <sys/uio.h>
 
 #include "bpf/python.h"
+#include "bpf/runtime.h"
 #include "sampler/python/pycode.h"
-#include "store/util/hmap.h"
+#include "sampler/runtime/rtcache.h"
 
 /* PyASCIIObject, 3.10-3.13 (LP64). */
 #define STR_LENGTH 16
@@ -78,26 +76,17 @@
 /* A str's object at most: the longest header, 4 bytes per code point. */
 #define STR_MAX_BYTES (128 + 4 * (size_t)PYCODE_FILE_CHARS)
 
-struct proc;
-
 struct entry {
-	struct pycode pc; /* what pycodes__get hands out */
-	struct entry *newer, *older;
-	struct proc *proc;
-	size_t bytes; /* counted against the budget */
+	struct rtcache_ent ce; /* key: the object's address */
+	struct pycode pc;      /* what pycodes__get hands out */
 	int minor;
 	char strs[]; /* qualname, NUL, filename, NUL */
 };
 
-struct proc {
-	pid_t pid;
-	struct hmap codes; /* address -> struct entry */
-};
+static void entry_release(struct rtcache_ent *ce);
 
 struct pycodes {
-	size_t max_bytes;
-	struct hmap procs; /* pid -> struct proc */
-	struct entry *newest, *oldest;
+	struct rtview v; /* first: the cache it reads from */
 	struct pycodes_stats st;
 	/* Reused by every miss: a str read again at its full size, and
 	 * the decoded name and file name before they are copied into the
@@ -447,7 +436,8 @@ static int load(struct pycodes *c, pid_t pid, const struct pylayout *l, uint64_t
 		      (sn.bytes ? 0 : PYCODE_NAME_EMPTY) | (sf.bytes ? 0 : PYCODE_FILE_EMPTY);
 	c->st.cut += sn.cut + sf.cut;
 	e->minor = l->minor;
-	e->bytes = sizeof(*e) + nlen + flen + 2 + table_bytes(lines);
+	e->ce = (struct rtcache_ent){ .release = entry_release, .key = code, .pid = pid, .owner = RT_PYTHON };
+	e->ce.bytes = sizeof(*e) + nlen + flen + 2 + table_bytes(lines);
 	*out = e;
 	return 0;
 fail:
@@ -457,125 +447,32 @@ fail:
 
 /* ---- the cache ---- */
 
-static void lru_unlink(struct pycodes *c, struct entry *e)
+static void entry_release(struct rtcache_ent *ce)
 {
-	if (e->newer)
-		e->newer->older = e->older;
-	else
-		c->newest = e->older;
-	if (e->older)
-		e->older->newer = e->newer;
-	else
-		c->oldest = e->newer;
-	e->newer = e->older = NULL;
-}
+	struct entry *e = (struct entry *)ce;
 
-static void lru_push(struct pycodes *c, struct entry *e)
-{
-	e->newer = NULL;
-	e->older = c->newest;
-	if (c->newest)
-		c->newest->newer = e;
-	else
-		c->oldest = e;
-	c->newest = e;
-}
-
-static void entry_free(struct pycodes *c, struct entry *e)
-{
-	lru_unlink(c, e);
-	c->st.bytes -= e->bytes;
-	c->st.entries--;
 	pyline__free((struct pyline *)e->pc.lines);
 	free(e);
 }
 
-/* Frees p and its entries; the caller takes p out of c->procs. */
-static void proc_free(struct pycodes *c, struct proc *p)
-{
-	for (size_t i = 0; i < p->codes.cap; i++)
-		if (p->codes.keys[i])
-			entry_free(c, p->codes.vals[i]);
-	hmap__fini(&p->codes);
-	free(p);
-}
-
-/* Drops e from its process's map too, and the process when it was its
- * last entry. */
-static void entry_drop(struct pycodes *c, struct entry *e)
-{
-	struct proc *p = e->proc;
-
-	hmap__del(&p->codes, e->pc.code);
-	entry_free(c, e);
-	if (!p->codes.len) {
-		hmap__del(&c->procs, (uint64_t)p->pid);
-		proc_free(c, p);
-	}
-}
-
-/* Puts e (not in c) under its (pid, code), in place of any entry there. */
-static int insert(struct pycodes *c, struct entry *e)
-{
-	struct proc *p = hmap__get(&c->procs, (uint64_t)e->pc.pid), *made = NULL;
-	struct entry *old;
-	int err;
-
-	if (!p) {
-		made = p = calloc(1, sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		p->pid = e->pc.pid;
-		err = hmap__put(&c->procs, (uint64_t)p->pid, p);
-		if (err)
-			goto fail;
-	}
-	old = hmap__get(&p->codes, e->pc.code);
-	err = hmap__put(&p->codes, e->pc.code, e);
-	if (err)
-		goto fail;
-	if (old)
-		entry_free(c, old);
-	e->proc = p;
-	lru_push(c, e);
-	c->st.bytes += e->bytes;
-	c->st.entries++;
-	return 0;
-fail:
-	if (made) {
-		hmap__del(&c->procs, (uint64_t)made->pid);
-		free(made);
-	}
-	return err;
-}
-
 struct pycodes *pycodes__new(size_t max_bytes)
 {
-	struct pycodes *c = calloc(1, sizeof(*c));
+	return rtview__new(sizeof(struct pycodes), NULL, max_bytes ? max_bytes : PYCODES_DEFAULT_BYTES);
+}
 
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->max_bytes = max_bytes ? max_bytes : PYCODES_DEFAULT_BYTES;
-	return c;
+struct pycodes *pycodes__new_in(struct rtcache *rc)
+{
+	return rtview__new(sizeof(struct pycodes), rc, 0);
 }
 
 void pycodes__free(struct pycodes *c)
 {
-	if (!c)
-		return;
-	for (size_t i = 0; i < c->procs.cap; i++)
-		if (c->procs.keys[i])
-			proc_free(c, c->procs.vals[i]);
-	hmap__fini(&c->procs);
-	free(c);
+	rtview__free(c);
 }
 
 int pycodes__get(struct pycodes *c, pid_t pid, const struct pylayout *l, uint64_t code,
 		 uint32_t stamp, const struct pycode **out)
 {
-	struct proc *p;
 	struct entry *e, *made = NULL;
 	size_t hlen;
 	int err;
@@ -585,49 +482,36 @@ int pycodes__get(struct pycodes *c, pid_t pid, const struct pylayout *l, uint64_
 	hlen = layout_ok(l) ? code_hdr_len(l) : 0;
 	if (pid <= 0 || !code || !hlen)
 		return -EINVAL;
-	p = hmap__get(&c->procs, (uint64_t)pid);
-	e = p ? hmap__get(&p->codes, code) : NULL;
-	if (e && e->pc.stamp == stamp && e->minor == l->minor) {
+	rtcache__mark(c->v.rc);
+	e = (struct entry *)rtcache__find(c->v.rc, pid, code);
+	if (e && e->ce.owner == RT_PYTHON && e->pc.stamp == stamp && e->minor == l->minor) {
 		c->st.hits++;
-		lru_unlink(c, e);
-		lru_push(c, e);
 		*out = &e->pc;
 		return 0;
 	}
 	c->st.misses++;
 	err = load(c, pid, l, code, stamp, hlen, &made);
-	if (err)
-		goto fail;
-	err = insert(c, made);
-	if (err)
-		goto fail;
-	while (c->st.bytes > c->max_bytes && c->oldest != made) {
-		entry_drop(c, c->oldest);
-		c->st.evicted++;
+	if (!err)
+		err = rtcache__put(c->v.rc, &made->ce);
+	if (err) {
+		if (made)
+			entry_release(&made->ce);
+		return err;
 	}
+	rtcache__trim(c->v.rc);
 	*out = &made->pc;
 	return 0;
-fail:
-	if (made) {
-		pyline__free((struct pyline *)made->pc.lines);
-		free(made);
-	}
-	return err;
 }
 
 void pycodes__forget(struct pycodes *c, pid_t pid)
 {
-	struct proc *p = pid > 0 ? hmap__get(&c->procs, (uint64_t)pid) : NULL;
-
-	if (p) {
-		hmap__del(&c->procs, (uint64_t)pid);
-		proc_free(c, p);
-	}
+	rtcache__forget(c->v.rc, pid);
 }
 
 void pycodes__stats(const struct pycodes *c, struct pycodes_stats *s)
 {
 	*s = c->st;
+	rtcache__stats(c->v.rc, RT_PYTHON, &s->cache);
 }
 
 int pycode__line(const struct pycode *pc, uint32_t instr, int32_t *line)

@@ -21,6 +21,7 @@
 
 #include "sampler/python/layout.h"
 #include "sampler/python/linetable.h"
+#include "sampler/runtime/rtcache.h"
 
 /* Code points kept of a name (co_qualname, or 3.10's co_name) and of a
  * file name; the rest is cut (PYCODE_NAME_CUT, PYCODE_FILE_CUT). */
@@ -56,9 +57,8 @@ struct pycodes_stats {
 	uint64_t table_big;   /* line table over PYLINE_MAX_TABLE: kept without lines */
 	uint64_t table_bad;   /* line table unreadable or not a table: kept without lines */
 	uint64_t cut;	      /* names or file names cut to their PYCODE_*_CHARS */
-	uint64_t evicted;     /* entries dropped to stay within the budget */
-	size_t bytes;	      /* held now: entries, their strings and line tables */
-	size_t entries;
+	/* Its share of the cache (entries, their strings and line tables). */
+	struct rtcache_stats cache;
 };
 
 struct pycodes;
@@ -72,8 +72,13 @@ struct pycodes;
 #define PYCODES_DEFAULT_BYTES (2u << 20)
 struct pycodes *pycodes__new(size_t max_bytes);
 
-/* Frees c and every entry it holds (any struct pycode it returned). NULL
- * is fine. */
+/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
+ * which must outlive it; its entries count as RT_PYTHON's. NULL with
+ * errno ENOMEM. */
+struct pycodes *pycodes__new_in(struct rtcache *rc);
+
+/* Frees c, and the cache pycodes__new made for it with every entry
+ * (any struct pycode it returned). NULL is fine. */
 void pycodes__free(struct pycodes *c);
 
 /*
@@ -82,7 +87,8 @@ void pycodes__free(struct pycodes *c);
  * `stamp`. A cached entry of that stamp is returned as is; otherwise the
  * object is read with process_vm_readv. On 0, *out points into c: it
  * stays valid until the next pycodes__get, pycodes__forget or
- * pycodes__free on c (a later call may evict it), and the caller must not
+ * pycodes__free on c, or the next use of its shared cache by another
+ * runtime (a later call may evict it), and the caller must not
  * free it. On error *out is NULL: -ESTALE, the object now at `code` has
  * another stamp (freed and the address reused: neither its name nor a
  * cached older one is the sampled frame's); -ESRCH, -EPERM, -EFAULT: the

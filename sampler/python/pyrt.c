@@ -59,11 +59,11 @@ static int py_detect(int fd, const char *path, const struct elf_info *e, struct 
 	return 0;
 }
 
-static void *py_state_new(void)
+static void *py_state_new(struct rtcache *names)
 {
 	struct pyrt *r = calloc(1, sizeof(*r));
 
-	if (r && !(r->codes = pycodes__new(0))) {
+	if (r && !(r->codes = pycodes__new_in(names))) {
 		free(r);
 		r = NULL;
 	}
@@ -285,11 +285,6 @@ static int py_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	return m;
 }
 
-static void py_forget(void *st, pid_t pid)
-{
-	pycodes__forget(((struct pyrt *)st)->codes, pid);
-}
-
 static void py_cache_stats(void *st, struct rt_cache_stats *cs)
 {
 	struct pycodes_stats s;
@@ -298,7 +293,6 @@ static void py_cache_stats(void *st, struct rt_cache_stats *cs)
 	cs->hits = s.hits;
 	cs->misses = s.misses;
 	cs->errors = s.err_read + s.err_string + s.table_big + s.table_bad;
-	cs->bytes = s.bytes;
 }
 
 static const char *const py_ends[PY_END_MAX] = {
@@ -310,6 +304,7 @@ const struct rt_ops rt_python_ops = {
 	.name = "python",
 	.kind = RT_PYTHON,
 	.ends = py_ends,
+	.ends_map = "py_ends",
 	.nends = PY_END_MAX,
 	.stale_reason = "code_object_freed",
 	.detect = py_detect,
@@ -318,6 +313,5 @@ const struct rt_ops rt_python_ops = {
 	.state_free = py_state_free,
 	.setup = py_setup,
 	.merge = py_merge,
-	.forget = py_forget,
 	.cache_stats = py_cache_stats,
 };

@@ -31,6 +31,9 @@ struct sampler {
 	struct sampler_opts o;
 };
 
+/* The runtimes, by their feature names (enum rt_kind). */
+static const char *const walk_names[RT_NKINDS] = RT_KIND_NAMES;
+
 static int handle(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
@@ -142,14 +145,9 @@ static int load_one(struct sampler *s, size_t ring, bool tables, __u32 walks)
 	}
 	if (kfeature__test_refuse("unwind_tables"))
 		refuse |= TEST_REFUSE_TABLES;
-	if (kfeature__test_refuse("python"))
-		refuse |= 1u << RT_PYTHON;
-	if (kfeature__test_refuse("ruby"))
-		refuse |= 1u << RT_RUBY;
-	if (kfeature__test_refuse("java"))
-		refuse |= 1u << RT_HOTSPOT;
-	if (kfeature__test_refuse("js"))
-		refuse |= 1u << RT_V8;
+	for (int k = RT_NONE + 1; k < RT_NKINDS; k++)
+		if (kfeature__test_refuse(walk_names[k]))
+			refuse |= 1u << k;
 	s->skel->rodata->target_tgid = s->o.target_tgid;
 	s->skel->rodata->unwind_tables = tables;
 	s->skel->rodata->anon_wait = tables && s->o.anon_wait;
@@ -168,13 +166,6 @@ static int load_one(struct sampler *s, size_t ring, bool tables, __u32 walks)
 	return err;
 }
 
-/* The runtime walks, by feature name (enum rt_kind). */
-static const char *const walk_names[RT_NKINDS] = {
-	[RT_PYTHON] = "python", [RT_RUBY] = "ruby", [RT_HOTSPOT] = "java", [RT_V8] = "js",
-};
-/* Walks that need the unwind tables (they are steps of the native walk). */
-#define TABLE_WALKS ((1u << RT_HOTSPOT) | (1u << RT_V8))
-#define ALL_WALKS ((1u << RT_PYTHON) | (1u << RT_RUBY) | TABLE_WALKS)
 
 /*
  * Loads what the kernel takes, stepping down (kfeature.h says each step):
@@ -186,7 +177,7 @@ static const char *const walk_names[RT_NKINDS] = {
 static int load_ladder(struct sampler *s, size_t ring)
 {
 	bool tables = s->o.unwinder != NULL;
-	__u32 walks = tables ? ALL_WALKS : ALL_WALKS & ~TABLE_WALKS;
+	__u32 walks = tables ? RT_ALL_WALKS : RT_ALL_WALKS & ~RT_STEP_WALKS;
 	bool base_loads = false; /* (tables, no walk) is known to load */
 	int err, err0;
 
@@ -197,7 +188,7 @@ static int load_ladder(struct sampler *s, size_t ring)
 		if (err) {
 			kfeature__refused("unwind_tables", "user stacks walked by frame pointers only", err);
 			tables = false;
-			walks &= ~TABLE_WALKS;
+			walks &= ~RT_STEP_WALKS;
 			s->o.unwinder = NULL;
 			err = load_one(s, ring, false, walks);
 		} else {
@@ -394,10 +385,7 @@ _Static_assert(PROF_COST_KINDS == RT_NKINDS, "one cost slot per runtime kind");
 
 void sampler__cost_metrics(struct sampler *s, struct buf *out)
 {
-	static const char *const kind[PROF_COST_KINDS] = {
-		[RT_NONE] = "native", [RT_PYTHON] = "python", [RT_RUBY] = "ruby",
-		[RT_HOTSPOT] = "java", [RT_V8] = "js",
-	};
+	static const char *const *const kind = walk_names;
 	uint64_t c[PROF_CNT_MAX];
 
 	if (sum_percpu(s, s->skel->maps.counters, c, PROF_CNT_MAX))
@@ -417,12 +405,9 @@ void sampler__cost_metrics(struct sampler *s, struct buf *out)
 			     c[PROF_CNT_COST_N + k]);
 }
 
-int sampler__rt_ends(struct sampler *s, int kind, uint64_t *out, size_t n)
+int sampler__rt_ends(struct sampler *s, const char *map, uint64_t *out, size_t n)
 {
-	struct bpf_map *m = kind == RT_PYTHON ? s->skel->maps.py_ends :
-			    kind == RT_RUBY   ? s->skel->maps.rb_ends :
-			    kind == RT_HOTSPOT ? s->skel->maps.hs_ends :
-			    kind == RT_V8     ? s->skel->maps.v8_ends : NULL;
+	struct bpf_map *m = s && map ? bpf_object__find_map_by_name(s->skel->obj, map) : NULL;
 	size_t have = m ? bpf_map__max_entries(m) : 0;
 
 	memset(out, 0, n * sizeof(*out));

@@ -49,10 +49,11 @@ struct buf;
  * the runtime of the process sampled (time and count: a runtime's walk
  * against native samples of the same seconds). */
 void sampler__cost_metrics(struct sampler *s, struct buf *out);
-/* The walks of runtime `kind` (enum rt_kind) by how they ended (its
- * enum py_end, rb_end, ... and what its map counts after them), summed
- * over CPUs into out[0..n). Returns 0 or -errno. */
-int sampler__rt_ends(struct sampler *s, int kind, uint64_t *out, size_t n);
+/* A runtime's walks by how they ended (its enum py_end, rb_end, ... and
+ * what its map counts after them), as its BPF map named `map` counts
+ * them (rt_ops.ends_map), summed over CPUs into out[0..n) (zeros without
+ * a sampler or the map). Returns 0 or -errno. */
+int sampler__rt_ends(struct sampler *s, const char *map, uint64_t *out, size_t n);
 /* Tells BPF how to walk tgid's runtime frames (c copied), or stops it
  * (c NULL). Returns 0 or -errno (-E2BIG: RT_MAX_PROCS are walked). The
  * BPF side forgets a process itself at exec and exit, and copies its

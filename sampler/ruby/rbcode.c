@@ -34,8 +34,9 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "bpf/runtime.h"
 #include "sampler/ruby/rbcode.h"
-#include "store/util/hmap.h"
+#include "sampler/runtime/rtcache.h"
 
 /* A Ruby object slot (RVALUE, 40 bytes on 64-bit builds): a String's or
  * Array's header and embedded contents are in it. */
@@ -43,30 +44,17 @@
 #define BODY_MAX 256
 #define UNNAMED "<unknown>"
 
-struct proc;
-
 struct entry {
+	struct rtcache_ent ce; /* key: the object's address */
 	struct rbcode rc;
-	struct entry *newer, *older;
-	struct proc *proc;
-	size_t bytes;
-	uint64_t epoch; /* the last naming that used it */
 	char strs[]; /* label, path, realpath */
 };
 
-struct proc {
-	pid_t pid;
-	struct hmap objs; /* address -> struct entry */
-};
-
 struct rbcodes {
-	size_t max_bytes;
-	struct hmap procs;
-	struct entry *newest, *oldest;
+	struct rtview v; /* first: the cache it reads from */
 	struct rbcodes_stats st;
-	/* Entries used since the current naming began are kept: the names
-	 * of one sample point into several of them. */
-	uint64_t epoch;
+	/* Entries used since the current naming began are kept (one mark
+	 * for the naming): the names of one sample point into several. */
 	bool naming;
 	uint8_t raw[RBCODE_PATH_MAX];
 	char label[RBCODE_LABEL_MAX + 4], path[RBCODE_PATH_MAX + 4], real[RBCODE_PATH_MAX + 4];
@@ -319,7 +307,7 @@ static struct entry *entry_new(const char *label, const char *path, const char *
 	e->rc.label = e->strs;
 	e->rc.path = e->strs + a;
 	e->rc.realpath = e->strs + a + b;
-	e->bytes = sizeof(*e) + a + b + r;
+	e->ce.bytes = sizeof(*e) + a + b + r;
 	return e;
 }
 
@@ -371,7 +359,7 @@ static int load_iseq(struct rbcodes *c, pid_t pid, const struct rblayout *l, uin
 	e->rc.first_lineno = (int32_t)((int64_t)u64at(b + l->body_first_lineno) >> 1);
 	e->rc.flags = cut1 || cut2 || cut3 ? RBCODE_CUT : 0;
 	if (lines)
-		e->bytes += sizeof(*lines) + (size_t)lines->n * 4 + lines->succ_len;
+		e->ce.bytes += sizeof(*lines) + (size_t)lines->n * 4 + lines->succ_len;
 	*out = e;
 	return 0;
 }
@@ -420,117 +408,29 @@ static int load_cfunc(struct rbcodes *c, pid_t pid, const struct rblayout *l, ui
 	return 0;
 }
 
-/* ---- the cache (as pycode.c's) ---- */
+/* ---- the cache (sampler/runtime/rtcache.h) ---- */
 
-static void lru_unlink(struct rbcodes *c, struct entry *e)
+static void entry_release(struct rtcache_ent *ce)
 {
-	if (e->newer)
-		e->newer->older = e->older;
-	else
-		c->newest = e->older;
-	if (e->older)
-		e->older->newer = e->newer;
-	else
-		c->oldest = e->newer;
-	e->newer = e->older = NULL;
-}
+	struct entry *e = (struct entry *)ce;
 
-static void lru_push(struct rbcodes *c, struct entry *e)
-{
-	e->older = c->newest;
-	if (c->newest)
-		c->newest->newer = e;
-	else
-		c->oldest = e;
-	c->newest = e;
-}
-
-static void entry_free(struct rbcodes *c, struct entry *e)
-{
-	lru_unlink(c, e);
-	c->st.bytes -= e->bytes;
-	c->st.entries--;
 	rbline__free((struct rbline *)e->rc.lines);
 	free(e);
 }
 
-static void proc_free(struct rbcodes *c, struct proc *p)
-{
-	for (size_t i = 0; i < p->objs.cap; i++)
-		if (p->objs.keys[i])
-			entry_free(c, p->objs.vals[i]);
-	hmap__fini(&p->objs);
-	free(p);
-}
-
-static void entry_drop(struct rbcodes *c, struct entry *e)
-{
-	struct proc *p = e->proc;
-
-	hmap__del(&p->objs, e->rc.addr);
-	entry_free(c, e);
-	if (!p->objs.len) {
-		hmap__del(&c->procs, (uint64_t)p->pid);
-		proc_free(c, p);
-	}
-}
-
-static int insert(struct rbcodes *c, struct entry *e)
-{
-	struct proc *p = hmap__get(&c->procs, (uint64_t)e->rc.pid), *made = NULL;
-	struct entry *old;
-	int err;
-
-	if (!p) {
-		made = p = calloc(1, sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		p->pid = e->rc.pid;
-		err = hmap__put(&c->procs, (uint64_t)p->pid, p);
-		if (err) {
-			free(made);
-			return err;
-		}
-	}
-	old = hmap__get(&p->objs, e->rc.addr);
-	err = hmap__put(&p->objs, e->rc.addr, e);
-	if (err) {
-		if (made) {
-			hmap__del(&c->procs, (uint64_t)made->pid);
-			free(made);
-		}
-		return err;
-	}
-	if (old)
-		entry_free(c, old);
-	e->proc = p;
-	lru_push(c, e);
-	c->st.bytes += e->bytes;
-	c->st.entries++;
-	return 0;
-}
-
 struct rbcodes *rbcodes__new(size_t max_bytes)
 {
-	struct rbcodes *c = calloc(1, sizeof(*c));
+	return rtview__new(sizeof(struct rbcodes), NULL, max_bytes ? max_bytes : RBCODES_DEFAULT_BYTES);
+}
 
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->max_bytes = max_bytes ? max_bytes : RBCODES_DEFAULT_BYTES;
-	return c;
+struct rbcodes *rbcodes__new_in(struct rtcache *rc)
+{
+	return rtview__new(sizeof(struct rbcodes), rc, 0);
 }
 
 void rbcodes__free(struct rbcodes *c)
 {
-	if (!c)
-		return;
-	for (size_t i = 0; i < c->procs.cap; i++)
-		if (c->procs.keys[i])
-			proc_free(c, c->procs.vals[i]);
-	hmap__fini(&c->procs);
-	free(c);
+	rtview__free(c);
 }
 
 int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_t symbols,
@@ -538,7 +438,6 @@ int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_
 {
 	bool cfunc = addr & RB_FRAME_CFUNC;
 	struct entry *e = NULL;
-	struct proc *p;
 	int err;
 
 	*out = NULL;
@@ -546,14 +445,10 @@ int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_
 	if (pid <= 0 || !addr || !l)
 		return -EINVAL;
 	if (!c->naming)
-		c->epoch++;
-	p = hmap__get(&c->procs, (uint64_t)pid);
-	e = p ? hmap__get(&p->objs, addr) : NULL;
-	if (e && e->rc.stamp == stamp && !(e->rc.flags & RBCODE_CFUNC) == !cfunc) {
+		rtcache__mark(c->v.rc);
+	e = (struct entry *)rtcache__find(c->v.rc, pid, addr);
+	if (e && e->ce.owner == RT_RUBY && e->rc.stamp == stamp && !(e->rc.flags & RBCODE_CFUNC) == !cfunc) {
 		c->st.hits++;
-		e->epoch = c->epoch;
-		lru_unlink(c, e);
-		lru_push(c, e);
 		*out = &e->rc;
 		return 0;
 	}
@@ -573,34 +468,29 @@ int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_
 	e->rc.stamp = stamp;
 	e->rc.addr = addr;
 	e->rc.pid = pid;
-	e->epoch = c->epoch;
-	err = insert(c, e);
+	e->ce.release = entry_release;
+	e->ce.key = addr;
+	e->ce.pid = pid;
+	e->ce.owner = RT_RUBY;
+	err = rtcache__put(c->v.rc, &e->ce);
 	if (err) {
-		rbline__free((struct rbline *)e->rc.lines);
-		free(e);
+		entry_release(&e->ce);
 		return err;
 	}
-	while (c->st.bytes > c->max_bytes && c->oldest->epoch != c->epoch) {
-		entry_drop(c, c->oldest);
-		c->st.evicted++;
-	}
+	rtcache__trim(c->v.rc);
 	*out = &e->rc;
 	return 0;
 }
 
 void rbcodes__forget(struct rbcodes *c, pid_t pid)
 {
-	struct proc *p = pid > 0 ? hmap__get(&c->procs, (uint64_t)pid) : NULL;
-
-	if (p) {
-		hmap__del(&c->procs, (uint64_t)pid);
-		proc_free(c, p);
-	}
+	rtcache__forget(c->v.rc, pid);
 }
 
 void rbcodes__stats(const struct rbcodes *c, struct rbcodes_stats *s)
 {
 	*s = c->st;
+	rtcache__stats(c->v.rc, RT_RUBY, &s->cache);
 }
 
 int rbcode__line(const struct rbcode *rc, uint32_t pc, int32_t *line)
@@ -627,7 +517,7 @@ void rbcodes__name(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint6
 	const char *path = "", *real = "";
 	int32_t line = 0;
 
-	c->epoch++;
+	rtcache__mark(c->v.rc);
 	c->naming = true;
 	/* Oldest first: a C method takes its caller's place in the file. */
 	for (int i = m - 1; i >= 0; i--) {

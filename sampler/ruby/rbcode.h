@@ -18,6 +18,7 @@
 #include "bpf/ruby.h"
 #include "sampler/ruby/rblayout.h"
 #include "sampler/ruby/rbline.h"
+#include "sampler/runtime/rtcache.h"
 
 /* Bytes kept of a label and of a path (UTF-8, cut at a whole character). */
 #define RBCODE_LABEL_MAX 512
@@ -46,17 +47,20 @@ struct rbcodes_stats {
 	uint64_t err_read;   /* the process or an object could not be read */
 	uint64_t err_object; /* an object that is not what it should be (-EBADMSG) */
 	uint64_t no_lines;   /* an iseq kept without its line table */
-	uint64_t evicted;
-	size_t bytes, entries;
+	struct rtcache_stats cache; /* its share of the cache */
 };
 
 struct rbcodes;
 
-/* A cache of at most about max_bytes (0: RBCODES_DEFAULT_BYTES); the
- * least recently used entries go first. The caller owns it
- * (rbcodes__free). NULL with errno ENOMEM. */
+/* A cache of at most about max_bytes (0: RBCODES_DEFAULT_BYTES) of its
+ * own; the least recently used entries go first. The caller owns it
+ * (rbcodes__free, which frees the cache and its entries). NULL with
+ * errno ENOMEM. */
 #define RBCODES_DEFAULT_BYTES (2u << 20)
 struct rbcodes *rbcodes__new(size_t max_bytes);
+/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
+ * which must outlive it; its entries count as RT_RUBY's. */
+struct rbcodes *rbcodes__new_in(struct rtcache *rc);
 void rbcodes__free(struct rbcodes *c);
 
 /*
@@ -65,7 +69,7 @@ void rbcodes__free(struct rbcodes *c);
  * ruby_global_symbols is at `symbols` (runtime address; 0: C methods
  * cannot be named), stamped `stamp`. On 0, *out points into c and stays
  * valid until the next rbcodes__get, rbcodes__forget or rbcodes__free on
- * c. On error *out is NULL: -ESTALE (the object now there has another
+ * c, or the next use of its shared cache by another runtime. On error *out is NULL: -ESTALE (the object now there has another
  * stamp: freed, its address reused); -ESRCH, -EPERM, -EFAULT (could not
  * be read); -EBADMSG (not an iseq / method entry / string this reader
  * takes); -EINVAL; -ENOMEM.

@@ -53,11 +53,11 @@ static int rb_detect(int fd, const char *path, const struct elf_info *e, struct 
 	return 0;
 }
 
-static void *rb_state_new(void)
+static void *rb_state_new(struct rtcache *names)
 {
 	struct rbrt *r = calloc(1, sizeof(*r));
 
-	if (r && !(r->codes = rbcodes__new(0))) {
+	if (r && !(r->codes = rbcodes__new_in(names))) {
 		free(r);
 		r = NULL;
 	}
@@ -182,11 +182,6 @@ static int rb_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	return o;
 }
 
-static void rb_forget(void *st, pid_t pid)
-{
-	rbcodes__forget(((struct rbrt *)st)->codes, pid);
-}
-
 static void rb_cache_stats(void *st, struct rt_cache_stats *cs)
 {
 	struct rbcodes_stats s;
@@ -195,7 +190,6 @@ static void rb_cache_stats(void *st, struct rt_cache_stats *cs)
 	cs->hits = s.hits;
 	cs->misses = s.misses;
 	cs->errors = s.err_read + s.err_object + s.no_lines;
-	cs->bytes = s.bytes;
 }
 
 static void rb_extra_metrics(struct buf *out, const uint64_t *extra)
@@ -213,6 +207,7 @@ const struct rt_ops rt_ruby_ops = {
 	.name = "ruby",
 	.kind = RT_RUBY,
 	.ends = rb_ends,
+	.ends_map = "rb_ends",
 	.nends = RB_END_MAX,
 	.nextra = 1, /* RB_CNT_GC */
 	.stale_reason = "object_freed",
@@ -222,7 +217,6 @@ const struct rt_ops rt_ruby_ops = {
 	.state_free = rb_state_free,
 	.setup = rb_setup,
 	.merge = rb_merge,
-	.forget = rb_forget,
 	.cache_stats = rb_cache_stats,
 	.extra_metrics = rb_extra_metrics,
 };

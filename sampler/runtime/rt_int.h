@@ -17,6 +17,7 @@
 struct vma;
 struct twin_regs;
 struct twin_mem;
+struct rtcache;
 
 /* A runtime's counters, summed into its /prof/metrics lines. */
 struct rt_counts {
@@ -26,7 +27,8 @@ struct rt_counts {
 	uint64_t unsettled;	/* frames named short of what a later merge may find */
 };
 
-/* Its name cache's, taken at the snapshot. */
+/* Its name cache's, taken at the snapshot: hits, misses and errors
+ * counted by the runtime, bytes its share of the shared cache. */
 struct rt_cache_stats {
 	uint64_t hits, misses, errors, bytes;
 };
@@ -40,14 +42,16 @@ struct rt_ops {
 	 * out; counters after nends in the same map go to extra_metrics. */
 	const char *const *ends;
 	int nends, nextra;
+	const char *ends_map;	  /* the BPF map counting them (bpf/<runtime>.h) */
 	const char *stale_reason; /* label of frame_errors for a freed object */
 	/* Is fd (symbols e) this runtime's interpreter? Fills f (kind set by
 	 * the caller) and returns 0; -ENOENT: not ours; another -errno: not
 	 * usable (an error to log). Symbol loader's thread. */
 	int (*detect)(int fd, const char *path, const struct elf_info *e, struct rtfile *f);
 	void (*file_free)(void *data);
-	/* The runtime's state (its name cache), the sampler thread's. */
-	void *(*state_new)(void);
+	/* The runtime's state (its view of names, the shared cache of
+	 * objects read, which outlives it), the sampler thread's. */
+	void *(*state_new)(struct rtcache *names);
 	void (*state_free)(void *st);
 	/* Sets up the walk of p, whose interpreter file (symbols t, t->rt)
 	 * is mapped by v: fills *c and p->rt's layout, anchors and aux, and
@@ -59,6 +63,8 @@ struct rt_ops {
 	/* The merge (runtime.h's runtimes__merge), p walked by this runtime. */
 	int (*merge)(void *st, struct proc *p, const struct prof_sample_ev *ev,
 		     const struct frame *fr, int n, struct frame *out, int max, struct rt_counts *cnt);
+	/* p's exec or exit, beyond its entries in the shared cache, which
+	 * the pipeline drops (NULL: nothing more). */
 	void (*forget)(void *st, pid_t pid);
 	void (*cache_stats)(void *st, struct rt_cache_stats *cs);
 	/* Lines of its own beyond the common ones (NULL: none); extra holds
@@ -72,6 +78,12 @@ struct rt_ops {
 };
 
 extern const struct rt_ops rt_python_ops, rt_ruby_ops, rt_hotspot_ops, rt_v8_ops;
+
+/* runtimes__new with the runtimes ops[kind] (ops[RT_NONE] unused; every
+ * other one set), borrowed for the pipeline's life: a test's fakes. A
+ * NULL s tells BPF nothing (the processes' rt_procs entries). */
+struct runtimes *runtimes__new_with(struct sampler *s, struct procs *ps,
+				    const struct rt_ops *const ops[RT_NKINDS]);
 
 /*
  * What a runtime keeps per process beyond struct rtproc (a JVM's layout

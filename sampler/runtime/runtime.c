@@ -27,6 +27,7 @@
 #include "sampler/proc/procinfo.h"
 #include "sampler/ring/sampler.h"
 #include "sampler/runtime/rt_int.h"
+#include "sampler/runtime/rtcache.h"
 #include "sampler/runtime/runtime.h"
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/symbolize.h"
@@ -71,7 +72,9 @@ struct rt_snap {
 struct runtimes {
 	struct sampler *s;
 	struct procs *ps;
+	const struct rt_ops *const *ops; /* by kind: ops_of, or a test's */
 	void *st[RT_NKINDS];
+	struct rtcache *names; /* every runtime's objects read (rtcache.h) */
 	uint64_t procs[RT_NKINDS][RTS_MAX]; /* processes that reached each state */
 	struct rt_counts cnt[RT_NKINDS];
 	struct watch watch[WATCH_MAX];
@@ -285,15 +288,24 @@ int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, i
 
 struct runtimes *runtimes__new(struct sampler *s, struct procs *ps)
 {
+	return runtimes__new_with(s, ps, ops_of);
+}
+
+struct runtimes *runtimes__new_with(struct sampler *s, struct procs *ps,
+				    const struct rt_ops *const ops[RT_NKINDS])
+{
 	struct runtimes *rts = calloc(1, sizeof(*rts));
 
 	if (!rts)
 		return NULL;
+	rts->ops = ops;
 	rts->s = s;
 	rts->ps = ps;
 	pthread_mutex_init(&rts->lock, NULL);
+	rts->names = rtcache__new(0);
+	for (int k = 1; rts->names && k < RT_NKINDS; k++)
+		rts->st[k] = rts->ops[k]->state_new(rts->names);
 	for (int k = 1; k < RT_NKINDS; k++) {
-		rts->st[k] = ops_of[k]->state_new();
 		if (!rts->st[k]) {
 			runtimes__free(rts);
 			errno = ENOMEM;
@@ -309,7 +321,8 @@ void runtimes__free(struct runtimes *rts)
 		return;
 	for (int k = 1; k < RT_NKINDS; k++)
 		if (rts->st[k])
-			ops_of[k]->state_free(rts->st[k]);
+			rts->ops[k]->state_free(rts->st[k]);
+	rtcache__free(rts->names);
 	pthread_mutex_destroy(&rts->lock);
 	free(rts);
 }
@@ -324,7 +337,7 @@ static void enter(struct runtimes *rts, struct proc *p, int state)
 
 	p->rt.state = (uint8_t)state;
 	rts->procs[p->rt.kind][state]++;
-	pr_debug("%s: pid %d (%s): %s after %d looks, %lld ms after the first", ops_of[p->rt.kind]->name,
+	pr_debug("%s: pid %d (%s): %s after %d looks, %lld ms after the first", rts->ops[p->rt.kind]->name,
 		 (int)p->pid, p->comm, names[state] ? names[state] : "?", p->rt.tries + 1,
 		 (long long)(now_mono_ns() - p->rt.seen_ns) / 1000000);
 }
@@ -362,7 +375,7 @@ static void wait_more(struct runtimes *rts, struct proc *p, int64_t now_ns)
 static int rt_set(struct runtimes *rts, struct proc *p, const struct rt_proc *c)
 {
 	p->rt.native = false;
-	return sampler__rt_set(rts->s, p->pid, c);
+	return rts->s ? sampler__rt_set(rts->s, p->pid, c) : 0;
 }
 
 void runtimes__mark_native(struct runtimes *rts, struct proc *p)
@@ -394,12 +407,12 @@ static void setup(struct runtimes *rts, struct proc *p, const struct vma *v,
 	}
 	was = rts->busy;
 	rts->busy = true;
-	state = ops_of[f->kind]->setup(rts->st[f->kind], rts, p, v, t, &c); /* v invalid now */
+	state = rts->ops[f->kind]->setup(rts->st[f->kind], rts, p, v, t, &c); /* v invalid now */
 	rts->busy = was;
 	if (state == RTS_WAIT && !(p->rt.tries >= WAIT_TRIES || p->exit_ns)) {
 		/* A runtime whose frames the native walk steps (a JVM's, V8's):
 		 * its code met before the set-up waits for it (pending.c). */
-		if (ops_of[f->kind]->twin_step && !p->rt.setting_up &&
+		if (rts->ops[f->kind]->twin_step && !p->rt.setting_up &&
 		    !rt_set(rts, p, &(struct rt_proc){ .kind = RT_SETTING_UP }))
 			p->rt.setting_up = true;
 		wait_more(rts, p, now_ns);
@@ -408,7 +421,7 @@ static void setup(struct runtimes *rts, struct proc *p, const struct vma *v,
 	if (state == RTS_WAIT)
 		state = RTS_FAILED;
 	if (state == RTS_WALKED && (err = rt_set(rts, p, &c))) {
-		pr_debug("%s: pid %d: cannot set its walk up: %s", ops_of[f->kind]->name, (int)p->pid,
+		pr_debug("%s: pid %d: cannot set its walk up: %s", rts->ops[f->kind]->name, (int)p->pid,
 			 strerror(-err));
 		state = RTS_FAILED;
 	}
@@ -557,9 +570,9 @@ int runtimes__twin_step(struct runtimes *rts, struct proc *p, struct twin_regs *
 	int k = p ? p->rt.kind : RT_NONE;
 
 	if (!rts || !p || p->rt.state != RTS_WALKED || k <= RT_NONE || k >= RT_NKINDS ||
-	    !ops_of[k]->twin_step)
+	    !rts->ops[k]->twin_step)
 		return 0;
-	return ops_of[k]->twin_step(rts->st[k], p, r, mem, m, index, rec);
+	return rts->ops[k]->twin_step(rts->st[k], p, r, mem, m, index, rec);
 }
 
 int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_sample_ev *ev,
@@ -578,7 +591,7 @@ int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_samp
 	}
 	c = &rts->cnt[k];
 	before = *c;
-	n = ops_of[k]->merge(rts->st[k], p, ev, fr, n, out, max, c);
+	n = rts->ops[k]->merge(rts->st[k], p, ev, fr, n, out, max, c);
 	m->kind = (uint8_t)k;
 	m->frames = (uint32_t)(c->frames - before.frames);
 	m->unsure = c->stale != before.stale || c->unreadable != before.unreadable ||
@@ -596,8 +609,10 @@ void runtimes__forget(struct runtimes *rts, pid_t pid)
 {
 	if (!rts)
 		return;
+	rtcache__forget(rts->names, pid);
 	for (int k = 1; k < RT_NKINDS; k++)
-		ops_of[k]->forget(rts->st[k], pid);
+		if (rts->ops[k]->forget)
+			rts->ops[k]->forget(rts->st[k], pid);
 }
 
 /* ---- metrics ---- */
@@ -610,14 +625,18 @@ void runtimes__update(struct runtimes *rts)
 		return;
 	memset(snap, 0, sizeof(snap));
 	for (int k = 1; k < RT_NKINDS; k++) {
-		const struct rt_ops *o = ops_of[k];
+		const struct rt_ops *o = rts->ops[k];
 
 		memcpy(snap[k].procs, rts->procs[k], sizeof(snap[k].procs));
 		snap[k].cnt = rts->cnt[k];
-		sampler__rt_ends(rts->s, k, snap[k].ends,
+		sampler__rt_ends(rts->s, o->ends_map, snap[k].ends,
 				 (size_t)(o->nends + o->nextra) < RT_MAX_ENDS ? (size_t)(o->nends + o->nextra)
 									      : RT_MAX_ENDS);
+		struct rtcache_stats cs;
+
 		o->cache_stats(rts->st[k], &snap[k].cache);
+		rtcache__stats(rts->names, (unsigned)k, &cs);
+		snap[k].cache.bytes = cs.bytes;
 	}
 	pthread_mutex_lock(&rts->lock);
 	memcpy(rts->snap, snap, sizeof(snap));
@@ -645,7 +664,7 @@ void runtimes__metrics(struct runtimes *rts, struct buf *out)
 	memcpy(snap, rts->snap, sizeof(snap));
 	pthread_mutex_unlock(&rts->lock);
 	for (int k = 1; k < RT_NKINDS; k++) {
-		const struct rt_ops *o = ops_of[k];
+		const struct rt_ops *o = rts->ops[k];
 		const struct rt_snap *x = &snap[k];
 
 		metric_name(name, sizeof(name), o->name, "processes_total");

@@ -42,17 +42,6 @@ struct twin_regs;
 struct twin_mem;
 struct twin_map;
 
-/* How far a process's set-up got (metrics: processes by state). */
-enum rt_state {
-	RTS_UNKNOWN = 0, /* no interpreter seen in it (yet) */
-	RTS_WAIT,	 /* an interpreter not initialised yet (or its libc loading) */
-	RTS_WALKED,	 /* BPF walks its threads */
-	RTS_UNSUPPORTED, /* a version or build we have no layout for */
-	RTS_LAYOUT,	 /* our layout disagrees with the file's or process's own */
-	RTS_TLS,	 /* a thread-local storage we do not know (musl, another glibc) */
-	RTS_FAILED,	 /* the BPF map full, or its memory could not be read */
-	RTS_MAX,
-};
 
 /* An interpreter file as the symbol loader found it (struct symtab.rt);
  * read-only once published. */

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "sampler/proc/busguard.h"
+#include "store/util/busguard.h"
 #include "sampler/symbols/gopclntab.h"
 #include "sampler/symbols/goline.h"
 #include "store/util/hmap.h"

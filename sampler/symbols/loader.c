@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "store/util/safefile.h"
-#include "sampler/proc/busguard.h"
-#include "sampler/proc/pidstat.h"
+#include "store/util/busguard.h"
+#include "store/util/pidstat.h"
 #include "sampler/symbols/debugfile.h"
 #include "sampler/symbols/dwline.h"
 #include "sampler/symbols/goline.h"
@@ -183,7 +183,7 @@ static void report_read(struct symbolizer *s, const struct job *j, const struct 
 /* Loads the symbols of j->d. Returns the symtab for it or NULL; with
  * s->lock held on return. */
 /* elfsym__read of a file a user controls, its SIGBUS (the file
- * truncated, its FUSE server gone) an -EIO (sampler/proc/busguard.h). */
+ * truncated, its FUSE server gone) an -EIO (store/util/busguard.h). */
 struct elf_read_ctx {
 	int fd;
 	bool syms;

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "sampler/runtime/runtime.h"
 #include "sampler/unwind/pending.h"
 #include "sampler/unwind/twin.h"
 #include "store/util/prom.h"
@@ -31,7 +30,7 @@ struct parked {
 struct pending {
 	struct unwinder *u;
 	struct procs *ps;
-	struct runtimes *rts;
+	struct pending_rt rt; /* step NULL: no runtimes */
 	struct parked park[PARK_MAX];
 	size_t n;
 	struct prof_sample_ev *out; /* the completed record handed to done */
@@ -64,10 +63,10 @@ void pending__free(struct pending *pq)
 	free(pq);
 }
 
-void pending__set_runtimes(struct pending *pq, struct runtimes *rts)
+void pending__set_runtimes(struct pending *pq, const struct pending_rt *rt)
 {
 	if (pq)
-		pq->rts = rts;
+		pq->rt = rt ? *rt : (struct pending_rt){ 0 };
 }
 
 static enum twin_kind request_vma(struct pending *pq, struct proc *p, const struct vma *v,
@@ -111,7 +110,7 @@ static int rt_hook(void *arg, struct twin_regs *r, const struct twin_mem *mem, c
 
 	if (c->nrec >= PROF_MAX_FRAMES)
 		return 0;
-	k = runtimes__twin_step(c->pq->rts, c->p, r, mem, m, index, rec);
+	k = c->pq->rt.step(c->pq->rt.ctx, c->p, r, mem, m, index, rec);
 	if (k <= 0)
 		return k;
 	c->rec[2 * c->nrec] = rec[0];
@@ -249,7 +248,7 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 		c.final = p->exit_ns || p->maps_ns >= (int64_t)ev->time_ns;
 		c.setup_wait = setup_wait;
 		unwinder__lock(pq->u);
-		end = twin__walk_hooked(&r, &mem, map_fn, &c, pq->rts ? rt_hook : NULL, &c,
+		end = twin__walk_hooked(&r, &mem, map_fn, &c, pq->rt.step ? rt_hook : NULL, &c,
 					o->frames + o->nkern, &n, PROF_MAX_FRAMES);
 		unwinder__unlock(pq->u);
 		if (end == PROF_UE_TRUNC && mem.capped && mem.buf == ev->ustack && n < PROF_MAX_FRAMES &&
@@ -268,8 +267,8 @@ static int walk(struct pending *pq, struct proc *p, const struct prof_sample_ev 
 	/* Anonymous code walked by frame pointers with maps read after the
 	 * sample: if BPF walks no runtime of p, it may do the same from now
 	 * on (until then it sends such samples here; mark_native decides). */
-	if (c.anon_fp && c.final && end != PROF_UE_PENDING)
-		runtimes__mark_native(pq->rts, p);
+	if (c.anon_fp && c.final && end != PROF_UE_PENDING && pq->rt.mark_native)
+		pq->rt.mark_native(pq->rt.ctx, p);
 	/* The runtime frames BPF wrote after its part of the user stack
 	 * follow the finished one, then those of the frames the twin
 	 * stepped (a JVM's, V8's), as many as still fit. */

@@ -21,11 +21,25 @@ struct pending;
 struct pending *pending__new(struct unwinder *u, struct procs *ps);
 void pending__free(struct pending *pq);
 
-struct runtimes;
+struct twin_regs;
+struct twin_mem;
+struct twin_map;
 
-/* The runtimes (borrowed, may be NULL) whose steps the walks take in the
- * frames of a JVM's code cache or V8's code, as the BPF walk does. */
-void pending__set_runtimes(struct pending *pq, struct runtimes *rts);
+/* What the walks ask of the runtimes (sampler/runtime/, wired in by the
+ * profiler, so that unwind/ includes nothing of it). */
+struct pending_rt {
+	/* The step of p's runtime through a frame of a JVM's code cache or
+	 * V8's code, as the BPF walk takes it (runtimes__twin_step). */
+	int (*step)(void *ctx, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
+		    const struct twin_map *m, int index, uint64_t rec[2]);
+	/* p's anonymous code was walked by frame pointers with fresh maps
+	 * (runtimes__mark_native). */
+	void (*mark_native)(void *ctx, struct proc *p);
+	void *ctx;
+};
+
+/* The runtimes' hooks (copied; NULL: none, anonymous code stays native). */
+void pending__set_runtimes(struct pending *pq, const struct pending_rt *rt);
 
 /* Asks for the tables of every file p maps (e.g. right after exec). */
 void pending__request_maps(struct pending *pq, struct proc *p);

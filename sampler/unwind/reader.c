@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sampler/proc/busguard.h"
+#include "store/util/busguard.h"
 #include "sampler/unwind/reader.h"
 #include "store/util/util.h"
 

@@ -22,7 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "sampler/proc/pidstat.h"
+#include "store/util/pidstat.h"
 #include "store/util/safefile.h"
 #include "sampler/unwind/reader.h"
 #include "sampler/unwind/unwinder_int.h"

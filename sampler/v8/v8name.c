@@ -18,8 +18,10 @@
  * longer a SharedFunctionInfo / Code), the frame is stale: the GC moved
  * or collected the object it named.
  *
- * Entries reference each other (fn -> script, code -> fns) with counts,
- * so an evicted entry lives on while referenced. Everything read is
+ * Entries are the runtimes' shared cache's (sampler/runtime/rtcache.h),
+ * the kind in the key's top byte. They reference each other (fn ->
+ * script, code -> fns) with holds, so an evicted entry lives on while
+ * referenced. Everything read is
  * bounded: names, tables, line ends, the number of inlined functions.
  */
 #include <errno.h>
@@ -27,11 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpf/runtime.h"
+#include "sampler/runtime/rtcache.h"
 #include "sampler/v8/v8heap.h"
 #include "sampler/v8/v8name.h"
 #include "sampler/v8/v8pos.h"
 
-#define NBUCKETS 4096
 #define MAX_TABLE (1u << 20)	     /* position tables, bytecodes */
 #define MAX_LINES (4u << 20)	     /* line ends */
 #define MAX_INLINED 256
@@ -43,17 +46,13 @@
 
 enum { K_FN = 1, K_CODE, K_SCRIPT };
 
-struct ent {
-	struct ent *hnext, *prev, *next;
-	int kind, refs;
-	pid_t pid;
-	uint64_t addr;
-	size_t bytes;
-	bool in_table;
-};
+/* An entry's key: its tagged address, its kind in the top byte. */
+#define KEY(a, kind) ((a) | (uint64_t)(kind) << 56)
+#define KEY_ADDR(k) ((k) & ((1ull << 56) - 1))
+#define KEY_KIND(k) ((int)((k) >> 56))
 
 struct script {
-	struct ent e;
+	struct rtcache_ent e;
 	uint64_t name_ptr, src_ptr;
 	char *path;
 	int32_t line_offset;
@@ -62,7 +61,7 @@ struct script {
 };
 
 struct fn {
-	struct ent e;
+	struct rtcache_ent e;
 	uint32_t st_interp, st_base, st_func;
 	bool builtin; /* a JS builtin (its data is a builtin id): no bytecode */
 	char *name;
@@ -75,7 +74,7 @@ struct fn {
 };
 
 struct code {
-	struct ent e;
+	struct rtcache_ent e;
 	uint32_t stamp;
 	struct fn *outer;
 	uint8_t *pos;
@@ -88,9 +87,7 @@ struct code {
 };
 
 struct v8names {
-	struct ent *b[NBUCKETS];
-	struct ent lru; /* head: lru.next newest */
-	size_t max, bytes, entries;
+	struct rtview v; /* first: the cache it reads from */
 	struct v8names_stats st;
 };
 
@@ -144,41 +141,18 @@ static char *str_dup(const struct v8ctx *x, uint64_t s, size_t max, int *err)
 	return out;
 }
 
-/* --- the cache --- */
+/* --- the cache (sampler/runtime/rtcache.h) --- */
 
-static size_t hash(pid_t pid, uint64_t addr, int kind)
+static void ent_free(struct rtcache_ent *e)
 {
-	uint64_t h = (addr ^ ((uint64_t)(uint32_t)pid << 32) ^ (uint64_t)kind) * 0x9e3779b97f4a7c15ull;
+	int kind = KEY_KIND(e->key);
 
-	return (size_t)(h >> 52) & (NBUCKETS - 1);
-}
-
-static struct ent *find(struct v8names *c, pid_t pid, uint64_t addr, int kind)
-{
-	for (struct ent *e = c->b[hash(pid, addr, kind)]; e; e = e->hnext)
-		if (e->pid == pid && e->addr == addr && e->kind == kind) {
-			/* to the front of the LRU */
-			e->prev->next = e->next;
-			e->next->prev = e->prev;
-			e->next = c->lru.next;
-			e->prev = &c->lru;
-			c->lru.next->prev = e;
-			c->lru.next = e;
-			return e;
-		}
-	return NULL;
-}
-
-static void put(struct ent *e);
-
-static void ent_free(struct ent *e)
-{
-	if (e->kind == K_SCRIPT) {
+	if (kind == K_SCRIPT) {
 		struct script *s = (struct script *)e;
 
 		free(s->path);
 		free(s->ends);
-	} else if (e->kind == K_FN) {
+	} else if (kind == K_FN) {
 		struct fn *f = (struct fn *)e;
 
 		free(f->name);
@@ -186,7 +160,7 @@ static void ent_free(struct ent *e)
 		free(f->btab);
 		free(f->bc);
 		if (f->script)
-			put(&f->script->e);
+			rtcache__unhold(&f->script->e);
 	} else {
 		struct code *k = (struct code *)e;
 
@@ -194,92 +168,62 @@ static void ent_free(struct ent *e)
 		free(k->inl);
 		for (size_t i = 0; i < k->nfns; i++)
 			if (k->fns[i])
-				put(&k->fns[i]->e);
+				rtcache__unhold(&k->fns[i]->e);
 		free(k->fns);
 		if (k->outer)
-			put(&k->outer->e);
+			rtcache__unhold(&k->outer->e);
 	}
 	free(e);
 }
 
-static void put(struct ent *e)
+/* A new entry's header: held once, by its maker. */
+static struct rtcache_ent ent_init(pid_t pid, uint64_t a, int kind, size_t bytes)
 {
-	if (--e->refs == 0)
-		ent_free(e);
+	return (struct rtcache_ent){ .release = ent_free, .key = KEY(a, kind), .pid = pid, .refs = 1,
+				     .bytes = bytes, .owner = RT_V8 };
 }
 
-static void unlink_ent(struct v8names *c, struct ent *e)
+static struct rtcache_ent *find(struct v8names *c, pid_t pid, uint64_t addr, int kind)
 {
-	struct ent **pp = &c->b[hash(e->pid, e->addr, e->kind)];
+	struct rtcache_ent *e = rtcache__find(c->v.rc, pid, KEY(addr, kind));
 
-	while (*pp && *pp != e)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = e->hnext;
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-	e->in_table = false;
-	c->bytes -= e->bytes;
-	c->entries--;
-	put(e);
+	return e && e->owner == RT_V8 ? e : NULL;
 }
 
-static void insert(struct v8names *c, struct ent *e)
+/* Caches e; 0 or -ENOMEM (e not cached, still its holders'). */
+static int insert(struct v8names *c, struct rtcache_ent *e)
 {
-	size_t h = hash(e->pid, e->addr, e->kind);
+	int err = rtcache__put(c->v.rc, e);
 
-	e->hnext = c->b[h];
-	c->b[h] = e;
-	e->next = c->lru.next;
-	e->prev = &c->lru;
-	c->lru.next->prev = e;
-	c->lru.next = e;
-	e->in_table = true;
-	e->refs++;
-	c->bytes += e->bytes;
-	c->entries++;
-	while (c->bytes > c->max && c->lru.prev != e) {
-		unlink_ent(c, c->lru.prev);
-		c->st.evicted++;
-	}
+	if (!err)
+		rtcache__trim(c->v.rc);
+	return err;
 }
 
 struct v8names *v8names__new(size_t max_bytes)
 {
-	struct v8names *c = calloc(1, sizeof(*c));
-
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->max = max_bytes ? max_bytes : V8NAMES_DEFAULT_BYTES;
-	c->lru.next = c->lru.prev = &c->lru;
-	return c;
+	return rtview__new(sizeof(struct v8names), NULL, max_bytes ? max_bytes : V8NAMES_DEFAULT_BYTES);
 }
 
-void v8names__forget(struct v8names *c, pid_t pid)
+struct v8names *v8names__new_in(struct rtcache *rc)
 {
-	for (struct ent *e = c->lru.next, *n; e != &c->lru; e = n) {
-		n = e->next;
-		if (e->pid == pid)
-			unlink_ent(c, e);
-	}
+	return rtview__new(sizeof(struct v8names), rc, 0);
 }
 
 void v8names__free(struct v8names *c)
 {
-	if (!c)
-		return;
-	while (c->lru.next != &c->lru)
-		unlink_ent(c, c->lru.next);
-	free(c);
+	rtview__free(c);
+}
+
+void v8names__forget(struct v8names *c, pid_t pid)
+{
+	rtcache__forget(c->v.rc, pid);
 }
 
 void v8names__stats(const struct v8names *c, struct v8names_stats *s)
 {
 	*s = c->st;
-	s->bytes = c->bytes;
-	s->entries = c->entries;
+	rtcache__stats(c->v.rc, RT_V8, &s->cache);
 }
 
 /* --- scripts --- */
@@ -354,15 +298,15 @@ static struct script *get_script(const struct v8ctx *x, uint64_t a)
 		return NULL;
 	s = (struct script *)find(x->c, x->pid, a, K_SCRIPT);
 	if (s && s->name_ptr == hdr[x->l->script_name / 8] && s->src_ptr == hdr[x->l->script_source / 8]) {
-		s->e.refs++;
+		rtcache__hold(&s->e);
 		return s;
 	}
 	if (s)
-		unlink_ent(x->c, &s->e);
+		rtcache__drop(x->c->v.rc, &s->e);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->e = (struct ent){ .kind = K_SCRIPT, .pid = x->pid, .addr = a, .refs = 1, .bytes = sizeof(*s) };
+	s->e = ent_init(x->pid, a, K_SCRIPT, sizeof(*s));
 	s->name_ptr = hdr[x->l->script_name / 8];
 	s->src_ptr = hdr[x->l->script_source / 8];
 	s->line_offset = smi(hdr[x->l->script_line_offset / 8]) ? smi_val(hdr[x->l->script_line_offset / 8]) : 0;
@@ -373,7 +317,7 @@ static struct script *get_script(const struct v8ctx *x, uint64_t a)
 	}
 	s->e.bytes += strlen(s->path) + 1;
 	line_ends(x, s, hdr[x->l->script_line_ends / 8]);
-	insert(x->c, &s->e);
+	insert(x->c, &s->e); /* uncached, it is still the caller's */
 	return s;
 }
 
@@ -478,7 +422,7 @@ static int read_fn(const struct v8ctx *x, uint64_t a, struct fn **out)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->e = (struct ent){ .kind = K_FN, .pid = x->pid, .addr = a, .refs = 1, .bytes = sizeof(*f) };
+	f->e = ent_init(x->pid, a, K_FN, sizeof(*f));
 	nos = hdr[l->sfi_name_or_scope_info / 8];
 	data = hdr[l->sfi_function_data / 8];
 	scr = hdr[l->sfi_script / 8];
@@ -566,7 +510,7 @@ static int get_fn(const struct v8ctx *x, uint64_t a, uint32_t (*stamp_of)(const 
 	 * stamp is noise. Builtins' functions are made once, at start-up. */
 	if (f && (!stamp_of || stamp_of(f) == stamp || (stamp_of == st_interp && f->builtin))) {
 		x->c->st.hits++;
-		f->e.refs++;
+		rtcache__hold(&f->e);
 		*out = f;
 		return 0;
 	}
@@ -578,11 +522,7 @@ static int get_fn(const struct v8ctx *x, uint64_t a, uint32_t (*stamp_of)(const 
 		ent_free(&f->e);
 		return -ESTALE;
 	}
-	struct ent *old = find(x->c, x->pid, a, K_FN);
-
-	if (old)
-		unlink_ent(x->c, old);
-	insert(x->c, &f->e);
+	insert(x->c, &f->e); /* in place of any older one; uncached, still the caller's */
 	*out = f;
 	return 0;
 }
@@ -613,7 +553,7 @@ static int read_code(const struct v8ctx *x, uint64_t a, struct code **out)
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	k->e = (struct ent){ .kind = K_CODE, .pid = x->pid, .addr = a, .refs = 1, .bytes = sizeof(*k) };
+	k->e = ent_init(x->pid, a, K_CODE, sizeof(*k));
 	/* CodeKind: ... BASELINE, MAGLEV, TURBOFAN_JS, in that order in
 	 * every version with Maglev (v8dbg has only the first) */
 	k->maglev = ((flags >> l->kind_shift) & l->kind_mask) == l->kind_baseline + 1;
@@ -694,7 +634,7 @@ static int get_code(const struct v8ctx *x, uint64_t a, uint32_t stamp, struct co
 	}
 	x->c->st.misses++;
 	if (k)
-		unlink_ent(x->c, &k->e);
+		rtcache__drop(x->c->v.rc, &k->e);
 	err = read_code(x, a, &k);
 	if (err)
 		return err;
@@ -702,8 +642,12 @@ static int get_code(const struct v8ctx *x, uint64_t a, uint32_t stamp, struct co
 		ent_free(&k->e);
 		return -ESTALE;
 	}
-	insert(x->c, &k->e);
-	put(&k->e); /* the table's reference keeps it until the next call */
+	err = insert(x->c, &k->e);
+	if (err) {
+		ent_free(&k->e);
+		return err;
+	}
+	rtcache__unhold(&k->e); /* the cache's hold keeps it until the next call */
 	*out = k;
 	return 0;
 }
@@ -716,7 +660,7 @@ static void emit(struct v8name_frame *o, const struct fn *f, int32_t pos)
 	o->path = f->script && f->script->path ? f->script->path : "";
 	o->start_line = line_of(f->script, f->start_pos);
 	o->line = pos >= 0 ? line_of(f->script, pos) : 0;
-	o->fn = f->e.addr;
+	o->fn = KEY_ADDR(f->e.key);
 }
 
 /* The script offset of bytecode offset bc of f, or its start. */
@@ -743,6 +687,7 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 
 	if (max < 1)
 		return -EINVAL;
+	rtcache__mark(c->v.rc); /* what earlier calls handed out is read */
 	switch (V8_OBJ_TYPE(fr->obj)) {
 	case V8_FT_INTERP:
 		err = get_fn(&x, a, st_interp, fr->stamp, &f);
@@ -807,7 +752,7 @@ int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const
 		err = -EINVAL;
 	}
 	if (f)
-		put(&f->e); /* the table still holds it: valid until the next call */
+		rtcache__unhold(&f->e); /* the cache still holds it: valid until the next call */
 	if (err == -ESTALE)
 		c->st.stale++;
 	else if (err == -EFAULT || err == -ESRCH)

@@ -22,6 +22,7 @@
 #include "bpf/v8.h"
 #include "sampler/v8/v8layout.h"
 #include "sampler/v8/v8walk.h"
+#include "sampler/runtime/rtcache.h"
 
 /* Code points kept of a function name, bytes of a script name. */
 #define V8NAME_NAME_CHARS 512
@@ -47,8 +48,7 @@ struct v8names_stats {
 	uint64_t err_read; /* the process or an object could not be read */
 	uint64_t err_type; /* an object was not what the frame says */
 	uint64_t no_line;  /* named, but no line (no table, external source) */
-	uint64_t evicted;
-	size_t bytes, entries;
+	struct rtcache_stats cache; /* its share of the cache */
 };
 
 struct v8names;
@@ -57,6 +57,9 @@ struct v8names;
  * errno ENOMEM. Free with v8names__free. */
 #define V8NAMES_DEFAULT_BYTES (4u << 20)
 struct v8names *v8names__new(size_t max_bytes);
+/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
+ * which must outlive it; its entries count as RT_V8's. */
+struct v8names *v8names__new_in(struct rtcache *rc);
 void v8names__free(struct v8names *c);
 
 /*
@@ -65,7 +68,8 @@ void v8names__free(struct v8names *c);
  * address (any frame but the leaf). Writes at most max frames to out.
  * Returns how many (>= 1), or -ESTALE (moved or collected), -EFAULT
  * (unreadable), -EBADMSG (not the objects the frame says), -EINVAL,
- * -ENOMEM. Strings in out stay valid until the next call on c.
+ * -ENOMEM. Strings in out stay valid until the next call on c or
+ * on its shared cache.
  */
 int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const struct v8file *f,
 		   v8_read_fn rd, void *rctx, const struct v8_frame *fr, bool ret,

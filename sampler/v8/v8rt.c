@@ -125,11 +125,11 @@ static int v8_detect(int fd, const char *path, const struct elf_info *e, struct 
 	return 0;
 }
 
-static void *v8_state_new(void)
+static void *v8_state_new(struct rtcache *names)
 {
 	struct v8rt *r = calloc(1, sizeof(*r));
 
-	if (r && (!(r->names = v8names__new(0)) || !(r->memo = rt_memo__new()))) {
+	if (r && (!(r->names = v8names__new_in(names)) || !(r->memo = rt_memo__new()))) {
 		v8names__free(r->names);
 		free(r);
 		r = NULL;
@@ -569,10 +569,7 @@ static int v8_twin_step(void *st, struct proc *p, struct twin_regs *r, const str
 
 static void v8_forget(void *st, pid_t pid)
 {
-	struct v8rt *r = st;
-
-	v8names__forget(r->names, pid);
-	rt_pdata__forget(&r->procs, pid);
+	rt_pdata__forget(&((struct v8rt *)st)->procs, pid);
 }
 
 static void v8_cache_stats(void *st, struct rt_cache_stats *cs)
@@ -583,7 +580,6 @@ static void v8_cache_stats(void *st, struct rt_cache_stats *cs)
 	cs->hits = s.hits;
 	cs->misses = s.misses;
 	cs->errors = s.err_read + s.err_type;
-	cs->bytes = s.bytes;
 }
 
 static const char *const v8_ends_names[V8_END_MAX] = {
@@ -594,6 +590,7 @@ const struct rt_ops rt_v8_ops = {
 	.name = "js",
 	.kind = RT_V8,
 	.ends = v8_ends_names,
+	.ends_map = "v8_ends",
 	.nends = V8_END_MAX,
 	.stale_reason = "object_moved",
 	.detect = v8_detect,

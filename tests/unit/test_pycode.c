@@ -751,10 +751,10 @@ static void live(const struct interp *in, const char *dir)
 			check_code(in, k, pc);
 	}
 	pycodes__stats(c, &s);
-	CHECK(s.misses == ch.n && s.hits == 0 && s.entries == ch.n && s.cut == 1 &&
+	CHECK(s.misses == ch.n && s.hits == 0 && s.cache.entries == ch.n && s.cut == 1 &&
 		      !s.err_read && !s.err_string && !s.table_bad && !s.table_big,
 	      "%s: %" PRIu64 " misses, %zu entries, %zu B, 1 name cut, no errors", in->name,
-	      s.misses, s.entries, s.bytes);
+	      s.misses, s.cache.entries, s.cache.bytes);
 	pc = NULL;
 	pycodes__get(c, ch.pid, l, code_by_tag(&ch, "long")->addr, code_by_tag(&ch, "long")->stamp,
 		     &pc);
@@ -831,13 +831,13 @@ static void live(const struct interp *in, const char *dir)
 			err = pycodes__get(small, ch.pid, l, k->addr, k->stamp, &pc);
 			pycodes__stats(small, &s);
 			fails += err || pc->code != k->addr || pc->firstlineno != k->first ||
-				 (s.bytes > 2048 && s.entries > 1);
+				 (s.cache.bytes > 2048 && s.cache.entries > 1);
 		}
 	if (small)
 		pycodes__stats(small, &s);
-	CHECK(small && !fails && s.evicted > 0 && s.bytes <= 2048 + 3000,
-	      "%s: 2 KiB budget: %" PRIu64 " evicted, %zu entries, %zu B now", in->name, s.evicted,
-	      s.entries, s.bytes);
+	CHECK(small && !fails && s.cache.evicted > 0 && s.cache.bytes <= 2048 + 3000,
+	      "%s: 2 KiB budget: %" PRIu64 " evicted, %zu entries, %zu B now", in->name, s.cache.evicted,
+	      s.cache.entries, s.cache.bytes);
 
 	/* A code object freed and its address taken by another. */
 	{
@@ -861,8 +861,8 @@ static void live(const struct interp *in, const char *dir)
 			      "%s: a sample stamped before the reuse: the cached old name", in->name);
 			pycodes__forget(c, ch.pid);
 			pycodes__stats(c, &s);
-			CHECK(s.entries == 0 && s.bytes == 0, "%s: forget(pid) drops all (%zu B left)",
-			      in->name, s.bytes);
+			CHECK(s.cache.entries == 0 && s.cache.bytes == 0, "%s: forget(pid) drops all (%zu B left)",
+			      in->name, s.cache.bytes);
 			err = pycodes__get(c, ch.pid, l, va, vstamp, &pc);
 			CHECK(err == -ESTALE && !pc,
 			      "%s: ... not cached: -ESTALE, neither name (%s)", in->name,

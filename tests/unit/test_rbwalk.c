@@ -402,10 +402,10 @@ static void t_points(const char *dir)
 		struct rbcodes_stats st;
 
 		rbcodes__stats(tiny, &st);
-		CHECK(st.entries <= (size_t)last_m && st.evicted > 0,
+		CHECK(st.cache.entries <= (size_t)last_m && st.cache.evicted > 0,
 		      "the 1-byte cache keeps only the last sample's entries: %zu for %d records (%lu "
 		      "evicted)",
-		      st.entries, last_m, (unsigned long)st.evicted);
+		      st.cache.entries, last_m, (unsigned long)st.cache.evicted);
 	}
 	kill_child(&ch);
 	rbcodes__free(codes);

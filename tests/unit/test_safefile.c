@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sampler/proc/pidstat.h"
+#include "store/util/pidstat.h"
 #include "store/util/safefile.h"
 #include "sampler/symbols/perfmap.h"
 #include "tests/test.h"

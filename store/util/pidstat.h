@@ -5,8 +5,8 @@
  * process started is another process's); from status whose files it
  * may read (store/util/safefile.h opens them).
  */
-#ifndef PROFFS_PROC_PIDSTAT_H
-#define PROFFS_PROC_PIDSTAT_H
+#ifndef PROFFS_UTIL_PIDSTAT_H
+#define PROFFS_UTIL_PIDSTAT_H
 
 #include <stdint.h>
 #include <sys/types.h>

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sampler/proc/pidstat.h"
+#include "store/util/pidstat.h"
 
 int pidstat__read(pid_t pid, struct pidstat *st)
 {

@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "sampler/proc/busguard.h"
+#include "store/util/busguard.h"
 
 static __thread sigjmp_buf *guard;
 static unsigned long caught;
