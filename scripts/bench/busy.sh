@@ -23,36 +23,22 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-build}
-[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
-PROFFS=$BUILD/proffs
-TB=$BUILD/tests
+source "$ROOT/scripts/bench/lib.sh"
 BUSY_MIN=${BUSY_MIN:-15}
 HZ=${HZ:-99}
-source "$ROOT/scripts/bench/lib.sh"
-[[ $(id -u) == 0 ]] || { echo "bench: needs root" >&2; exit 1; }
-for f in "$PROFFS" "$TB/forker" "$TB/deep" "$TB/offcpu_truth" "$TB/truth_nofp" /usr/bin/python3 /usr/bin/gzip; do
-	[[ -x $f ]] || { echo "bench: $f missing (make all)" >&2; exit 1; }
-done
+BENCH_KILL_GROUPS=1 # the fork storm's and the loops' children die with them
+bench_init busy
+bench_need "$PROFFS" "$TB/forker" "$TB/deep" "$TB/offcpu_truth" "$TB/truth_nofp" /usr/bin/python3 /usr/bin/gzip
 command -v go >/dev/null || { echo "bench: go is needed for the baseline" >&2; exit 1; }
-
-W=$(mktemp -d /var/tmp/proffs-busy.XXXXXX)
 MP=$W/mp
 mkdir -p "$MP"
-PIDS=()
 DAEMON=
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+bench_more_cleanup() {
 	if [[ -n $DAEMON ]]; then
 		kill -TERM "$DAEMON" 2>/dev/null || true
 		wait "$DAEMON" 2>/dev/null || true
 	fi
-	grep -q " $MP " /proc/mounts && { fusermount3 -u -z "$MP" 2>/dev/null || umount -l "$MP"; }
-	rm -rf "$W"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # load NAME CMD...: starts CMD in a process group of its own (the fork
 # storm's and the loops' children die with it).

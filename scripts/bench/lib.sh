@@ -7,6 +7,46 @@ declare -gA CMD=()
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 
+# bench_init NAME: the start every benchmark script shares. BUILD (env,
+# default build, relative to the repository), PROFFS and TB set; root
+# needed; W a fresh /var/tmp/proffs-NAME.XXXXXX and PIDS=(). At exit:
+# every pid in PIDS killed (its process group with BENCH_KILL_GROUPS=1)
+# and waited for, the script's bench_more_cleanup called if it has one,
+# $W/mp unmounted, W removed, and kernel.bpf_stats_enabled put back when
+# BENCH_BPF_STATS=1 had it turned on here.
+bench_init() {
+	BUILD=${BUILD:-build}
+	[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
+	PROFFS=$BUILD/proffs
+	TB=$BUILD/tests
+	[[ $(id -u) == 0 ]] || { log "needs root (BPF, perf, FUSE)"; exit 1; }
+	W=$(mktemp -d "/var/tmp/proffs-$1.XXXXXX")
+	PIDS=()
+	BENCH_OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+	((${BENCH_BPF_STATS:-0})) && sysctl -qw kernel.bpf_stats_enabled=1
+	trap bench_cleanup_ EXIT
+	trap 'exit 130' INT TERM
+}
+
+bench_cleanup_() {
+	local p
+	for p in "${PIDS[@]}"; do
+		((${BENCH_KILL_GROUPS:-0})) && kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	declare -F bench_more_cleanup >/dev/null && bench_more_cleanup
+	grep -q " $W/mp " /proc/mounts && { fusermount3 -u -z "$W/mp" 2>/dev/null || umount -l "$W/mp"; }
+	((${BENCH_BPF_STATS:-0})) && sysctl -qw kernel.bpf_stats_enabled="$BENCH_OLD_STATS"
+	rm -rf "$W"
+}
+
+# bench_need FILE...: each FILE there (built by make all, or installed by
+# scripts/deps.sh), else the benchmark stops saying which.
+bench_need() {
+	local f
+	for f in "$@"; do [[ -e $f ]] || { log "$f missing (make all; scripts/deps.sh)"; exit 1; }; done
+}
+
 # shortcmd CMD...: the command line as BENCHMARKS.md shows it: the scratch
 # dir as $W, tmpfs scratch as $SHM, paths in the repository relative.
 shortcmd() {

@@ -17,30 +17,17 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/scripts/bench/lib.sh"
-BUILD=${BUILD:-build}
-[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
-PROFFS=$BUILD/proffs
-TB=$BUILD/tests
 RUNS=${RUNS:-7}
 ROUNDS=${ROUNDS:-200000}
 SPIN=${SPIN:-0} # work between passes: SPIN=60000 gives ~60k switches/s on this idle host
-for f in "$PROFFS" "$TB/pingpong"; do
-	[[ -x $f ]] || { echo "bench: $f missing; run make all first" >&2; exit 1; }
-done
-[[ $(id -u) == 0 ]] || { echo "bench: needs root (BPF, FUSE)" >&2; exit 1; }
+BENCH_BPF_STATS=1
+bench_init obench
+bench_need "$PROFFS" "$TB/pingpong"
 command -v bpftool >/dev/null || { echo "bench: needs bpftool" >&2; exit 1; }
-
-W=$(mktemp -d /var/tmp/proffs-obench.XXXXXX)
 DPID=""
-STATS0=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
+bench_more_cleanup() {
 	[[ -n $DPID ]] && { kill "$DPID" 2>/dev/null || true; wait "$DPID" 2>/dev/null || true; }
-	fusermount3 -u -z "$W/mp" 2>/dev/null || true
-	sysctl -q kernel.bpf_stats_enabled="$STATS0" || true
-	rm -rf "$W"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 TCK=$(getconf CLK_TCK)
 
 daemon_start() { # ARGS...
@@ -82,7 +69,6 @@ print(s.get("run_time_ns", 0) + r.get("run_time_ns", 0), s.get("run_cnt", 0), r.
 # job: "secs switches" of one pingpong run.
 job() { taskset -c 0 "$TB/pingpong" "$ROUNDS" "$SPIN"; }
 
-sysctl -q kernel.bpf_stats_enabled=1
 declare -A T
 BPFNS=() BPFCNT=() RNS=() RCNT=() BPFNSA=() BPFCNTA=() DCPU=() DCPUA=() SWS=()
 RSS=0 MEMLOCK=0

@@ -14,29 +14,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-build}
-[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
-PROFFS=$BUILD/proffs
-TB=$BUILD/tests
+source "$ROOT/scripts/bench/lib.sh"
 SECS=${SECS:-10}
 ROUNDS=${ROUNDS:-3}
-source "$ROOT/scripts/bench/lib.sh"
-[[ $(id -u) == 0 ]] || { echo "bench: needs root" >&2; exit 1; }
-for f in "$PROFFS" "$TB/truth_nofp" /usr/bin/python3.11; do [[ -x $f ]] || { echo "bench: $f missing" >&2; exit 1; }; done
-
-W=$(mktemp -d /var/tmp/proffs-pybench.XXXXXX)
-PIDS=()
-OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-	sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	fusermount3 -u -z "$W/mp" 2>/dev/null || true
-	rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-sysctl -qw kernel.bpf_stats_enabled=1
+BENCH_BPF_STATS=1
+bench_init pybench
+bench_need "$PROFFS" "$TB/truth_nofp" /usr/bin/python3.11
 
 # phase (lib.sh) fills these.
 declare -A NS CPU

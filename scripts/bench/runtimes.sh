@@ -24,36 +24,17 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-build}
-[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
-PROFFS=$BUILD/proffs
-TB=$BUILD/tests
+source "$ROOT/scripts/bench/lib.sh"
 SECS=${SECS:-10}
 WINDOWS=${WINDOWS:-4}
 RUNTIMES=${RUNTIMES:-ruby java node node22 node24}
 # The node of each node runtime.
 declare -A NODE=([node]=/usr/bin/node [node22]=/opt/proffs-test/node/22/bin/node [node24]=/opt/proffs-test/node/24/bin/node)
 JDK=/usr/lib/jvm/java-17-openjdk-amd64
-source "$ROOT/scripts/bench/lib.sh"
-[[ $(id -u) == 0 ]] || { echo "bench: needs root" >&2; exit 1; }
-for f in "$PROFFS" "$TB/truth_nofp" /usr/bin/ruby "$JDK/bin/java" "${NODE[@]}" "$TB/java/Known.class"; do
-	[[ -e $f ]] || { echo "bench: $f missing" >&2; exit 1; }
-done
-
-W=$(mktemp -d /var/tmp/proffs-rtbench.XXXXXX)
-PIDS=()
-OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-	sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	pkill -f "^sleep 3599.5" 2>/dev/null || true
-	fusermount3 -u -z "$W/mp" 2>/dev/null || true
-	rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-sysctl -qw kernel.bpf_stats_enabled=1
+BENCH_BPF_STATS=1
+bench_init rtbench
+bench_need "$PROFFS" "$TB/truth_nofp" /usr/bin/ruby "$JDK/bin/java" "${NODE[@]}" "$TB/java/Known.class"
+bench_more_cleanup() { pkill -f "^sleep 3599.5" 2>/dev/null || true; }
 
 # busy RT: starts one process of RT running its known-answer program for
 # long; its pid in BUSY.

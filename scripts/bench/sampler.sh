@@ -14,27 +14,10 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/scripts/bench/lib.sh"
-BUILD=${BUILD:-build}
-[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
-PROFFS=$BUILD/proffs
-TB=$BUILD/tests
 SECS=${SECS:-30}
 RUNS=${RUNS:-7}
-for f in "$PROFFS" "$TB/truth" "$TB/fixedwork"; do
-	[[ -x $f ]] || { echo "bench: $f missing; run make all first" >&2; exit 1; }
-done
-[[ $(id -u) == 0 ]] || { echo "bench: needs root (BPF, perf, FUSE)" >&2; exit 1; }
-
-W=$(mktemp -d /var/tmp/proffs-sbench.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	fusermount3 -u -z "$W/mp" 2>/dev/null || true
-	rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init sbench
+bench_need "$PROFFS" "$TB/truth" "$TB/fixedwork"
 TCK=$(getconf CLK_TCK)
 
 

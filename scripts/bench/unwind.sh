@@ -15,29 +15,12 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/scripts/bench/lib.sh"
-BUILD=${BUILD:-build}
-[[ $BUILD = /* ]] || BUILD=$ROOT/$BUILD
-PROFFS=$BUILD/proffs
-TB=$BUILD/tests
 SECS=${SECS:-30}
 RUNS=${RUNS:-3}
-[[ $(id -u) == 0 ]] || { echo "bench: needs root" >&2; exit 1; }
-for f in "$PROFFS" "$TB/fixedwork"; do [[ -x $f ]] || { echo "bench: $f missing; make all" >&2; exit 1; }; done
+BENCH_BPF_STATS=1
+bench_init ubench
+bench_need "$PROFFS" "$TB/fixedwork"
 
-W=$(mktemp -d /var/tmp/proffs-ubench.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	fusermount3 -u -z "$W/mp" 2>/dev/null || true
-	rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled='"$OLD_STATS"'; cleanup' EXIT
 
 cat >"$W/loop.py" <<'PY'
 import json, sys, time
