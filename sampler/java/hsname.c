@@ -119,35 +119,11 @@ static struct entry *lookup(struct hsnames *c, pid_t pid, uint64_t addr, uint8_t
 
 	if (!e || e->ce.owner != RT_HOTSPOT || e->type != type || e->stamp != stamp)
 		return NULL;
-	c->st.hits++;
+	c->v.hits++;
 	return e;
 }
 
-struct hsnames *hsnames__new(size_t max_bytes)
-{
-	return rtview__new(sizeof(struct hsnames), NULL, max_bytes ? max_bytes : HSNAMES_DEFAULT_BYTES);
-}
-
-struct hsnames *hsnames__new_in(struct rtcache *rc)
-{
-	return rtview__new(sizeof(struct hsnames), rc, 0);
-}
-
-void hsnames__free(struct hsnames *c)
-{
-	rtview__free(c);
-}
-
-void hsnames__forget(struct hsnames *c, pid_t pid)
-{
-	rtcache__forget(c->v.rc, pid);
-}
-
-void hsnames__stats(const struct hsnames *c, struct hsnames_stats *s)
-{
-	*s = c->st;
-	rtcache__stats(c->v.rc, RT_HOTSPOT, &s->cache);
-}
+RTVIEW_DEFINE(hsnames, HSNAMES_DEFAULT_BYTES, RT_HOTSPOT)
 
 /* ---- reading ---- */
 
@@ -390,7 +366,7 @@ static int get_method(struct hsnames *c, pid_t pid, const struct hsmem *m, const
 		*out = e;
 		return 0;
 	}
-	c->st.misses++;
+	c->v.misses++;
 	err = load_method(c, m, vm, addr, stamp, &e);
 	if (!err) {
 		err = insert(c, pid, e);
@@ -725,7 +701,7 @@ int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
 		e = lookup(c, pid, addr, E_NMETHOD, stamp);
 		err = 0;
 		if (!e) {
-			c->st.misses++;
+			c->v.misses++;
 			err = load_nmethod(m, vm, addr, stamp, &e);
 			if (!err) {
 				err = insert(c, pid, e);
@@ -740,7 +716,7 @@ int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
 		e = lookup(c, pid, addr, E_STUB, stamp);
 		err = 0;
 		if (!e) {
-			c->st.misses++;
+			c->v.misses++;
 			err = load_stub(m, vm, addr, stamp, &e);
 			if (!err) {
 				err = insert(c, pid, e);

@@ -55,15 +55,10 @@ struct hsnames_stats {
 
 struct hsnames;
 
-/* A cache of at most about max_bytes (0: HSNAMES_DEFAULT_BYTES) of its
- * own; the caller owns it (hsnames__free, which frees the cache and its
- * entries). NULL with errno ENOMEM. */
+/* A view of a cache of objects read, its entries RT_HOTSPOT's (rtcache.h's
+ * RTVIEW_DECLARE); of its own, by default this big. */
 #define HSNAMES_DEFAULT_BYTES (4u << 20)
-struct hsnames *hsnames__new(size_t max_bytes);
-/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
- * which must outlive it; its entries count as RT_HOTSPOT's. */
-struct hsnames *hsnames__new_in(struct rtcache *rc);
-void hsnames__free(struct hsnames *c);
+RTVIEW_DECLARE(hsnames);
 
 /*
  * The Java frames of record (s0, s1) of process pid, a JVM vm (from
@@ -89,10 +84,5 @@ int hsnames__frames(struct hsnames *c, pid_t pid, const struct hsmem *m, const s
 int hsnames__method(struct hsnames *c, pid_t pid, const struct hsmem *m, const struct hsvm *vm,
 		    uint64_t method, const char **sysname, const struct hsline **lines,
 		    uint32_t *code_size);
-
-/* Drops every entry of pid (its exec or exit). */
-void hsnames__forget(struct hsnames *c, pid_t pid);
-
-void hsnames__stats(const struct hsnames *c, struct hsnames_stats *s);
 
 #endif

@@ -32,17 +32,12 @@
  * (the looks back off from 5 ms: the last after ~0.3 s). */
 #define HS_PROTO_LOOKS 7
 
-/* Bytes of display names one merge may write. */
-#define NAMES_BYTES (64u << 10)
 
 struct hsrt {
-	struct hsnames *names;
-	struct rt_pdata vms; /* pid -> struct hsvm */
+	struct rt_head rt; /* names: a struct hsnames; pdata: pid -> struct hsvm */
 	/* one merge's */
 	uint32_t index[HS_MAX_FRAMES];
 	struct hsjframe jf[HSNAME_MAX_INLINE];
-	char text[NAMES_BYTES];
-	size_t used;
 	struct proc *p;
 	const struct hsvm *vm;
 	const uint64_t *rec;
@@ -73,28 +68,6 @@ static int hs_detect(int fd, const char *path, const struct elf_info *e, struct 
 	}
 	f->data = jf;
 	return 0;
-}
-
-static void *hs_state_new(struct rtcache *names)
-{
-	struct hsrt *r = calloc(1, sizeof(*r));
-
-	if (r && !(r->names = hsnames__new_in(names))) {
-		free(r);
-		r = NULL;
-	}
-	return r;
-}
-
-static void hs_state_free(void *st)
-{
-	struct hsrt *r = st;
-
-	if (!r)
-		return;
-	hsnames__free(r->names);
-	rt_pdata__free(&r->vms);
-	free(r);
 }
 
 static int hs_setup(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
@@ -129,24 +102,10 @@ static int hs_setup(void *st, struct runtimes *rts, struct proc *p, const struct
 		       err == -EPROTO ? RTS_LAYOUT : RTS_WAIT;
 	}
 	c->hs = vm->bpf;
-	p->rt.layout = NULL; /* the VM is in r->vms, by pid */
-	if (rt_pdata__put(&r->vms, p->pid, vm))
+	p->rt.layout = NULL; /* the VM is in r->rt.pdata, by pid */
+	if (rt_pdata__put(&r->rt.pdata, p->pid, vm))
 		return RTS_FAILED;
 	return RTS_WALKED;
-}
-
-/* A copy of s in this merge's text, or NULL when it is full. */
-static const char *keep(struct hsrt *r, const char *s)
-{
-	size_t len = strlen(s ? s : "") + 1;
-	char *d;
-
-	if (r->used + len > NAMES_BYTES)
-		return NULL;
-	d = r->text + r->used;
-	memcpy(d, s ? s : "", len);
-	r->used += len;
-	return d;
 }
 
 /* Record i's Java frames (rt__merge_indexed's namer). */
@@ -154,7 +113,7 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 {
 	struct hsrt *r = ctx;
 	struct hsmem mem = { hsmem__pid_read, &r->p->pid };
-	int n = hsnames__frames(r->names, r->p->pid, &mem, r->vm, r->rec[2 * i], r->rec[2 * i + 1], r->jf,
+	int n = hsnames__frames((struct hsnames *)r->rt.names, r->p->pid, &mem, r->vm, r->rec[2 * i], r->rec[2 * i + 1], r->jf,
 				HSNAME_MAX_INLINE);
 
 	(void)ret;
@@ -162,14 +121,7 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 	if (max <= 0)
 		return 0;
 	if (n < 0) {
-		memset(out, 0, sizeof(*out));
-		out->marker = true;
-		out->addr = r->rec[2 * i] & HS_ADDR_MASK;
-		out->name = n == -ESTALE ? HSNAME_FREED : marker_unreadable;
-		if (n == -ESTALE)
-			r->cnt->stale++;
-		else
-			r->cnt->unreadable++;
+		rt__marker(out, r->rec[2 * i] & HS_ADDR_MASK, n == -ESTALE, HSNAME_FREED, marker_unreadable, r->cnt);
 		return 1;
 	}
 	if (n > max)
@@ -183,9 +135,9 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 		 * the bci, make the address) */
 		o->addr = (r->rec[2 * i] & HS_ADDR_MASK) + (uint64_t)(j->bci + 1);
 		/* The cache's strings live until its next call: copied. */
-		o->name = keep(r, j->name);
-		o->sysname = keep(r, j->sysname);
-		o->file = keep(r, j->file);
+		o->name = rt_text__keep(&r->rt.text, j->name);
+		o->sysname = rt_text__keep(&r->rt.text, j->sysname);
+		o->file = rt_text__keep(&r->rt.text, j->file);
 		if (!o->name || !o->sysname || !o->file) {
 			o->marker = true;
 			o->name = marker_unreadable;
@@ -205,17 +157,13 @@ static int hs_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	struct hsrt *r = st;
 	int nrec = ev->nrt < HS_MAX_FRAMES ? ev->nrt : HS_MAX_FRAMES;
 
-	r->vm = rt_pdata__get(&r->vms, p->pid);
-	if (!r->vm) {
-		if (n > max)
-			n = max;
-		memcpy(out, fr, (size_t)n * sizeof(*fr));
-		return n;
-	}
+	r->vm = rt_pdata__get(&r->rt.pdata, p->pid);
+	if (!r->vm)
+		return rt__copy(fr, n, out, max);
 	r->p = p;
 	r->rec = (const uint64_t *)&ev->frames[ev->nkern + ev->nuser];
 	r->cnt = cnt;
-	r->used = 0;
+	r->rt.text.used = 0;
 	for (int i = 0; i < nrec; i++)
 		r->index[i] = (uint32_t)(r->rec[2 * i] >> 56);
 	return rt__merge_indexed(ev, fr, n, r->index, nrec, name_rec, r, out, max);
@@ -225,7 +173,7 @@ static int hs_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 static int hs_twin_step(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
 			const struct twin_map *map, int index, uint64_t rec[2])
 {
-	const struct hsvm *vm = rt_pdata__get(&((struct hsrt *)st)->vms, p->pid);
+	const struct hsvm *vm = rt_pdata__get(&((struct hsrt *)st)->rt.pdata, p->pid);
 	struct rt_twin_mem tm = { p->pid, mem };
 	struct hsmem m = { rt__twin_read, &tm };
 	struct hs_regs hr = { r->pc, r->sp, r->bp_ok ? r->bp : 0, 0, 0, 0 };
@@ -246,19 +194,12 @@ static int hs_twin_step(void *st, struct proc *p, struct twin_regs *r, const str
 	return 2;
 }
 
-static void hs_forget(void *st, pid_t pid)
-{
-	rt_pdata__forget(&((struct hsrt *)st)->vms, pid);
-}
-
-static void hs_cache_stats(void *st, struct rt_cache_stats *cs)
+static uint64_t hs_name_errors(void *st)
 {
 	struct hsnames_stats s;
 
-	hsnames__stats(((struct hsrt *)st)->names, &s);
-	cs->hits = s.hits;
-	cs->misses = s.misses;
-	cs->errors = s.err_read + s.err_bad;
+	hsnames__stats((struct hsnames *)((struct hsrt *)st)->rt.names, &s);
+	return s.err_read + s.err_bad;
 }
 
 static const char *const hs_ends[HS_E_MAX] = {
@@ -277,11 +218,11 @@ const struct rt_ops rt_hotspot_ops = {
 	.stale_reason = "code_freed",
 	.detect = hs_detect,
 	.file_free = free,
-	.state_new = hs_state_new,
-	.state_free = hs_state_free,
+	.state_size = sizeof(struct hsrt),
+	.names_new = hsnames__view_new,
+	.names_free = hsnames__view_free,
 	.setup = hs_setup,
 	.merge = hs_merge,
-	.forget = hs_forget,
-	.cache_stats = hs_cache_stats,
+	.name_errors = hs_name_errors,
 	.twin_step = hs_twin_step,
 };

@@ -455,20 +455,7 @@ static void entry_release(struct rtcache_ent *ce)
 	free(e);
 }
 
-struct pycodes *pycodes__new(size_t max_bytes)
-{
-	return rtview__new(sizeof(struct pycodes), NULL, max_bytes ? max_bytes : PYCODES_DEFAULT_BYTES);
-}
-
-struct pycodes *pycodes__new_in(struct rtcache *rc)
-{
-	return rtview__new(sizeof(struct pycodes), rc, 0);
-}
-
-void pycodes__free(struct pycodes *c)
-{
-	rtview__free(c);
-}
+RTVIEW_DEFINE(pycodes, PYCODES_DEFAULT_BYTES, RT_PYTHON)
 
 int pycodes__get(struct pycodes *c, pid_t pid, const struct pylayout *l, uint64_t code,
 		 uint32_t stamp, const struct pycode **out)
@@ -485,11 +472,11 @@ int pycodes__get(struct pycodes *c, pid_t pid, const struct pylayout *l, uint64_
 	rtcache__mark(c->v.rc);
 	e = (struct entry *)rtcache__find(c->v.rc, pid, code);
 	if (e && e->ce.owner == RT_PYTHON && e->pc.stamp == stamp && e->minor == l->minor) {
-		c->st.hits++;
+		c->v.hits++;
 		*out = &e->pc;
 		return 0;
 	}
-	c->st.misses++;
+	c->v.misses++;
 	err = load(c, pid, l, code, stamp, hlen, &made);
 	if (!err)
 		err = rtcache__put(c->v.rc, &made->ce);
@@ -501,17 +488,6 @@ int pycodes__get(struct pycodes *c, pid_t pid, const struct pylayout *l, uint64_
 	rtcache__trim(c->v.rc);
 	*out = &made->pc;
 	return 0;
-}
-
-void pycodes__forget(struct pycodes *c, pid_t pid)
-{
-	rtcache__forget(c->v.rc, pid);
-}
-
-void pycodes__stats(const struct pycodes *c, struct pycodes_stats *s)
-{
-	*s = c->st;
-	rtcache__stats(c->v.rc, RT_PYTHON, &s->cache);
 }
 
 int pycode__line(const struct pycode *pc, uint32_t instr, int32_t *line)

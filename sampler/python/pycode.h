@@ -63,23 +63,10 @@ struct pycodes_stats {
 
 struct pycodes;
 
-/*
- * A cache holding at most about max_bytes (0: PYCODES_DEFAULT_BYTES) of
- * entries, strings and line tables; the least recently used entries go
- * first. The caller owns it: free with pycodes__free. NULL with errno
- * ENOMEM.
- */
+/* A view of a cache of objects read, its entries RT_PYTHON's (rtcache.h's
+ * RTVIEW_DECLARE); of its own, by default this big. */
 #define PYCODES_DEFAULT_BYTES (2u << 20)
-struct pycodes *pycodes__new(size_t max_bytes);
-
-/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
- * which must outlive it; its entries count as RT_PYTHON's. NULL with
- * errno ENOMEM. */
-struct pycodes *pycodes__new_in(struct rtcache *rc);
-
-/* Frees c, and the cache pycodes__new made for it with every entry
- * (any struct pycode it returned). NULL is fine. */
-void pycodes__free(struct pycodes *c);
+RTVIEW_DECLARE(pycodes);
 
 /*
  * The code object at address `code` (bit 0, PY_FRAME_ENTRY, is ignored)
@@ -99,13 +86,6 @@ void pycodes__free(struct pycodes *c);
  */
 int pycodes__get(struct pycodes *c, pid_t pid, const struct pylayout *l, uint64_t code,
 		 uint32_t stamp, const struct pycode **out);
-
-/* Drops every entry of pid (its exec or exit: its addresses name other
- * objects from then on). Invalidates what pycodes__get returned. */
-void pycodes__forget(struct pycodes *c, pid_t pid);
-
-/* A copy of c's counters into *s. */
-void pycodes__stats(const struct pycodes *c, struct pycodes_stats *s);
 
 /*
  * The line of the instruction at byte offset instr of pc's code (as BPF

@@ -36,12 +36,9 @@
 #define GLIBC_TSD_BLOCK 0x310
 #define GLIBC_TSD_KEYS 32
 
-/* Bytes of display names one merge may write. */
-#define NAMES_BYTES (64u << 10)
 
 struct pyrt {
-	struct pycodes *codes;
-	char names[NAMES_BYTES];
+	struct rt_head rt; /* names: a struct pycodes */
 };
 
 static const char *const marker_stale = "[python: code object freed]";
@@ -57,27 +54,6 @@ static int py_detect(int fd, const char *path, const struct elf_info *e, struct 
 	snprintf(f->why, sizeof(f->why), "%s", pf->why);
 	f->data = pf;
 	return 0;
-}
-
-static void *py_state_new(struct rtcache *names)
-{
-	struct pyrt *r = calloc(1, sizeof(*r));
-
-	if (r && !(r->codes = pycodes__new_in(names))) {
-		free(r);
-		r = NULL;
-	}
-	return r;
-}
-
-static void py_state_free(void *st)
-{
-	struct pyrt *r = st;
-
-	if (!r)
-		return;
-	pycodes__free(r->codes);
-	free(r);
 }
 
 /* p's mapping of a file named libc.so*, or NULL. */
@@ -200,48 +176,27 @@ static bool is_eval(const struct proc *p, const struct frame *f, int i)
 	       (a >= p->rt.anchor_lo[1] && a < p->rt.anchor_hi[1]);
 }
 
-/* A copy of str in r->names at *used, or NULL when it does not fit. */
-static const char *keep(struct pyrt *r, size_t *used, const char *str)
-{
-	size_t len = strlen(str ? str : "") + 1;
-	char *d;
-
-	if (*used + len > NAMES_BYTES)
-		return NULL;
-	d = r->names + *used;
-	memcpy(d, str ? str : "", len);
-	*used += len;
-	return d;
-}
-
-/* One Python frame named into *o; names go to r->names at *used. */
+/* One Python frame named into *o; names go to r->text. */
 static void name_frame(struct pyrt *r, struct proc *p, const struct py_frame *pf, struct frame *o,
-		       size_t *used, struct rt_counts *cnt)
+		       struct rt_counts *cnt)
 {
 	const struct pycode *pc = NULL;
 	uint64_t code = pf->code & ~PY_FRAME_ENTRY;
-	int err = pycodes__get(r->codes, p->pid, p->rt.layout, code, pf->stamp, &pc);
+	int err = pycodes__get((struct pycodes *)r->rt.names, p->pid, p->rt.layout, code, pf->stamp, &pc);
+	const char *name = err ? NULL : rt_text__display(&r->rt.text, pyproc__display_name, pc->qualname, pc->filename);
 	int32_t line = 0;
-	size_t room = NAMES_BYTES - *used;
 
-	memset(o, 0, sizeof(*o));
-	o->addr = code;
-	if (err || room < 64) {
-		o->marker = true;
-		o->name = err == -ESTALE ? marker_stale : marker_unreadable;
-		if (err == -ESTALE)
-			cnt->stale++;
-		else
-			cnt->unreadable++;
+	if (!name) {
+		rt__marker(o, code, err == -ESTALE, marker_stale, marker_unreadable, cnt);
 		return;
 	}
-	pyproc__display_name(pc->qualname, pc->filename, r->names + *used, room);
-	o->name = r->names + *used;
-	*used += strlen(o->name) + 1;
+	memset(o, 0, sizeof(*o));
+	o->addr = code;
+	o->name = name;
 	/* The cache's strings live until its next get (which may evict
 	 * this entry for the next frame's): copied, as far as they fit. */
-	o->sysname = keep(r, used, pc->qualname);
-	o->file = keep(r, used, pc->filename);
+	o->sysname = rt_text__keep(&r->rt.text, pc->qualname);
+	o->file = rt_text__keep(&r->rt.text, pc->filename);
 	if (!o->sysname || !o->file) {
 		o->name = marker_unreadable;
 		o->marker = true;
@@ -262,7 +217,8 @@ static int py_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	struct pyrt *r = st;
 	const struct py_frame *py = (const struct py_frame *)(const void *)&ev->frames[ev->nkern + ev->nuser];
 	int k = 0, m = 0, npy = ev->nrt;
-	size_t used = 0;
+
+	r->rt.text.used = 0;
 
 	for (int i = 0; i < n && m < max; i++) {
 		bool eval = is_eval(p, &fr[i], i - ev->nkern);
@@ -272,7 +228,7 @@ static int py_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 			/* One group for an eval frame; all that is left before
 			 * a marker that ends the user stack. */
 			do {
-				name_frame(r, p, &py[k], &out[m++], &used, cnt);
+				name_frame(r, p, &py[k], &out[m++], cnt);
 			} while (m < max && ++k < npy && (end || !(py[k - 1].code & PY_FRAME_ENTRY)));
 			if (eval)
 				continue;
@@ -281,18 +237,16 @@ static int py_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 			out[m++] = fr[i];
 	}
 	while (k < npy && m < max)
-		name_frame(r, p, &py[k++], &out[m++], &used, cnt);
+		name_frame(r, p, &py[k++], &out[m++], cnt);
 	return m;
 }
 
-static void py_cache_stats(void *st, struct rt_cache_stats *cs)
+static uint64_t py_name_errors(void *st)
 {
 	struct pycodes_stats s;
 
-	pycodes__stats(((struct pyrt *)st)->codes, &s);
-	cs->hits = s.hits;
-	cs->misses = s.misses;
-	cs->errors = s.err_read + s.err_string + s.table_big + s.table_bad;
+	pycodes__stats((struct pycodes *)((struct pyrt *)st)->rt.names, &s);
+	return s.err_read + s.err_string + s.table_big + s.table_bad;
 }
 
 static const char *const py_ends[PY_END_MAX] = {
@@ -309,9 +263,10 @@ const struct rt_ops rt_python_ops = {
 	.stale_reason = "code_object_freed",
 	.detect = py_detect,
 	.file_free = free,
-	.state_new = py_state_new,
-	.state_free = py_state_free,
+	.state_size = sizeof(struct pyrt),
+	.names_new = pycodes__view_new,
+	.names_free = pycodes__view_free,
 	.setup = py_setup,
 	.merge = py_merge,
-	.cache_stats = py_cache_stats,
+	.name_errors = py_name_errors,
 };

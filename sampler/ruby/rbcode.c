@@ -418,20 +418,7 @@ static void entry_release(struct rtcache_ent *ce)
 	free(e);
 }
 
-struct rbcodes *rbcodes__new(size_t max_bytes)
-{
-	return rtview__new(sizeof(struct rbcodes), NULL, max_bytes ? max_bytes : RBCODES_DEFAULT_BYTES);
-}
-
-struct rbcodes *rbcodes__new_in(struct rtcache *rc)
-{
-	return rtview__new(sizeof(struct rbcodes), rc, 0);
-}
-
-void rbcodes__free(struct rbcodes *c)
-{
-	rtview__free(c);
-}
+RTVIEW_DEFINE(rbcodes, RBCODES_DEFAULT_BYTES, RT_RUBY)
 
 int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_t symbols,
 		 uint64_t addr, uint32_t stamp, const struct rbcode **out)
@@ -448,11 +435,11 @@ int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_
 		rtcache__mark(c->v.rc);
 	e = (struct entry *)rtcache__find(c->v.rc, pid, addr);
 	if (e && e->ce.owner == RT_RUBY && e->rc.stamp == stamp && !(e->rc.flags & RBCODE_CFUNC) == !cfunc) {
-		c->st.hits++;
+		c->v.hits++;
 		*out = &e->rc;
 		return 0;
 	}
-	c->st.misses++;
+	c->v.misses++;
 	e = NULL;
 	err = cfunc ? load_cfunc(c, pid, l, symbols, addr, stamp, &e)
 		    : load_iseq(c, pid, l, addr, stamp, &e);
@@ -480,17 +467,6 @@ int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_
 	rtcache__trim(c->v.rc);
 	*out = &e->rc;
 	return 0;
-}
-
-void rbcodes__forget(struct rbcodes *c, pid_t pid)
-{
-	rtcache__forget(c->v.rc, pid);
-}
-
-void rbcodes__stats(const struct rbcodes *c, struct rbcodes_stats *s)
-{
-	*s = c->st;
-	rtcache__stats(c->v.rc, RT_RUBY, &s->cache);
 }
 
 int rbcode__line(const struct rbcode *rc, uint32_t pc, int32_t *line)

@@ -52,16 +52,10 @@ struct rbcodes_stats {
 
 struct rbcodes;
 
-/* A cache of at most about max_bytes (0: RBCODES_DEFAULT_BYTES) of its
- * own; the least recently used entries go first. The caller owns it
- * (rbcodes__free, which frees the cache and its entries). NULL with
- * errno ENOMEM. */
+/* A view of a cache of objects read, its entries RT_RUBY's (rtcache.h's
+ * RTVIEW_DECLARE); of its own, by default this big. */
 #define RBCODES_DEFAULT_BYTES (2u << 20)
-struct rbcodes *rbcodes__new(size_t max_bytes);
-/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
- * which must outlive it; its entries count as RT_RUBY's. */
-struct rbcodes *rbcodes__new_in(struct rtcache *rc);
-void rbcodes__free(struct rbcodes *c);
+RTVIEW_DECLARE(rbcodes);
 
 /*
  * The object a Ruby frame record names: addr as BPF sent it (flags in
@@ -76,10 +70,6 @@ void rbcodes__free(struct rbcodes *c);
  */
 int rbcodes__get(struct rbcodes *c, pid_t pid, const struct rblayout *l, uint64_t symbols,
 		 uint64_t addr, uint32_t stamp, const struct rbcode **out);
-
-/* Drops every entry of pid (its exec or exit). */
-void rbcodes__forget(struct rbcodes *c, pid_t pid);
-void rbcodes__stats(const struct rbcodes *c, struct rbcodes_stats *s);
 
 /*
  * The line of an iseq frame whose pc's low 32 bits BPF sent, by Ruby's
@@ -118,7 +108,6 @@ int rbary__header(const struct rblayout *l, const uint8_t *obj, size_t n, struct
  * in fit. cap must be at least 1.
  */
 size_t rbstr__utf8(const uint8_t *in, size_t n, char *out, size_t cap, bool *cut);
-
 
 /* ---- a sample's Ruby frames ---- */
 

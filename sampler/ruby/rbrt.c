@@ -19,16 +19,13 @@
 #include "store/util/prom.h"
 #include "store/util/util.h"
 
-/* Bytes of display names one merge may write. */
-#define NAMES_BYTES (64u << 10)
 
 struct rbrt {
-	struct rbcodes *codes;
+	struct rt_head rt; /* names: a struct rbcodes */
 	struct rbname nm[RB_MAX_FRAMES + 1];
 	struct rbm_item items[STACK_MAX_FRAMES];
 	uint8_t kind[2 * PROF_MAX_FRAMES];
 	bool drop[2 * PROF_MAX_FRAMES]; /* native frames of the VM's loop */
-	char names[NAMES_BYTES];
 };
 
 static int rb_detect(int fd, const char *path, const struct elf_info *e, struct rtfile *f)
@@ -51,27 +48,6 @@ static int rb_detect(int fd, const char *path, const struct elf_info *e, struct 
 	snprintf(f->why, sizeof(f->why), "%s", ri->why);
 	f->data = ri;
 	return 0;
-}
-
-static void *rb_state_new(struct rtcache *names)
-{
-	struct rbrt *r = calloc(1, sizeof(*r));
-
-	if (r && !(r->codes = rbcodes__new_in(names))) {
-		free(r);
-		r = NULL;
-	}
-	return r;
-}
-
-static void rb_state_free(void *st)
-{
-	struct rbrt *r = st;
-
-	if (!r)
-		return;
-	rbcodes__free(r->codes);
-	free(r);
 }
 
 static int rb_setup(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
@@ -106,26 +82,27 @@ static int rb_setup(void *st, struct runtimes *rts, struct proc *p, const struct
 	return RTS_WALKED;
 }
 
-/* The Ruby record i named into *o; names go to r->names at *used. */
-static void name_frame(struct rbrt *r, const struct rbname *nm, struct frame *o, size_t *used,
-		       struct rt_counts *cnt)
+/* The Ruby record i named into *o; names go to r->text. */
+static void name_frame(struct rbrt *r, const struct rbname *nm, struct frame *o, struct rt_counts *cnt)
 {
-	size_t room = NAMES_BYTES - *used;
+	const char *name = nm->kind == RBN_GC || nm->kind == RBN_STALE || nm->kind == RBN_UNREADABLE
+				   ? NULL
+				   : rt_text__display(&r->rt.text, rbcode__display, nm->label, nm->path);
 
-	memset(o, 0, sizeof(*o));
-	o->addr = nm->addr;
-	if (nm->kind == RBN_GC || nm->kind == RBN_STALE || nm->kind == RBN_UNREADABLE || room < 64) {
+	if (nm->kind == RBN_GC) { /* the GC's time: a marker counted nowhere */
+		memset(o, 0, sizeof(*o));
 		o->marker = true;
-		o->name = nm->kind == RBN_GC ? RBNAME_GC : nm->kind == RBN_STALE ? RBNAME_STALE : RBNAME_UNREADABLE;
-		if (nm->kind == RBN_STALE)
-			cnt->stale++;
-		else if (nm->kind != RBN_GC)
-			cnt->unreadable++;
+		o->addr = nm->addr;
+		o->name = RBNAME_GC;
 		return;
 	}
-	rbcode__display(nm->label, nm->path, r->names + *used, room);
-	o->name = r->names + *used;
-	*used += strlen(o->name) + 1;
+	if (!name) {
+		rt__marker(o, nm->addr, nm->kind == RBN_STALE, RBNAME_STALE, RBNAME_UNREADABLE, cnt);
+		return;
+	}
+	memset(o, 0, sizeof(*o));
+	o->addr = nm->addr;
+	o->name = name;
 	o->rt = true;
 	o->sysname = nm->label;
 	/* The file as Ruby reports it: its <internal:PATH> stays so. */
@@ -140,7 +117,8 @@ static int rb_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	struct rbrt *r = st;
 	const struct rb_frame *rec = (const struct rb_frame *)(const void *)&ev->frames[ev->nkern + ev->nuser];
 	int m = ev->nrt < RB_MAX_FRAMES + 1 ? ev->nrt : RB_MAX_FRAMES + 1, k, o = 0;
-	size_t used = 0;
+
+	r->rt.text.used = 0;
 
 	if (n > (int)sizeof(r->kind))
 		n = sizeof(r->kind);
@@ -165,7 +143,7 @@ static int rb_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 				 fr[i - 1].vma == fr[i].vma;
 	if (n)
 		r->drop[n - 1] = false;
-	rbcodes__name(r->codes, p->pid, p->rt.layout, p->rt.aux, rec, m, r->nm);
+	rbcodes__name((struct rbcodes *)r->rt.names, p->pid, p->rt.layout, p->rt.aux, rec, m, r->nm);
 	k = rbmerge(r->kind, n, rec, m, r->items, max < STACK_MAX_FRAMES ? max : STACK_MAX_FRAMES);
 	for (int i = 0; i < k && o < max; i++) {
 		const struct rbm_item *it = &r->items[i];
@@ -175,21 +153,19 @@ static int rb_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 		if (it->ruby == 0)
 			out[o++] = fr[it->i];
 		else if (it->ruby == 2)
-			name_frame(r, &(struct rbname){ .kind = RBN_GC }, &out[o++], &used, cnt);
+			name_frame(r, &(struct rbname){ .kind = RBN_GC }, &out[o++], cnt);
 		else
-			name_frame(r, &r->nm[it->i], &out[o++], &used, cnt);
+			name_frame(r, &r->nm[it->i], &out[o++], cnt);
 	}
 	return o;
 }
 
-static void rb_cache_stats(void *st, struct rt_cache_stats *cs)
+static uint64_t rb_name_errors(void *st)
 {
 	struct rbcodes_stats s;
 
-	rbcodes__stats(((struct rbrt *)st)->codes, &s);
-	cs->hits = s.hits;
-	cs->misses = s.misses;
-	cs->errors = s.err_read + s.err_object + s.no_lines;
+	rbcodes__stats((struct rbcodes *)((struct rbrt *)st)->rt.names, &s);
+	return s.err_read + s.err_object + s.no_lines;
 }
 
 static void rb_extra_metrics(struct buf *out, const uint64_t *extra)
@@ -213,10 +189,11 @@ const struct rt_ops rt_ruby_ops = {
 	.stale_reason = "object_freed",
 	.detect = rb_detect,
 	.file_free = free,
-	.state_new = rb_state_new,
-	.state_free = rb_state_free,
+	.state_size = sizeof(struct rbrt),
+	.names_new = rbcodes__view_new,
+	.names_free = rbcodes__view_free,
 	.setup = rb_setup,
 	.merge = rb_merge,
-	.cache_stats = rb_cache_stats,
+	.name_errors = rb_name_errors,
 	.extra_metrics = rb_extra_metrics,
 };

@@ -18,6 +18,7 @@ struct vma;
 struct twin_regs;
 struct twin_mem;
 struct rtcache;
+struct rtview;
 
 /* A runtime's counters, summed into its /prof/metrics lines. */
 struct rt_counts {
@@ -27,8 +28,8 @@ struct rt_counts {
 	uint64_t unsettled;	/* frames named short of what a later merge may find */
 };
 
-/* Its name cache's, taken at the snapshot: hits, misses and errors
- * counted by the runtime, bytes its share of the shared cache. */
+/* Its name cache's, taken at the snapshot: hits and misses its view's,
+ * errors its own count, bytes its share of the shared cache. */
 struct rt_cache_stats {
 	uint64_t hits, misses, errors, bytes;
 };
@@ -49,10 +50,16 @@ struct rt_ops {
 	 * usable (an error to log). Symbol loader's thread. */
 	int (*detect)(int fd, const char *path, const struct elf_info *e, struct rtfile *f);
 	void (*file_free)(void *data);
-	/* The runtime's state (its view of names, the shared cache of
-	 * objects read, which outlives it), the sampler thread's. */
-	void *(*state_new)(struct rtcache *names);
-	void (*state_free)(void *st);
+	/* The runtime's state, the sampler thread's: state_size bytes
+	 * starting with a struct rt_head, zeroed, which the pipeline makes
+	 * and frees. Its names are names_new's view of the shared cache
+	 * (RTVIEW_DECLARE's T__view_new, T__view_free); state_init and
+	 * state_fini (NULL: none) make and free what else it holds. */
+	size_t state_size;
+	void *(*names_new)(struct rtcache *rc);
+	void (*names_free)(void *names);
+	int (*state_init)(void *st);
+	void (*state_fini)(void *st);
 	/* Sets up the walk of p, whose interpreter file (symbols t, t->rt)
 	 * is mapped by v: fills *c and p->rt's layout, anchors and aux, and
 	 * returns RTS_WALKED; RTS_WAIT: not initialised yet, look again; any
@@ -63,10 +70,9 @@ struct rt_ops {
 	/* The merge (runtime.h's runtimes__merge), p walked by this runtime. */
 	int (*merge)(void *st, struct proc *p, const struct prof_sample_ev *ev,
 		     const struct frame *fr, int n, struct frame *out, int max, struct rt_counts *cnt);
-	/* p's exec or exit, beyond its entries in the shared cache, which
-	 * the pipeline drops (NULL: nothing more). */
-	void (*forget)(void *st, pid_t pid);
-	void (*cache_stats)(void *st, struct rt_cache_stats *cs);
+	/* Its names' errors so far (objects that could not be read or
+	 * decoded), for name_cache_total{result="error"}. */
+	uint64_t (*name_errors)(void *st);
 	/* Lines of its own beyond the common ones (NULL: none); extra holds
 	 * the nextra counters after its walk ends. */
 	void (*extra_metrics)(struct buf *out, const uint64_t *extra);
@@ -75,6 +81,28 @@ struct rt_ops {
 	 * runtimes__twin_step; NULL: none). */
 	int (*twin_step)(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
 			 const struct twin_map *m, int index, uint64_t rec[2]);
+};
+
+/*
+ * What every runtime's state starts with, kept by the pipeline: its view
+ * of the shared cache, its per-process data (a JVM's tables, a V8's
+ * layout: those that keep any), and one merge's names. The pipeline
+ * makes and frees them, and forgets a process's data at its exit.
+ */
+struct rt_pdata {
+	struct hmap live;   /* pid + 1 -> data */
+	struct rt_dead { void *data; int64_t free_ns; } *dead;
+	size_t ndead, capdead;
+};
+#define RT_TEXT_BYTES (64u << 10)
+struct rt_text {
+	size_t used;
+	char buf[RT_TEXT_BYTES];
+};
+struct rt_head {
+	struct rtview *names; /* names_new's (rtcache.h) */
+	struct rt_pdata pdata;
+	struct rt_text text;
 };
 
 extern const struct rt_ops rt_python_ops, rt_ruby_ops, rt_hotspot_ops, rt_v8_ops;
@@ -92,11 +120,6 @@ struct runtimes *runtimes__new_with(struct sampler *s, struct procs *ps,
  * longer than a sample can be held, so a late sample never names with
  * freed memory.
  */
-struct rt_pdata {
-	struct hmap live;   /* pid + 1 -> data */
-	struct rt_dead { void *data; int64_t free_ns; } *dead;
-	size_t ndead, capdead;
-};
 #define RT_PDATA_GRACE_NS (30 * 1000000000LL)
 void *rt_pdata__get(const struct rt_pdata *d, pid_t pid);
 /* Takes data (malloc'd) as pid's, the one it had going the way of a
@@ -122,6 +145,27 @@ typedef int (*rt_name_fn)(void *ctx, int i, bool ret, const struct frame *nf, st
 int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, int n,
 		      const uint32_t *index, int nrec, rt_name_fn name, void *ctx,
 		      struct frame *out, int max);
+
+/*
+ * One merge's names (struct rt_head's text). A runtime's cache may
+ * evict an entry at its next call, so the frames of a merge point into
+ * this instead, until the next merge (the batch copies the stacks it
+ * keeps).
+ */
+/* A copy of s (NULL: "") in t, or NULL when it does not fit. */
+const char *rt_text__keep(struct rt_text *t, const char *s);
+typedef void (*rt_display_fn)(const char *name, const char *file, char *out, size_t cap);
+/* The display name display(name, file) writes, in t; NULL when fewer
+ * than 64 bytes are left. */
+const char *rt_text__display(struct rt_text *t, rt_display_fn display, const char *name, const char *file);
+
+/* *o made the marker of a frame at addr that could not be named: freed
+ * (stale: its stale_name, counted stale) or not read (unreadable). */
+void rt__marker(struct frame *o, uint64_t addr, bool stale, const char *stale_name,
+		const char *unreadable, struct rt_counts *cnt);
+
+/* fr[0..n) as they are into out (max at most); how many. */
+int rt__copy(const struct frame *fr, int n, struct frame *out, int max);
 
 /* Reads n bytes at addr of process pid. Returns 0 or -errno (-EFAULT: a
  * short read). */

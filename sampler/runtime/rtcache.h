@@ -109,6 +109,7 @@ void rtcache__unhold(struct rtcache_ent *e);
 struct rtview {
 	struct rtcache *rc;
 	bool own; /* rc made for this view: freed with it */
+	uint64_t hits, misses; /* objects found in the cache as sampled, or read */
 };
 
 /* A zeroed struct of size bytes starting with a struct rtview on shared,
@@ -119,6 +120,60 @@ void *rtview__new(size_t size, struct rtcache *shared, size_t own_bytes);
 /* Frees view (NULL is fine), and its cache with every entry when it was
  * its own. */
 void rtview__free(void *view);
+
+/*
+ * The functions every runtime's view has, for struct T (first member
+ * struct rtview v, its counters in struct T##_stats st, which has a
+ * struct rtcache_stats cache): written once, here.
+ *   T__new(max_bytes)  on a cache of its own (0: DEFAULT bytes): tests
+ *   T__new_in(rc)      on the shared cache rc, which must outlive it
+ *   T__free(c)         NULL is fine; its own cache goes with it
+ *   T__forget(c, pid)  pid's entries (its exec or exit), any runtime's
+ *   T__stats(c, s)     its counters, and its share (OWNER) of the cache
+ *   T__view_new(rc), T__view_free(c)  the same as __new_in and __free,
+ *                      typed for struct rt_ops (rt_int.h)
+ * The constructors return NULL with errno ENOMEM.
+ */
+#define RTVIEW_DECLARE(T)                                               \
+	struct T *T##__new(size_t max_bytes);                           \
+	struct T *T##__new_in(struct rtcache *rc);                      \
+	void T##__free(struct T *c);                                    \
+	void T##__forget(struct T *c, pid_t pid);                       \
+	void T##__stats(const struct T *c, struct T##_stats *s);        \
+	void *T##__view_new(struct rtcache *rc);                        \
+	void T##__view_free(void *c)
+#define RTVIEW_DEFINE(T, DEFAULT, OWNER)                                \
+	struct T *T##__new(size_t max_bytes)                            \
+	{                                                               \
+		return rtview__new(sizeof(struct T), NULL, max_bytes ? max_bytes : (DEFAULT)); \
+	}                                                               \
+	struct T *T##__new_in(struct rtcache *rc)                       \
+	{                                                               \
+		return rtview__new(sizeof(struct T), rc, 0);            \
+	}                                                               \
+	void T##__free(struct T *c)                                     \
+	{                                                               \
+		rtview__free(c);                                        \
+	}                                                               \
+	void T##__forget(struct T *c, pid_t pid)                        \
+	{                                                               \
+		rtcache__forget(c->v.rc, pid);                          \
+	}                                                               \
+	void T##__stats(const struct T *c, struct T##_stats *s)         \
+	{                                                               \
+		*s = c->st;                                             \
+		s->hits = c->v.hits;                                    \
+		s->misses = c->v.misses;                                \
+		rtcache__stats(c->v.rc, (OWNER), &s->cache);            \
+	}                                                               \
+	void *T##__view_new(struct rtcache *rc)                         \
+	{                                                               \
+		return T##__new_in(rc);                                 \
+	}                                                               \
+	void T##__view_free(void *c)                                    \
+	{                                                               \
+		T##__free(c);                                           \
+	}
 
 /* owner's share of c into *s. */
 void rtcache__stats(const struct rtcache *c, unsigned owner, struct rtcache_stats *s);

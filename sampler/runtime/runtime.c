@@ -168,6 +168,55 @@ bool rt__bias(const struct vma *v, const struct symtab *t, uint64_t *bias)
 	return true;
 }
 
+/* ---- one merge's frames ---- */
+
+const char *rt_text__keep(struct rt_text *t, const char *s)
+{
+	size_t len = strlen(s ? s : "") + 1;
+	char *d;
+
+	if (t->used + len > RT_TEXT_BYTES)
+		return NULL;
+	d = t->buf + t->used;
+	memcpy(d, s ? s : "", len);
+	t->used += len;
+	return d;
+}
+
+const char *rt_text__display(struct rt_text *t, rt_display_fn display, const char *name, const char *file)
+{
+	size_t room = RT_TEXT_BYTES - t->used;
+	char *d = t->buf + t->used;
+
+	if (room < 64)
+		return NULL;
+	display(name, file, d, room);
+	t->used += strlen(d) + 1;
+	return d;
+}
+
+void rt__marker(struct frame *o, uint64_t addr, bool stale, const char *stale_name,
+		const char *unreadable, struct rt_counts *cnt)
+{
+	memset(o, 0, sizeof(*o));
+	o->marker = true;
+	o->addr = addr;
+	o->name = stale ? stale_name : unreadable;
+	if (stale)
+		cnt->stale++;
+	else
+		cnt->unreadable++;
+}
+
+int rt__copy(const struct frame *fr, int n, struct frame *out, int max)
+{
+	if (n > max)
+		n = max;
+	if (n > 0)
+		memcpy(out, fr, (size_t)n * sizeof(*fr));
+	return n > 0 ? n : 0;
+}
+
 /* ---- per-process data ---- */
 
 void *rt_pdata__get(const struct rt_pdata *d, pid_t pid)
@@ -245,12 +294,8 @@ int rt__merge_indexed(const struct prof_sample_ev *ev, const struct frame *fr, i
 	bool *used = calloc(nrec ? (size_t)nrec : 1, sizeof(*used));
 
 	(void)ev;
-	if (!used) {
-		if (n > max)
-			n = max;
-		memcpy(out, fr, (size_t)n * sizeof(*fr));
-		return n;
-	}
+	if (!used)
+		return rt__copy(fr, n, out, max);
 	/* The user frames start after the kernel's (and their marker). */
 	while (u0 < n && fr[u0].kernel)
 		u0++;
@@ -303,10 +348,12 @@ struct runtimes *runtimes__new_with(struct sampler *s, struct procs *ps,
 	rts->ps = ps;
 	pthread_mutex_init(&rts->lock, NULL);
 	rts->names = rtcache__new(0);
-	for (int k = 1; rts->names && k < RT_NKINDS; k++)
-		rts->st[k] = rts->ops[k]->state_new(rts->names);
 	for (int k = 1; k < RT_NKINDS; k++) {
-		if (!rts->st[k]) {
+		const struct rt_ops *o = rts->ops[k];
+		struct rt_head *st = rts->names ? calloc(1, o->state_size) : NULL;
+
+		rts->st[k] = st;
+		if (!st || !(st->names = o->names_new(rts->names)) || (o->state_init && o->state_init(st))) {
 			runtimes__free(rts);
 			errno = ENOMEM;
 			return NULL;
@@ -319,9 +366,19 @@ void runtimes__free(struct runtimes *rts)
 {
 	if (!rts)
 		return;
-	for (int k = 1; k < RT_NKINDS; k++)
-		if (rts->st[k])
-			rts->ops[k]->state_free(rts->st[k]);
+	for (int k = 1; k < RT_NKINDS; k++) {
+		const struct rt_ops *o = rts->ops[k];
+		struct rt_head *st = rts->st[k];
+
+		if (!st)
+			continue;
+		if (o->state_fini)
+			o->state_fini(st);
+		if (st->names)
+			o->names_free(st->names);
+		rt_pdata__free(&st->pdata);
+		free(st);
+	}
 	rtcache__free(rts->names);
 	pthread_mutex_destroy(&rts->lock);
 	free(rts);
@@ -583,12 +640,8 @@ int runtimes__merge(struct runtimes *rts, struct proc *p, const struct prof_samp
 
 	*m = (struct rt_merged){ 0 };
 	if (!rts || !p || p->rt.state != RTS_WALKED || !ev->nrt || ev->rtkind != k || k <= RT_NONE ||
-	    k >= RT_NKINDS) {
-		if (n > max)
-			n = max;
-		memcpy(out, fr, (size_t)n * sizeof(*fr));
-		return n;
-	}
+	    k >= RT_NKINDS)
+		return rt__copy(fr, n, out, max);
 	c = &rts->cnt[k];
 	before = *c;
 	n = rts->ops[k]->merge(rts->st[k], p, ev, fr, n, out, max, c);
@@ -611,8 +664,7 @@ void runtimes__forget(struct runtimes *rts, pid_t pid)
 		return;
 	rtcache__forget(rts->names, pid);
 	for (int k = 1; k < RT_NKINDS; k++)
-		if (rts->ops[k]->forget)
-			rts->ops[k]->forget(rts->st[k], pid);
+		rt_pdata__forget(&((struct rt_head *)rts->st[k])->pdata, pid);
 }
 
 /* ---- metrics ---- */
@@ -632,11 +684,11 @@ void runtimes__update(struct runtimes *rts)
 		sampler__rt_ends(rts->s, o->ends_map, snap[k].ends,
 				 (size_t)(o->nends + o->nextra) < RT_MAX_ENDS ? (size_t)(o->nends + o->nextra)
 									      : RT_MAX_ENDS);
+		const struct rtview *v = ((struct rt_head *)rts->st[k])->names;
 		struct rtcache_stats cs;
 
-		o->cache_stats(rts->st[k], &snap[k].cache);
 		rtcache__stats(rts->names, (unsigned)k, &cs);
-		snap[k].cache.bytes = cs.bytes;
+		snap[k].cache = (struct rt_cache_stats){ v->hits, v->misses, o->name_errors(rts->st[k]), cs.bytes };
 	}
 	pthread_mutex_lock(&rts->lock);
 	memcpy(rts->snap, snap, sizeof(snap));

@@ -200,31 +200,7 @@ static int insert(struct v8names *c, struct rtcache_ent *e)
 	return err;
 }
 
-struct v8names *v8names__new(size_t max_bytes)
-{
-	return rtview__new(sizeof(struct v8names), NULL, max_bytes ? max_bytes : V8NAMES_DEFAULT_BYTES);
-}
-
-struct v8names *v8names__new_in(struct rtcache *rc)
-{
-	return rtview__new(sizeof(struct v8names), rc, 0);
-}
-
-void v8names__free(struct v8names *c)
-{
-	rtview__free(c);
-}
-
-void v8names__forget(struct v8names *c, pid_t pid)
-{
-	rtcache__forget(c->v.rc, pid);
-}
-
-void v8names__stats(const struct v8names *c, struct v8names_stats *s)
-{
-	*s = c->st;
-	rtcache__stats(c->v.rc, RT_V8, &s->cache);
-}
+RTVIEW_DEFINE(v8names, V8NAMES_DEFAULT_BYTES, RT_V8)
 
 /* --- scripts --- */
 
@@ -509,12 +485,12 @@ static int get_fn(const struct v8ctx *x, uint64_t a, uint32_t (*stamp_of)(const 
 	 * interpreted frame, but its bytecode slots hold no bytecode: its
 	 * stamp is noise. Builtins' functions are made once, at start-up. */
 	if (f && (!stamp_of || stamp_of(f) == stamp || (stamp_of == st_interp && f->builtin))) {
-		x->c->st.hits++;
+		x->c->v.hits++;
 		rtcache__hold(&f->e);
 		*out = f;
 		return 0;
 	}
-	x->c->st.misses++;
+	x->c->v.misses++;
 	err = read_fn(x, a, &f);
 	if (err)
 		return err;
@@ -628,11 +604,11 @@ static int get_code(const struct v8ctx *x, uint64_t a, uint32_t stamp, struct co
 	int err;
 
 	if (k && k->stamp == stamp) {
-		x->c->st.hits++;
+		x->c->v.hits++;
 		*out = k;
 		return 0;
 	}
-	x->c->st.misses++;
+	x->c->v.misses++;
 	if (k)
 		rtcache__drop(x->c->v.rc, &k->e);
 	err = read_code(x, a, &k);

@@ -53,14 +53,10 @@ struct v8names_stats {
 
 struct v8names;
 
-/* A cache holding about max_bytes (0: V8NAMES_DEFAULT_BYTES). NULL with
- * errno ENOMEM. Free with v8names__free. */
+/* A view of a cache of objects read, its entries RT_V8's (rtcache.h's
+ * RTVIEW_DECLARE); of its own, by default this big. */
 #define V8NAMES_DEFAULT_BYTES (4u << 20)
-struct v8names *v8names__new(size_t max_bytes);
-/* A view of the runtimes' shared cache rc (sampler/runtime/rtcache.h),
- * which must outlive it; its entries count as RT_V8's. */
-struct v8names *v8names__new_in(struct rtcache *rc);
-void v8names__free(struct v8names *c);
+RTVIEW_DECLARE(v8names);
 
 /*
  * Names the JS frame fr of process pid (layout l, file f: its bytecode
@@ -74,11 +70,6 @@ void v8names__free(struct v8names *c);
 int v8names__frame(struct v8names *c, pid_t pid, const struct v8layout *l, const struct v8file *f,
 		   v8_read_fn rd, void *rctx, const struct v8_frame *fr, bool ret,
 		   struct v8name_frame *out, int max);
-
-/* Drops every entry of pid (exec, exit). */
-void v8names__forget(struct v8names *c, pid_t pid);
-
-void v8names__stats(const struct v8names *c, struct v8names_stats *s);
 
 /* process_vm_readv for v8_read_fn; ctx is the pid as (void *)(intptr_t). */
 int v8name__read_pid(void *ctx, uint64_t addr, void *buf, size_t len);

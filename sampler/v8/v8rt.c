@@ -33,8 +33,6 @@
 #include "sampler/v8/v8walk.h"
 #include "store/util/util.h"
 
-/* Bytes of names one merge may write. */
-#define NAMES_BYTES (64u << 10)
 /* JS frames one record (optimized code with functions inlined into it)
  * expands to at most. */
 #define V8RT_MAX_INLINE 32
@@ -72,14 +70,11 @@ struct osr_slot {
 };
 
 struct v8rt {
-	struct v8names *names;
+	struct rt_head rt; /* names: a struct v8names; pdata: pid -> struct v8rtproc */
 	struct rt_memo *memo; /* records named before (rtmemo.h) */
-	struct rt_pdata procs; /* pid -> struct v8rtproc */
 	/* one merge's */
 	uint32_t index[V8_MAX_FRAMES];
 	struct v8name_frame nf[V8RT_MAX_INLINE];
-	char text[NAMES_BYTES];
-	size_t used;
 	struct v8rtproc *vp;
 	uint64_t gen; /* the process image's (struct proc) */
 	pid_t pid;
@@ -125,28 +120,14 @@ static int v8_detect(int fd, const char *path, const struct elf_info *e, struct 
 	return 0;
 }
 
-static void *v8_state_new(struct rtcache *names)
+static int v8_state_init(void *st)
 {
-	struct v8rt *r = calloc(1, sizeof(*r));
-
-	if (r && (!(r->names = v8names__new_in(names)) || !(r->memo = rt_memo__new()))) {
-		v8names__free(r->names);
-		free(r);
-		r = NULL;
-	}
-	return r;
+	return (((struct v8rt *)st)->memo = rt_memo__new()) ? 0 : -ENOMEM;
 }
 
-static void v8_state_free(void *st)
+static void v8_state_fini(void *st)
 {
-	struct v8rt *r = st;
-
-	if (!r)
-		return;
-	v8names__free(r->names);
-	rt_memo__free(r->memo);
-	rt_pdata__free(&r->procs);
-	free(r);
+	rt_memo__free(((struct v8rt *)st)->memo);
 }
 
 static int rd64(pid_t pid, uint64_t a, uint64_t *v)
@@ -203,37 +184,10 @@ static int v8_setup(void *st, struct runtimes *rts, struct proc *p, const struct
 		return RTS_FAILED;
 	vp->vf = *vf;
 	vp->bpf = c->v8;
-	p->rt.layout = NULL; /* in r->procs, by pid */
-	if (rt_pdata__put(&r->procs, p->pid, vp))
+	p->rt.layout = NULL; /* in r->rt.pdata, by pid */
+	if (rt_pdata__put(&r->rt.pdata, p->pid, vp))
 		return RTS_FAILED;
 	return RTS_WALKED;
-}
-
-/* A copy of s in this merge's text, or NULL when it is full. */
-static const char *keep(struct v8rt *r, const char *s)
-{
-	size_t len = strlen(s) + 1;
-	char *d;
-
-	if (r->used + len > NAMES_BYTES)
-		return NULL;
-	d = r->text + r->used;
-	memcpy(d, s, len);
-	r->used += len;
-	return d;
-}
-
-/* A display name "name (file)" in this merge's text, or NULL. */
-static const char *keep_display(struct v8rt *r, const char *name, const char *path)
-{
-	size_t room = NAMES_BYTES - r->used;
-	char *d = r->text + r->used;
-
-	if (room < 64)
-		return NULL;
-	v8name__display(name, path, d, room);
-	r->used += strlen(d) + 1;
-	return d;
 }
 
 /*
@@ -454,7 +408,7 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 
 		/* named as found, or as the function it is */
 		if (refine(r, &f2, nf, ret) &&
-		    (n = v8names__frame(r->names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
+		    (n = v8names__frame((struct v8names *)r->rt.names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
 					(void *)(intptr_t)r->pid, &f2, ret, r->nf, V8RT_MAX_INLINE)) > 0) {
 			r->osr_named++;
 			fr = f2;
@@ -464,21 +418,14 @@ static int name_rec(void *ctx, int i, bool ret, const struct frame *nf, struct f
 		if (r->vp->learns < LEARN_MAX)
 			r->cnt->unsettled++;
 	}
-	n = v8names__frame(r->names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
+	n = v8names__frame((struct v8names *)r->rt.names, r->pid, &r->vp->vf.l, &r->vp->vf.f, v8name__read_pid,
 			   (void *)(intptr_t)r->pid, &fr, ret, r->nf, V8RT_MAX_INLINE);
 named:
 
 	if (max <= 0)
 		return 0;
 	if (n < 0) {
-		memset(out, 0, sizeof(*out));
-		out->marker = true;
-		out->addr = V8_OBJ_ADDR(fr.obj);
-		out->name = n == -ESTALE ? marker_moved : marker_unreadable;
-		if (n == -ESTALE)
-			r->cnt->stale++;
-		else
-			r->cnt->unreadable++;
+		rt__marker(out, V8_OBJ_ADDR(fr.obj), n == -ESTALE, marker_moved, marker_unreadable, r->cnt);
 		return 1;
 	}
 	if (n > max)
@@ -492,9 +439,9 @@ named:
 		 * (or the Code) and the line make the address */
 		o->addr = (j->fn ? j->fn : V8_OBJ_ADDR(fr.obj)) + (uint64_t)(j->line > 0 ? j->line : 0);
 		/* The cache's strings live until its next call: copied. */
-		o->name = keep_display(r, j->name, j->path);
-		o->sysname = keep(r, j->name);
-		o->file = keep(r, j->path);
+		o->name = rt_text__display(&r->rt.text, v8name__display, j->name, j->path);
+		o->sysname = rt_text__keep(&r->rt.text, j->name);
+		o->file = rt_text__keep(&r->rt.text, j->path);
 		if (!o->name || !o->sysname || !o->file) {
 			memset(o, 0, sizeof(*o));
 			o->marker = true;
@@ -525,20 +472,16 @@ static int v8_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	struct v8rt *r = st;
 	int nrec = ev->nrt < V8_MAX_FRAMES ? ev->nrt : V8_MAX_FRAMES;
 
-	r->vp = rt_pdata__get(&r->procs, p->pid);
-	if (!r->vp) {
-		if (n > max)
-			n = max;
-		memcpy(out, fr, (size_t)n * sizeof(*fr));
-		return n;
-	}
+	r->vp = rt_pdata__get(&r->rt.pdata, p->pid);
+	if (!r->vp)
+		return rt__copy(fr, n, out, max);
 	r->pid = p->pid;
 	r->gen = p->gen;
 	/* no frame of the memo is held between merges */
 	rt_memo__trim(r->memo);
 	r->rec = (const uint64_t *)&ev->frames[ev->nkern + ev->nuser];
 	r->cnt = cnt;
-	r->used = 0;
+	r->rt.text.used = 0;
 	r->nrec = nrec;
 	for (int i = 0; i < nrec; i++)
 		r->index[i] = V8_OBJ_INDEX(r->rec[2 * i]);
@@ -551,7 +494,7 @@ static int v8_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 static int v8_twin_step(void *st, struct proc *p, struct twin_regs *r, const struct twin_mem *mem,
 			const struct twin_map *m, int index, uint64_t rec[2])
 {
-	const struct v8rtproc *vp = rt_pdata__get(&((struct v8rt *)st)->procs, p->pid);
+	const struct v8rtproc *vp = rt_pdata__get(&((struct v8rt *)st)->rt.pdata, p->pid);
 	struct rt_twin_mem tm = { p->pid, mem };
 	uint64_t look = r->pc - (r->exact ? 0 : 1), nfp, ra;
 	struct v8_frame f;
@@ -567,19 +510,12 @@ static int v8_twin_step(void *st, struct proc *p, struct twin_regs *r, const str
 	return 1;
 }
 
-static void v8_forget(void *st, pid_t pid)
-{
-	rt_pdata__forget(&((struct v8rt *)st)->procs, pid);
-}
-
-static void v8_cache_stats(void *st, struct rt_cache_stats *cs)
+static uint64_t v8_name_errors(void *st)
 {
 	struct v8names_stats s;
 
-	v8names__stats(((struct v8rt *)st)->names, &s);
-	cs->hits = s.hits;
-	cs->misses = s.misses;
-	cs->errors = s.err_read + s.err_type;
+	v8names__stats((struct v8names *)((struct v8rt *)st)->rt.names, &s);
+	return s.err_read + s.err_type;
 }
 
 static const char *const v8_ends_names[V8_END_MAX] = {
@@ -595,11 +531,13 @@ const struct rt_ops rt_v8_ops = {
 	.stale_reason = "object_moved",
 	.detect = v8_detect,
 	.file_free = free,
-	.state_new = v8_state_new,
-	.state_free = v8_state_free,
+	.state_size = sizeof(struct v8rt),
+	.names_new = v8names__view_new,
+	.names_free = v8names__view_free,
+	.state_init = v8_state_init,
+	.state_fini = v8_state_fini,
 	.setup = v8_setup,
 	.merge = v8_merge,
-	.forget = v8_forget,
-	.cache_stats = v8_cache_stats,
+	.name_errors = v8_name_errors,
 	.twin_step = v8_twin_step,
 };

@@ -6,12 +6,13 @@
  * "not initialised yet" is looked at again on a doubling timer up to a
  * cap, then given up; a walked process's samples go to its runtime's
  * merge and nobody else's, and what the merge counts decides whether the
- * stack is settled; a process's exit drops its cached objects and tells
- * every runtime; per-process data outlives its forget by the grace; the
+ * stack is settled; a process's exit drops its cached objects, and its
+ * runtime's data once the grace is over; the
  * metrics carry each runtime's counts and its share of the cache.
  * The cache: entries by (pid, key), replaced in place; eviction oldest
  * first but never of what was used since the last mark; held entries
  * live on after eviction; each owner's share counted apart. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,33 +125,39 @@ static void test_cache(void)
 /* ---- the pipeline, with a fake runtime ---- */
 
 struct fake {
-	struct rtcache *names;
+	struct rt_head rt; /* the pipeline's part */
 	int kind;
-	int setups, merges, forgets;
+	int setups, merges, inits;
 	int next_state; /* what setup says */
 	bool stale;	/* the merge counts a stale frame */
 };
 
 static struct fake *fakes[RT_NKINDS];
+static int finis;
 
-static void *fake_state_new(struct rtcache *names)
+static void *fake_names_new(struct rtcache *rc)
 {
-	for (int k = 1; k < RT_NKINDS; k++)
-		if (!fakes[k]) {
-			fakes[k] = calloc(1, sizeof(struct fake));
-			fakes[k]->names = names;
-			fakes[k]->kind = k;
-			return fakes[k];
-		}
-	return NULL;
+	return rtview__new(sizeof(struct rtview), rc, 0);
 }
 
-static void fake_state_free(void *st)
+static int fake_init(void *st)
 {
 	struct fake *f = st;
 
-	fakes[f->kind] = NULL;
-	free(f);
+	for (int k = 1; k < RT_NKINDS; k++)
+		if (!fakes[k]) {
+			fakes[k] = f;
+			f->kind = k;
+			f->inits++;
+			return 0;
+		}
+	return -ENOMEM;
+}
+
+static void fake_fini(void *st)
+{
+	fakes[((struct fake *)st)->kind] = NULL;
+	finis++;
 }
 
 static int fake_setup(void *st, struct runtimes *rts, struct proc *p, const struct vma *v,
@@ -160,8 +167,14 @@ static int fake_setup(void *st, struct runtimes *rts, struct proc *p, const stru
 
 	(void)rts, (void)v, (void)t, (void)c;
 	f->setups++;
-	if (f->next_state == RTS_WALKED) /* as a runtime reads its first objects */
-		rtcache__put(f->names, &obj_new(p->pid, 0x7000, 1000, (uint8_t)f->kind, 7)->ce);
+	f->rt.names->hits = 7; /* as its view counts them */
+	if (f->next_state == RTS_WALKED) { /* as a runtime reads its first objects, keeps its data */
+		int *data = malloc(sizeof(int));
+
+		*data = p->pid;
+		rtcache__put(f->rt.names->rc, &obj_new(p->pid, 0x7000, 1000, (uint8_t)f->kind, 7)->ce);
+		rt_pdata__put(&f->rt.pdata, p->pid, data);
+	}
 	return f->next_state;
 }
 
@@ -180,24 +193,19 @@ static int fake_merge(void *st, struct proc *p, const struct prof_sample_ev *ev,
 	return n;
 }
 
-static void fake_forget(void *st, pid_t pid)
-{
-	(void)pid;
-	((struct fake *)st)->forgets++;
-}
-
-static void fake_cache_stats(void *st, struct rt_cache_stats *cs)
+static uint64_t fake_errors(void *st)
 {
 	(void)st;
-	cs->hits = 7;
+	return 3;
 }
 
 static const char *const fake_ends[] = { "ok" };
 
 #define FAKE(nm)                                                                                         \
 	{ .name = nm, .ends = fake_ends, .nends = 1, .stale_reason = "object_moved",                     \
-	  .state_new = fake_state_new, .state_free = fake_state_free, .setup = fake_setup,               \
-	  .merge = fake_merge, .forget = fake_forget, .cache_stats = fake_cache_stats }
+	  .state_size = sizeof(struct fake), .names_new = fake_names_new, .names_free = rtview__free,    \
+	  .state_init = fake_init, .state_fini = fake_fini, .setup = fake_setup, .merge = fake_merge,    \
+	  .name_errors = fake_errors }
 static const struct rt_ops fake_ops[RT_NKINDS] = {
 	[RT_PYTHON] = FAKE("fpy"), [RT_RUBY] = FAKE("frb"), [RT_HOTSPOT] = FAKE("fhs"), [RT_V8] = FAKE("fv8"),
 };
@@ -308,16 +316,18 @@ static void test_merge(struct runtimes *rts)
 		      has_line(&b, "proffs_fpy_processes_total{state=\"failed\"} 1\n"),
 	      "metrics: processes by state, per runtime");
 	CHECK(has_line(&b, "proffs_frb_frame_errors_total{reason=\"object_moved\"} 1\n") &&
-		      has_line(&b, "proffs_frb_name_cache_total{result=\"hit\"} 7\n"),
-	      "metrics: the runtime's counts and its cache's hits");
+		      has_line(&b, "proffs_frb_name_cache_total{result=\"hit\"} 7\n") &&
+		      has_line(&b, "proffs_frb_name_cache_total{result=\"error\"} 3\n"),
+	      "metrics: the runtime's counts, its view's hits and its own errors");
 	CHECK(has_line(&b, "proffs_frb_name_cache_bytes 1000\n") && has_line(&b, "proffs_fpy_name_cache_bytes 0\n"),
 	      "metrics: each runtime's share of the one cache");
 
 	released = 0;
+	CHECK(rt_pdata__get(&fakes[RT_RUBY]->rt.pdata, p.pid) != NULL, "merge: its runtime keeps data of it");
 	runtimes__forget(rts, p.pid);
-	CHECK(released == 1 && fakes[RT_PYTHON]->forgets == 1 && fakes[RT_RUBY]->forgets == 1 &&
-		      fakes[RT_HOTSPOT]->forgets == 1 && fakes[RT_V8]->forgets == 1,
-	      "forget: the process's cached objects dropped, every runtime told (released %d)", released);
+	CHECK(released == 1 && !rt_pdata__get(&fakes[RT_RUBY]->rt.pdata, p.pid) &&
+		      fakes[RT_RUBY]->rt.pdata.ndead == 1,
+	      "forget: the process's cached objects dropped, its data waits out the grace (released %d)", released);
 	free(b.data);
 	b = (struct buf){ 0 };
 	runtimes__update(rts);
@@ -354,12 +364,14 @@ int main(void)
 
 	test_cache();
 	rts = runtimes__new_with(NULL, NULL, fake_table);
-	CHECK(rts != NULL && fakes[RT_PYTHON] && fakes[RT_V8], "pipeline: made with the fake runtimes");
+	CHECK(rts != NULL && fakes[RT_PYTHON] && fakes[RT_V8] && fakes[RT_V8]->inits == 1 &&
+		      fakes[RT_V8]->rt.names,
+	      "pipeline: made with the fake runtimes, each with its view");
 	if (rts) {
 		test_setup_timer(rts);
 		test_merge(rts);
 		runtimes__free(rts);
-		CHECK(!fakes[RT_PYTHON] && !fakes[RT_V8], "pipeline: every runtime's state freed");
+		CHECK(!fakes[RT_PYTHON] && !fakes[RT_V8] && finis == 4, "pipeline: every runtime's state freed");
 	}
 	test_grace();
 	return test_done();
