@@ -24,8 +24,8 @@ struct cache {
 	struct cache_entry **table;
 	size_t nbuckets; /* power of two */
 	size_t nentries; /* linked into the table (rendering or ready) */
-	struct cache_entry *head, *tail; /* LRU of ready entries */
-	struct cache_entry *all; /* every live entry, cached or only referenced */
+	struct dlist lru; /* ready entries, most recently used first */
+	struct dlist all; /* every live entry, cached or only referenced */
 	size_t bytes, max_bytes;
 	struct spill *spill; /* NULL: bytes in the heap */
 	uint64_t hits, misses, waits, evictions, failures;
@@ -55,12 +55,7 @@ err:
 
 static void entry__free(struct cache *c, struct cache_entry *e)
 {
-	if (e->aprev)
-		e->aprev->anext = e->anext;
-	else
-		c->all = e->anext;
-	if (e->anext)
-		e->anext->aprev = e->aprev;
+	dlist__unlink(&c->all, &e->all);
 	spill__free(c->spill, &e->ext);
 	free((void *)e->data);
 	free(e->key);
@@ -120,26 +115,12 @@ static void table__unlink(struct cache *c, struct cache_entry *e)
 
 static void lru__unlink(struct cache *c, struct cache_entry *e)
 {
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
+	dlist__unlink(&c->lru, &e->lru);
 }
 
 static void lru__push(struct cache *c, struct cache_entry *e)
 {
-	e->prev = NULL;
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
+	dlist__push(&c->lru, &e->lru);
 }
 
 /* Takes a ready entry out of the cache; it lives on while referenced. */
@@ -155,8 +136,8 @@ static void cache__drop(struct cache *c, struct cache_entry *e)
 
 static void cache__evict(struct cache *c)
 {
-	while (c->bytes > c->max_bytes && c->tail) {
-		cache__drop(c, c->tail);
+	while (c->bytes > c->max_bytes && c->lru.last) {
+		cache__drop(c, dlist__entry(c->lru.last, struct cache_entry, lru));
 		c->evictions++;
 	}
 }
@@ -221,10 +202,7 @@ int cache__get(struct cache *c, const char *key, uint64_t version,
 		err = -ENOMEM;
 		goto err_unlock;
 	}
-	e->anext = c->all;
-	if (c->all)
-		c->all->aprev = e;
-	c->all = e;
+	dlist__push(&c->all, &e->all);
 	e->keylen = keylen;
 	e->version = version;
 	e->hash = hash;
@@ -340,8 +318,8 @@ void cache__free(struct cache *c)
 {
 	if (!c)
 		return;
-	while (c->all)
-		entry__free(c, c->all);
+	while (c->all.first)
+		entry__free(c, dlist__entry(c->all.first, struct cache_entry, all));
 	spill__close(c->spill);
 	free(c->table);
 	pthread_cond_destroy(&c->done);

@@ -16,6 +16,7 @@
 
 #include "fs/cache/spill.h"
 #include "store/util/buf.h"
+#include "store/util/dlist.h"
 
 /* SPEC §1: 32M. The kernel keeps served bytes in its page cache too (the
  * mount lets it), so ours only needs the files being read now. */
@@ -40,8 +41,8 @@ struct cache_entry {
 	int cached; /* linked into the table and LRU */
 	struct spill_ext ext; /* the bytes, when data is NULL */
 	struct cache_entry *hnext;
-	struct cache_entry *prev, *next; /* LRU, most recent at head */
-	struct cache_entry *aprev, *anext; /* every live entry */
+	struct dlist_node lru; /* in the LRU, most recent first */
+	struct dlist_node all; /* in every live entry's list */
 };
 
 /* Produces the bytes for a key into out (out->data is malloc'd and handed

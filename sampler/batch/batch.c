@@ -70,10 +70,7 @@ struct batch {
 
 static void batch__reset_caches(struct batch *b)
 {
-	for (size_t i = 0; i < b->labels.cap; i++)
-		if (b->labels.keys[i])
-			free(b->labels.vals[i]);
-	hmap__fini(&b->labels);
+	hmap__drain(&b->labels, hmap__free_val, NULL);
 	hmap__fini(&b->locs);
 	hmap__fini(&b->bare);
 	if (b->memo)

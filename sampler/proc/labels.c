@@ -90,11 +90,8 @@ void labeler__free(struct labeler *l)
 		free(p->pod);
 		free(p);
 	}
-	for (size_t i = 0; i < l->cgpaths.cap; i++)
-		if (l->cgpaths.keys[i])
-			free(l->cgpaths.vals[i]);
 	hmap__fini(&l->pods);
-	hmap__fini(&l->cgpaths);
+	hmap__drain(&l->cgpaths, hmap__free_val, NULL);
 	free(l->cgroup_root);
 	free(l->pods_root);
 	free(l);

@@ -101,14 +101,17 @@ static void proc__free(struct procs *ps, struct proc *p)
 	free(p);
 }
 
+/* hmap__drain's fn for ps's processes. */
+static void proc_drop(void *ps, void *p)
+{
+	proc__free(ps, p);
+}
+
 void procs__free(struct procs *ps)
 {
 	if (!ps)
 		return;
-	for (size_t i = 0; i < ps->pids.cap; i++)
-		if (ps->pids.keys[i])
-			proc__free(ps, ps->pids.vals[i]);
-	hmap__fini(&ps->pids);
+	hmap__drain(&ps->pids, proc_drop, ps);
 	free(ps);
 }
 

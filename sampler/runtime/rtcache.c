@@ -3,7 +3,8 @@
  *
  * A map of processes, each a map of its entries by key, so that a
  * process's exit drops its entries without a walk of the whole cache; one
- * doubly linked LRU through every entry, newest first.
+ * doubly linked LRU through every entry (store/util/dlist.h), newest
+ * first.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,32 +21,13 @@ struct rtcache {
 	size_t max_bytes, bytes;
 	uint64_t epoch;
 	struct hmap procs; /* pid -> struct rtproc_ents */
-	struct rtcache_ent *newest, *oldest;
+	struct dlist lru; /* every entry, most recently used first */
 	struct rtcache_stats st[RTCACHE_OWNERS];
 };
 
-static void lru_unlink(struct rtcache *c, struct rtcache_ent *e)
-{
-	if (e->newer)
-		e->newer->older = e->older;
-	else
-		c->newest = e->older;
-	if (e->older)
-		e->older->newer = e->newer;
-	else
-		c->oldest = e->newer;
-	e->newer = e->older = NULL;
-}
-
 static void lru_push(struct rtcache *c, struct rtcache_ent *e)
 {
-	e->newer = NULL;
-	e->older = c->newest;
-	if (c->newest)
-		c->newest->newer = e;
-	else
-		c->oldest = e;
-	c->newest = e;
+	dlist__push(&c->lru, &e->lru);
 	e->epoch = c->epoch;
 }
 
@@ -60,7 +42,7 @@ static void uncache(struct rtcache *c, struct rtcache_ent *e)
 {
 	struct rtcache_stats *s = share(c, e);
 
-	lru_unlink(c, e);
+	dlist__unlink(&c->lru, &e->lru);
 	c->bytes -= e->bytes;
 	s->bytes -= e->bytes;
 	s->entries--;
@@ -68,12 +50,15 @@ static void uncache(struct rtcache *c, struct rtcache_ent *e)
 	rtcache__unhold(e);
 }
 
-static void proc_free(struct rtcache *c, struct rtproc_ents *p)
+static void uncache_val(void *c, void *e)
 {
-	for (size_t i = 0; i < p->ents.cap; i++)
-		if (p->ents.keys[i])
-			uncache(c, p->ents.vals[i]);
-	hmap__fini(&p->ents);
+	uncache(c, e);
+}
+
+/* hmap__drain's fn for c's processes: p and its entries. */
+static void proc_free(void *c, void *p)
+{
+	hmap__drain(&((struct rtproc_ents *)p)->ents, uncache_val, c);
 	free(p);
 }
 
@@ -94,10 +79,7 @@ void rtcache__free(struct rtcache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->procs.cap; i++)
-		if (c->procs.keys[i])
-			proc_free(c, c->procs.vals[i]);
-	hmap__fini(&c->procs);
+	hmap__drain(&c->procs, proc_free, c);
 	free(c);
 }
 
@@ -112,7 +94,7 @@ struct rtcache_ent *rtcache__find(struct rtcache *c, pid_t pid, uint64_t key)
 	struct rtcache_ent *e = p && key ? hmap__get(&p->ents, key) : NULL;
 
 	if (e) {
-		lru_unlink(c, e);
+		dlist__unlink(&c->lru, &e->lru);
 		lru_push(c, e);
 	}
 	return e;
@@ -179,9 +161,12 @@ void rtcache__drop(struct rtcache *c, struct rtcache_ent *e)
 
 void rtcache__trim(struct rtcache *c)
 {
-	while (c->bytes > c->max_bytes && c->oldest && c->oldest->epoch != c->epoch) {
-		share(c, c->oldest)->evicted++;
-		rtcache__drop(c, c->oldest);
+	struct rtcache_ent *old;
+
+	while (c->bytes > c->max_bytes && c->lru.last &&
+	       (old = dlist__entry(c->lru.last, struct rtcache_ent, lru))->epoch != c->epoch) {
+		share(c, old)->evicted++;
+		rtcache__drop(c, old);
 	}
 }
 

@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "store/util/dlist.h"
+
 /* Every runtime's entries together (before one cache, Python and Ruby
  * had 2 MiB each, HotSpot and V8 4 MiB each). */
 #define RTCACHE_DEFAULT_BYTES (12u << 20)
@@ -39,7 +41,7 @@
 #define RTCACHE_OWNERS 8
 
 struct rtcache_ent {
-	struct rtcache_ent *newer, *older; /* the LRU, while cached */
+	struct dlist_node lru; /* while cached; most recently used first */
 	/* Frees the whole entry (the struct it starts), called once no one
 	 * holds it. */
 	void (*release)(struct rtcache_ent *e);

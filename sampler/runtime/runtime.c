@@ -274,10 +274,7 @@ int rt_pdata__put(struct rt_pdata *d, pid_t pid, void *data)
 
 void rt_pdata__free(struct rt_pdata *d)
 {
-	for (size_t i = 0; i < d->live.cap; i++)
-		if (d->live.keys[i])
-			free(d->live.vals[i]);
-	hmap__fini(&d->live);
+	hmap__drain(&d->live, hmap__free_val, NULL);
 	for (size_t i = 0; i < d->ndead; i++)
 		free(d->dead[i].data);
 	free(d->dead);

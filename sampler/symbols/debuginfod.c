@@ -463,10 +463,7 @@ void dbgd__stop(struct dbgd *d)
 	if (!d)
 		return;
 	dbgd__halt(d);
-	for (size_t i = 0; i < d->reqs.cap; i++)
-		if (d->reqs.keys[i])
-			free(d->reqs.vals[i]);
-	hmap__fini(&d->reqs);
+	hmap__drain(&d->reqs, hmap__free_val, NULL);
 	pthread_cond_destroy(&d->wake);
 	pthread_mutex_destroy(&d->lock);
 	free(d->cache_dir);

@@ -194,9 +194,6 @@ void dwline__close(struct dwline *d)
 		return;
 	if (d->dw)
 		dwarf_end(d->dw);
-	for (size_t i = 0; i < d->joined.cap; i++)
-		if (d->joined.keys[i])
-			free(d->joined.vals[i]);
-	hmap__fini(&d->joined);
+	hmap__drain(&d->joined, hmap__free_val, NULL);
 	free(d);
 }

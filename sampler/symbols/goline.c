@@ -107,10 +107,7 @@ void goline__close(struct goline *g)
 {
 	if (!g)
 		return;
-	for (size_t i = 0; i < g->files.cap; i++)
-		if (g->files.keys[i])
-			free(g->files.vals[i]);
-	hmap__fini(&g->files);
+	hmap__drain(&g->files, hmap__free_val, NULL);
 	munmap(g->map, g->map_len);
 	free(g);
 }

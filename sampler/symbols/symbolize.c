@@ -116,6 +116,13 @@ void symbolizer__job_free(struct symbolizer *s, struct job *j)
 	free(j);
 }
 
+/* hmap__drain's fn for the symtabs by build id. */
+static void symtab_drop(void *ctx, void *t)
+{
+	(void)ctx;
+	symtab__free(t);
+}
+
 void symbolizer__free(struct symbolizer *s)
 {
 	struct timespec ts;
@@ -163,11 +170,8 @@ void symbolizer__free(struct symbolizer *s)
 		free(d->path);
 		free(d);
 	}
-	for (size_t i = 0; i < s->symtabs.cap; i++)
-		if (s->symtabs.keys[i])
-			symtab__free(s->symtabs.vals[i]);
 	hmap__fini(&s->dsos);
-	hmap__fini(&s->symtabs);
+	hmap__drain(&s->symtabs, symtab_drop, NULL);
 	elfsym__fini(&s->vdso);
 	kallsyms__free(s->ksyms);
 	free(s->debug_root);

@@ -150,6 +150,23 @@ static inline void hmap__fini(struct hmap *h)
 	h->cap = h->len = 0;
 }
 
+/* Empties h, handing each value to fn(ctx, value) first: the one loop
+ * of every owner that frees what its map holds. */
+static inline void hmap__drain(struct hmap *h, void (*fn)(void *ctx, void *val), void *ctx)
+{
+	for (size_t i = 0; i < h->cap; i++)
+		if (h->keys[i])
+			fn(ctx, h->vals[i]);
+	hmap__fini(h);
+}
+
+/* hmap__drain's fn for values made by malloc. */
+static inline void hmap__free_val(void *ctx, void *val)
+{
+	(void)ctx;
+	free(val);
+}
+
 /* Iteration: for (size_t i = 0; i < h.cap; i++) if (h.keys[i]) ... */
 
 /* ---- u64map: u64 -> u64 ---- */
