@@ -39,44 +39,22 @@ const char *const jvmfile_names[JS_N] = {
 	[JS_LONG_VALUE] = "gHotSpotVMLongConstantEntryValueOffset",
 };
 
-/* Symbols of .dynsym looked at, at most (libjvm has ~1,000). */
-#define MAX_DYNSYM (1u << 20)
-
+/* The gHotSpotVM* symbols of .dynsym: each an 8-byte object. */
 static int scan(Elf *elf, uint64_t fsize, struct jvmfile *jf, uint32_t *found)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	Elf_Data *d;
-	size_t n;
+	struct elfsym_want w[JS_N];
 
-	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
-			break;
-	if (!scn)
+	for (int k = 0; k < JS_N; k++)
+		w[k] = (struct elfsym_want){ .name = jvmfile_names[k] };
+	if (!elfsym__want(elf, fsize, SHT_DYNSYM, false, w, JS_N))
 		return -ENOENT;
-	if (sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_offset > fsize ||
-	    sh.sh_size > fsize - sh.sh_offset)
-		return -ENOENT;
-	n = sh.sh_size / sh.sh_entsize;
-	d = elf_getdata(scn, NULL);
-	if (!d || n > MAX_DYNSYM)
-		return -ENOENT;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym s;
-		const char *name;
-
-		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value)
+	for (int k = 0; k < JS_N; k++) {
+		if (!w[k].found)
 			continue;
-		name = elf_strptr(elf, sh.sh_link, s.st_name);
-		if (!name || strncmp(name, "gHotSpotVM", 10))
-			continue;
-		for (int k = 0; k < JS_N; k++)
-			if (!(*found & 1u << k) && !strcmp(name, jvmfile_names[k])) {
-				if (s.st_size != 8 || GELF_ST_TYPE(s.st_info) != STT_OBJECT)
-					return -EPROTO;
-				jf->sym[k] = s.st_value;
-				*found |= 1u << k;
-			}
+		if (w[k].size != 8 || w[k].type != STT_OBJECT)
+			return -EPROTO;
+		jf->sym[k] = w[k].addr;
+		*found |= 1u << k;
 	}
 	return 0;
 }

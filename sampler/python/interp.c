@@ -158,47 +158,11 @@ static int rd_str(const struct img *im, uint64_t vaddr, char *buf, size_t cap)
 	return -EINVAL;
 }
 
-struct want {
-	const char *name;
-	uint64_t addr, size;
-	bool found;
-};
-
-/* Looks the wanted names up among the defined symbols of the first
- * section of `type`. */
-static void find_syms(const struct img *im, Elf64_Word type, struct want *w, size_t nw)
+/* The wanted names among the defined symbols of the first section of
+ * `type` (a value 0 is no definition here). */
+static void find_syms(const struct img *im, Elf64_Word type, struct elfsym_want *w, size_t nw)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	Elf_Data *d;
-	size_t n;
-
-	while ((scn = elf_nextscn(im->elf, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
-			break;
-	if (!scn || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_offset > im->fsize ||
-	    sh.sh_size > im->fsize - sh.sh_offset)
-		return;
-	d = elf_getdata(scn, NULL);
-	n = sh.sh_size / sh.sh_entsize;
-	if (!d || n > ELFSYM_MAX_SYMS)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym s;
-		const char *name;
-
-		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value)
-			continue;
-		name = elf_strptr(im->elf, sh.sh_link, s.st_name);
-		if (!name)
-			continue;
-		for (size_t k = 0; k < nw; k++)
-			if (!w[k].found && !strcmp(name, w[k].name)) {
-				w[k].addr = s.st_value;
-				w[k].size = s.st_size;
-				w[k].found = true;
-			}
-	}
+	elfsym__want(im->elf, im->fsize, type, false, w, nw);
 }
 
 /* "python3.N" in the base name: N, or -1. */
@@ -227,7 +191,7 @@ enum { W_RUNTIME, W_CODE, W_VERSION, W_EVAL, W_N };
 
 static int read_interp(struct img *im, const char *name, struct pyinterp *pi)
 {
-	struct want w[W_N] = {
+	struct elfsym_want w[W_N] = {
 		[W_RUNTIME] = { "_PyRuntime" },
 		[W_CODE] = { "PyCode_Type" },
 		[W_VERSION] = { "Py_Version" },

@@ -106,47 +106,12 @@ static size_t rd_upto(const struct img *im, uint64_t vaddr, void *buf, size_t n)
 
 enum { W_VERSION, W_EXEC, W_EC, W_VMPTR, W_DURING_GC, W_ID2STR, W_HAS_GVL, W_N };
 
-struct want {
-	const char *name;
-	uint64_t addr, size;
-	size_t index; /* in the table it came from (for relocations) */
-	bool found;
-};
-
 /* The wanted names among the defined symbols of the first section of
- * `type`; returns that section's index in *link_of (0 if none). */
-static void find_syms(const struct img *im, Elf64_Word type, struct want *w, size_t *scn_ndx)
+ * `type` (a TLS symbol's value is its offset in the block: 0 is fine);
+ * that section's index in *scn_ndx (0 if none). */
+static void find_syms(const struct img *im, Elf64_Word type, struct elfsym_want *w, size_t *scn_ndx)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	Elf_Data *d;
-	size_t n;
-
-	*scn_ndx = 0;
-	while ((scn = elf_nextscn(im->elf, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
-			break;
-	if (!scn || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_offset > im->fsize ||
-	    sh.sh_size > im->fsize - sh.sh_offset)
-		return;
-	d = elf_getdata(scn, NULL);
-	n = sh.sh_size / sh.sh_entsize;
-	if (!d || n > ELFSYM_MAX_SYMS)
-		return;
-	*scn_ndx = elf_ndxscn(scn);
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym s;
-		const char *name;
-
-		/* A TLS symbol's value is its offset in the block: 0 is fine. */
-		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
-			continue;
-		name = elf_strptr(im->elf, sh.sh_link, s.st_name);
-		for (size_t k = 0; name && k < W_N; k++)
-			if (!w[k].found && !strcmp(name, w[k].name)) {
-				w[k] = (struct want){ w[k].name, s.st_value, s.st_size, i, true };
-			}
-	}
+	*scn_ndx = elfsym__want(im->elf, im->fsize, type, true, w, W_N);
 }
 
 /* Relocation sections longer than this are not searched. */
@@ -154,7 +119,7 @@ static void find_syms(const struct img *im, Elf64_Word type, struct want *w, siz
 
 /* ruby_current_ec's DTPMOD64/DTPOFF64 pair in the RELA sections that
  * use symbol table symndx. */
-static void find_tls(const struct img *im, size_t symndx, const struct want *ec, struct rbfile *rf)
+static void find_tls(const struct img *im, size_t symndx, const struct elfsym_want *ec, struct rbfile *rf)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -213,7 +178,7 @@ static int32_t s32at(const uint8_t *p)
 
 /* rb_during_gc: mov vm_ptr@GOT(%rip),%rax; mov (%rax),%rax;
  * mov OBJSPACE(%rax),%rax; movzbl FLAGS(%rax),%eax; shr $BIT,%al. */
-static void read_during_gc(const struct img *im, const struct want *w, struct rbfile *rf)
+static void read_during_gc(const struct img *im, const struct elfsym_want *w, struct rbfile *rf)
 {
 	static const uint16_t p_vm[] = { 0x48, 0x8b, 0x00, 0x48, 0x8b, 0x80, X, X, X, X };
 	static const uint16_t p_fl[] = { 0x0f, 0xb6, 0x40, X };
@@ -236,7 +201,7 @@ static void read_during_gc(const struct img *im, const struct want *w, struct rb
 
 /* ruby_thread_has_gvl_p: __tls_get_addr of libruby's block (a
  * local-dynamic call); mov TH(%rax),%rax; test; je; cmpq $0,BLOCKING(%rax). */
-static void read_has_gvl(const struct img *im, const struct want *w, struct rbfile *rf)
+static void read_has_gvl(const struct img *im, const struct elfsym_want *w, struct rbfile *rf)
 {
 	static const uint16_t p_th[] = { 0x48, 0x8b, 0x80, X, X, X, X, 0x48, 0x85, 0xc0 };
 	static const uint16_t p_cmp[] = { 0x48, 0x83, 0xb8, X, X, X, X, 0x00 };
@@ -257,7 +222,7 @@ static void read_has_gvl(const struct img *im, const struct want *w, struct rbfi
 /* rb_id2str: mov %rdi,%rax; shr $SHIFT,%rax; cmp $LAST_OP,%rdi; ...;
  * jmp get_id_serial_entry, whose first instructions compare the serial
  * with symbols->last_id and load symbols->ids (both %rip-relative). */
-static void read_id2str(const struct img *im, const struct want *w, struct rbfile *rf)
+static void read_id2str(const struct img *im, const struct elfsym_want *w, struct rbfile *rf)
 {
 	static const uint16_t p_shr[] = { 0x48, 0xc1, 0xe8, X };
 	static const uint16_t p_cmp[] = { 0x48, 0x81, 0xff, X, X, X, X };
@@ -293,7 +258,7 @@ static void read_id2str(const struct img *im, const struct want *w, struct rbfil
 
 static int read_file(struct img *im, struct rbfile *rf)
 {
-	struct want w[W_N] = {
+	struct elfsym_want w[W_N] = {
 		[W_VERSION] = { "ruby_version" },   [W_EXEC] = { "rb_vm_exec" },
 		[W_EC] = { "ruby_current_ec" },	    [W_VMPTR] = { "ruby_current_vm_ptr" },
 		[W_DURING_GC] = { "rb_during_gc" }, [W_ID2STR] = { "rb_id2str" },

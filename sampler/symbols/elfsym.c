@@ -415,3 +415,34 @@ void elfsym__fini(struct elf_info *e)
 	free(e->strs);
 	memset(e, 0, sizeof(*e));
 }
+
+size_t elfsym__want(Elf *elf, uint64_t fsize, unsigned type, bool zero_ok, struct elfsym_want *w, size_t nw)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t n;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			break;
+	if (!scn || sh.sh_entsize < sizeof(Elf64_Sym) || sh.sh_offset > fsize || sh.sh_size > fsize - sh.sh_offset)
+		return 0;
+	d = elf_getdata(scn, NULL);
+	n = sh.sh_size / sh.sh_entsize;
+	if (!d || n > ELFSYM_MAX_SYMS)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || (!s.st_value && !zero_ok))
+			continue;
+		name = elf_strptr(elf, sh.sh_link, s.st_name);
+		for (size_t k = 0; name && k < nw; k++)
+			if (!w[k].found && !strcmp(name, w[k].name))
+				w[k] = (struct elfsym_want){ w[k].name, s.st_value, s.st_size, i,
+							     GELF_ST_TYPE(s.st_info), true };
+	}
+	return elf_ndxscn(scn);
+}

@@ -47,6 +47,27 @@ struct elf_info {
 #define ELFSYM_MAX_SYMS (1u << 20)
 #define ELFSYM_MAX_STRS (32u << 20)
 
+/* A symbol a runtime's detector looks for (sampler/python/interp.c,
+ * sampler/ruby/rbfile.c): name set, the rest filled when found. */
+struct elfsym_want {
+	const char *name;
+	uint64_t addr, size;
+	size_t index; /* in the table it came from (for relocations) */
+	uint8_t type; /* STT_* */
+	bool found;
+};
+
+/*
+ * Finds the wanted names w[0..nw) among the symbols defined in the first
+ * section of `type` (SHT_DYNSYM, SHT_SYMTAB) of elf, a file of fsize
+ * bytes; a value 0 counts only with zero_ok (a TLS symbol's offset).
+ * Sections past the file's end or over ELFSYM_MAX_SYMS are not read.
+ * Returns that section's index, 0 if there is none.
+ */
+struct Elf;
+size_t elfsym__want(struct Elf *elf, uint64_t fsize, unsigned type, bool zero_ok, struct elfsym_want *w,
+		    size_t nw);
+
 /*
  * Reads build id, PT_LOADs and function symbols (.symtab, else .dynsym)
  * of the ELF file open at fd (the fd stays the caller's). want_syms false
