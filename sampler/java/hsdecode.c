@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "sampler/java/hsdecode.h"
+#include "store/util/util.h"
 
 #define U5_L 192u
 
@@ -207,30 +208,6 @@ int hsscope__read(const uint8_t *d, size_t len, uint32_t off, unsigned x, struct
 	return 0;
 }
 
-static size_t put(uint32_t cp, char *o)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xc0 | cp >> 6);
-		o[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xe0 | cp >> 12);
-		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		o[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (char)(0xf0 | cp >> 18);
-	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	o[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
 /* One modified UTF-8 character at in[*i]: its code unit (a UTF-16 unit,
  * or U+FFFD for a malformed sequence), *i past it. */
 static uint32_t unit(const uint8_t *in, size_t n, size_t *i)
@@ -279,7 +256,7 @@ size_t hsstr__utf8(const uint8_t *in, size_t n, char *out, size_t cap)
 		} else if (c >= 0xdc00 && c <= 0xdfff) {
 			c = 0xfffd;
 		}
-		k = put(c, tmp);
+		k = utf8_put(c, tmp);
 		if (o + k >= cap)
 			break;
 		memcpy(out + o, tmp, k);

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include "sampler/v8/v8heap.h"
+#include "store/util/util.h"
 
 /* Parts of a cons or sliced string followed at most. */
 #define MAX_PARTS 32
@@ -128,25 +129,7 @@ size_t v8name__utf8(const uint16_t *u, size_t n, char *out, size_t cap)
 			c = 0x10000 + ((c - 0xd800) << 10) + (u[++i] - 0xdc00);
 		else if ((c >= 0xd800 && c < 0xe000) || c == 0)
 			c = 0xfffd;
-		if (c < 0x80) {
-			b[0] = (char)c;
-			k = 1;
-		} else if (c < 0x800) {
-			b[0] = (char)(0xc0 | c >> 6);
-			b[1] = (char)(0x80 | (c & 0x3f));
-			k = 2;
-		} else if (c < 0x10000) {
-			b[0] = (char)(0xe0 | c >> 12);
-			b[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-			b[2] = (char)(0x80 | (c & 0x3f));
-			k = 3;
-		} else {
-			b[0] = (char)(0xf0 | c >> 18);
-			b[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-			b[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-			b[3] = (char)(0x80 | (c & 0x3f));
-			k = 4;
-		}
+		k = utf8_put(c, b);
 		if (o + k >= cap)
 			break;
 		memcpy(out + o, b, k);

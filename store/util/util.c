@@ -162,6 +162,30 @@ out:
 	return rc;
 }
 
+size_t utf8_put(uint32_t cp, char *o)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xc0 | cp >> 6);
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | cp >> 12);
+		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | cp >> 18);
+	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
 size_t varint_put(uint8_t *out, uint64_t v)
 {
 	size_t i = 0;

@@ -43,6 +43,10 @@ size_t bsearch_u64_upper(const void *base, size_t n, size_t size, size_t off, ui
 /* LEB128 varints. put returns bytes written (<= 10); get returns bytes
  * read, or 0 if the input is truncated or overlong. */
 size_t varint_put(uint8_t *out, uint64_t v);
+/* Code point cp (at most U+10FFFF) as UTF-8 into out[0..4); how many
+ * bytes. The runtimes' string readers (Python, HotSpot, V8) decode into
+ * it: every name that reaches pprof, JSON or the tree is valid UTF-8. */
+size_t utf8_put(uint32_t cp, char *out);
 size_t varint_get(const uint8_t *in, size_t n, uint64_t *v);
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
