@@ -31,81 +31,13 @@
 
 #define DEBUG_COOKIE "xdebugpy"
 
-struct img {
-	int fd;
-	Elf *elf;
-	uint64_t fsize;
-	uint16_t machine;
-	struct elf_info e; /* loads and build id */
-};
-
-static void img_close(struct img *im)
-{
-	if (im->elf)
-		elf_end(im->elf);
-	elfsym__fini(&im->e);
-	memset(im, 0, sizeof(*im));
-}
-
-static int img_open(int fd, struct img *im)
-{
-	struct stat st;
-	GElf_Ehdr eh;
-	int err;
-
-	memset(im, 0, sizeof(*im));
-	im->fd = fd;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -ENOEXEC;
-	im->fsize = (uint64_t)st.st_size;
-	err = elfsym__read(fd, false, &im->e);
-	if (err)
-		return err;
-	elf_version(EV_CURRENT);
-	im->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!im->elf || elf_kind(im->elf) != ELF_K_ELF || !gelf_getehdr(im->elf, &eh)) {
-		img_close(im);
-		return -ENOEXEC;
-	}
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
-		img_close(im);
-		return -EOPNOTSUPP;
-	}
-	im->machine = eh.e_machine;
-	return 0;
-}
-
-/* File offset of [vaddr, vaddr + n) when one PT_LOAD's file bytes hold it
- * all; false otherwise. */
-static bool v2off(const struct img *im, uint64_t vaddr, uint64_t n, uint64_t *off)
-{
-	for (size_t i = 0; i < im->e.nloads; i++) {
-		const struct elf_load *l = &im->e.loads[i];
-
-		if (vaddr >= l->vaddr && vaddr - l->vaddr <= l->filesz &&
-		    n <= l->filesz - (vaddr - l->vaddr)) {
-			*off = l->off + (vaddr - l->vaddr);
-			return *off <= im->fsize && n <= im->fsize - *off;
-		}
-	}
-	return false;
-}
-
-static int rd(const struct img *im, uint64_t vaddr, void *buf, size_t n)
-{
-	uint64_t off;
-
-	if (!v2off(im, vaddr, n, &off))
-		return -EINVAL;
-	return pread(im->fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -EINVAL;
-}
 
 /* Relocation sections longer than this are not searched (a libpython has
  * ~40,000 entries): a file cannot make each pointer read cost more. */
 #define MAX_RELA (1u << 20)
 
 /* The addend of a RELATIVE relocation at vaddr, if a RELA section has one. */
-static bool relative_at(const struct img *im, uint64_t vaddr, uint64_t *val)
+static bool relative_at(const struct elf_img *im, uint64_t vaddr, uint64_t *val)
 {
 	uint32_t want = im->machine == EM_X86_64 ? R_X86_64_RELATIVE
 		      : im->machine == EM_AARCH64 ? R_AARCH64_RELATIVE
@@ -137,9 +69,9 @@ static bool relative_at(const struct img *im, uint64_t vaddr, uint64_t *val)
 	return false;
 }
 
-static int rd_ptr(const struct img *im, uint64_t vaddr, uint64_t *p)
+static int rd_ptr(const struct elf_img *im, uint64_t vaddr, uint64_t *p)
 {
-	int err = rd(im, vaddr, p, 8);
+	int err = elf_img__read(im, vaddr, p, 8);
 
 	if (!err && !*p)
 		relative_at(im, vaddr, p);
@@ -147,10 +79,10 @@ static int rd_ptr(const struct img *im, uint64_t vaddr, uint64_t *p)
 }
 
 /* A NUL-terminated string of at most cap - 1 bytes at vaddr. */
-static int rd_str(const struct img *im, uint64_t vaddr, char *buf, size_t cap)
+static int rd_str(const struct elf_img *im, uint64_t vaddr, char *buf, size_t cap)
 {
 	for (size_t n = cap; n > 0; n--) /* shorter reads near a segment's end */
-		if (!rd(im, vaddr, buf, n)) {
+		if (!elf_img__read(im, vaddr, buf, n)) {
 			if (!memchr(buf, 0, n))
 				return -EINVAL;
 			return 0;
@@ -160,7 +92,7 @@ static int rd_str(const struct img *im, uint64_t vaddr, char *buf, size_t cap)
 
 /* The wanted names among the defined symbols of the first section of
  * `type` (a value 0 is no definition here). */
-static void find_syms(const struct img *im, Elf64_Word type, struct elfsym_want *w, size_t nw)
+static void find_syms(const struct elf_img *im, Elf64_Word type, struct elfsym_want *w, size_t nw)
 {
 	elfsym__want(im->elf, im->fsize, type, false, w, nw);
 }
@@ -189,7 +121,7 @@ static int minor_from_name(const char *name)
 
 enum { W_RUNTIME, W_CODE, W_VERSION, W_EVAL, W_N };
 
-static int read_interp(struct img *im, const char *name, struct pyinterp *pi)
+static int read_interp(struct elf_img *im, const char *name, struct pyinterp *pi)
 {
 	struct elfsym_want w[W_N] = {
 		[W_RUNTIME] = { "_PyRuntime" },
@@ -206,16 +138,16 @@ static int read_interp(struct img *im, const char *name, struct pyinterp *pi)
 		return -ENOENT;
 	pi->runtime = w[W_RUNTIME].addr;
 	pi->runtime_size = w[W_RUNTIME].size;
-	if (v2off(im, pi->runtime, 16, &off))
+	if (elf_img__off(im, pi->runtime, 16, &off))
 		pi->runtime_off = off;
 	pi->code_type = w[W_CODE].addr;
-	if (!v2off(im, pi->code_type, TP_MEMBERS + 8, &pi->code_type_off))
+	if (!elf_img__off(im, pi->code_type, TP_MEMBERS + 8, &pi->code_type_off))
 		return -EINVAL; /* a type object the file does not hold */
 	pi->eval_frame = w[W_EVAL].addr;
 	pi->eval_frame_size = w[W_EVAL].size;
 
 	if (w[W_VERSION].found) {
-		if (w[W_VERSION].size != 8 || rd(im, w[W_VERSION].addr, &pi->hexversion, 8))
+		if (w[W_VERSION].size != 8 || elf_img__read(im, w[W_VERSION].addr, &pi->hexversion, 8))
 			return -EINVAL;
 		pi->major = (int)(pi->hexversion >> 24 & 0xff);
 		pi->minor = (int)(pi->hexversion >> 16 & 0xff);
@@ -238,7 +170,7 @@ static int read_interp(struct img *im, const char *name, struct pyinterp *pi)
 		uint8_t head[16];
 		uint64_t v;
 
-		if (!pi->runtime_off || rd(im, pi->runtime, head, sizeof(head)) ||
+		if (!pi->runtime_off || elf_img__read(im, pi->runtime, head, sizeof(head)) ||
 		    memcmp(head, DEBUG_COOKIE, 8))
 			return -EINVAL;
 		memcpy(&v, head + 8, 8);
@@ -251,30 +183,30 @@ static int read_interp(struct img *im, const char *name, struct pyinterp *pi)
 
 int pyinterp__read(int fd, const char *name, struct pyinterp *pi)
 {
-	struct img im;
+	struct elf_img im;
 	int err;
 
 	memset(pi, 0, sizeof(*pi));
-	err = img_open(fd, &im);
+	err = elf_img__open(fd, &im);
 	if (err)
 		return err;
 	err = read_interp(&im, name, pi);
-	img_close(&im);
+	elf_img__close(&im);
 	return err;
 }
 
 int pyinterp__code_members(int fd, const struct pyinterp *pi, struct pymember *m, size_t cap,
 			   size_t *n, uint64_t *basicsize)
 {
-	struct img im;
+	struct elf_img im;
 	uint64_t tab;
 	int err;
 
 	*n = 0;
-	err = img_open(fd, &im);
+	err = elf_img__open(fd, &im);
 	if (err)
 		return err;
-	err = rd(&im, pi->code_type + TP_BASICSIZE, basicsize, 8);
+	err = elf_img__read(&im, pi->code_type + TP_BASICSIZE, basicsize, 8);
 	if (!err)
 		err = rd_ptr(&im, pi->code_type + TP_MEMBERS, &tab);
 	if (!err && !tab)
@@ -290,7 +222,7 @@ int pyinterp__code_members(int fd, const struct pyinterp *pi, struct pymember *m
 			err = -EINVAL;
 			break;
 		}
-		err = rd(&im, at, raw, sizeof(raw));
+		err = elf_img__read(&im, at, raw, sizeof(raw));
 		if (!err)
 			err = rd_str(&im, name, m[i].name, sizeof(m[i].name));
 		if (err)
@@ -299,23 +231,23 @@ int pyinterp__code_members(int fd, const struct pyinterp *pi, struct pymember *m
 		memcpy(&m[i].offset, raw + 16, 8);
 		*n = i + 1;
 	}
-	img_close(&im);
+	elf_img__close(&im);
 	return err;
 }
 
 int pyinterp__debug_offsets(int fd, const struct pyinterp *pi, uint64_t *w, size_t nwords)
 {
-	struct img im;
+	struct elf_img im;
 	int err;
 
 	if (!pi->debug_offsets)
 		return -ENOENT;
 	if (nwords > (1u << 12))
 		return -EINVAL;
-	err = img_open(fd, &im);
+	err = elf_img__open(fd, &im);
 	if (err)
 		return err;
-	err = rd(&im, pi->debug_offsets, w, nwords * 8);
-	img_close(&im);
+	err = elf_img__read(&im, pi->debug_offsets, w, nwords * 8);
+	elf_img__close(&im);
 	return err;
 }

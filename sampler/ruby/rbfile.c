@@ -30,65 +30,20 @@
 #include "sampler/ruby/rbfile.h"
 #include "sampler/symbols/elfsym.h"
 
-struct img {
-	int fd;
-	Elf *elf;
-	uint64_t fsize;
-	struct elf_info e;
-};
-
-static void img_close(struct img *im)
+/* The file opened (elfsym.h's elf_img): a 64-bit little-endian x86-64
+ * ELF file, else -ENOEXEC (-ENOMEM as is). */
+static int img_open(int fd, struct elf_img *im)
 {
-	if (im->elf)
-		elf_end(im->elf);
-	elfsym__fini(&im->e);
-}
+	int err = elf_img__open(fd, im);
 
-static int img_open(int fd, struct img *im)
-{
-	struct stat st;
-	GElf_Ehdr eh;
-	int err;
-
-	memset(im, 0, sizeof(*im));
-	im->fd = fd;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -ENOEXEC;
-	im->fsize = (uint64_t)st.st_size;
-	err = elfsym__read(fd, false, &im->e);
-	if (err)
-		return err == -ENOMEM ? err : -ENOEXEC;
-	elf_version(EV_CURRENT);
-	im->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!im->elf || elf_kind(im->elf) != ELF_K_ELF || !gelf_getehdr(im->elf, &eh) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    eh.e_machine != EM_X86_64)
-		return -ENOEXEC;
-	return 0;
-}
-
-/* n bytes at link-time address vaddr, when one PT_LOAD's file bytes hold
- * them all. */
-static int rd(const struct img *im, uint64_t vaddr, void *buf, size_t n)
-{
-	for (size_t i = 0; i < im->e.nloads; i++) {
-		const struct elf_load *l = &im->e.loads[i];
-		uint64_t off;
-
-		if (vaddr < l->vaddr || vaddr - l->vaddr > l->filesz ||
-		    n > l->filesz - (vaddr - l->vaddr))
-			continue;
-		off = l->off + (vaddr - l->vaddr);
-		if (off > im->fsize || n > im->fsize - off)
-			return -EINVAL;
-		return pread(im->fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -EINVAL;
-	}
-	return -EINVAL;
+	if (!err && im->machine != EM_X86_64)
+		err = -ENOEXEC;
+	return err && err != -ENOMEM ? -ENOEXEC : err;
 }
 
 /* Up to n bytes at vaddr, as far as its PT_LOAD's file bytes go: how
  * many were read (0: none). */
-static size_t rd_upto(const struct img *im, uint64_t vaddr, void *buf, size_t n)
+static size_t rd_upto(const struct elf_img *im, uint64_t vaddr, void *buf, size_t n)
 {
 	for (size_t i = 0; i < im->e.nloads; i++) {
 		const struct elf_load *l = &im->e.loads[i];
@@ -99,7 +54,7 @@ static size_t rd_upto(const struct img *im, uint64_t vaddr, void *buf, size_t n)
 		in = l->filesz - (vaddr - l->vaddr);
 		if (in < n)
 			n = (size_t)in;
-		return rd(im, vaddr, buf, n) ? 0 : n;
+		return elf_img__read(im, vaddr, buf, n) ? 0 : n;
 	}
 	return 0;
 }
@@ -109,7 +64,7 @@ enum { W_VERSION, W_EXEC, W_EC, W_VMPTR, W_DURING_GC, W_ID2STR, W_HAS_GVL, W_N }
 /* The wanted names among the defined symbols of the first section of
  * `type` (a TLS symbol's value is its offset in the block: 0 is fine);
  * that section's index in *scn_ndx (0 if none). */
-static void find_syms(const struct img *im, Elf64_Word type, struct elfsym_want *w, size_t *scn_ndx)
+static void find_syms(const struct elf_img *im, Elf64_Word type, struct elfsym_want *w, size_t *scn_ndx)
 {
 	*scn_ndx = elfsym__want(im->elf, im->fsize, type, true, w, W_N);
 }
@@ -119,7 +74,7 @@ static void find_syms(const struct img *im, Elf64_Word type, struct elfsym_want 
 
 /* ruby_current_ec's DTPMOD64/DTPOFF64 pair in the RELA sections that
  * use symbol table symndx. */
-static void find_tls(const struct img *im, size_t symndx, const struct elfsym_want *ec, struct rbfile *rf)
+static void find_tls(const struct elf_img *im, size_t symndx, const struct elfsym_want *ec, struct rbfile *rf)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -178,7 +133,7 @@ static int32_t s32at(const uint8_t *p)
 
 /* rb_during_gc: mov vm_ptr@GOT(%rip),%rax; mov (%rax),%rax;
  * mov OBJSPACE(%rax),%rax; movzbl FLAGS(%rax),%eax; shr $BIT,%al. */
-static void read_during_gc(const struct img *im, const struct elfsym_want *w, struct rbfile *rf)
+static void read_during_gc(const struct elf_img *im, const struct elfsym_want *w, struct rbfile *rf)
 {
 	static const uint16_t p_vm[] = { 0x48, 0x8b, 0x00, 0x48, 0x8b, 0x80, X, X, X, X };
 	static const uint16_t p_fl[] = { 0x0f, 0xb6, 0x40, X };
@@ -186,7 +141,7 @@ static void read_during_gc(const struct img *im, const struct elfsym_want *w, st
 	uint8_t c[CODE_MAX];
 	size_t n = w->size, a, b, k;
 
-	if (!w->found || !n || n > CODE_MAX || rd(im, w->addr, c, n))
+	if (!w->found || !n || n > CODE_MAX || elf_img__read(im, w->addr, c, n))
 		return;
 	a = match(c, n, 0, p_vm, 10);
 	b = a ? match(c, n, a, p_fl, 4) : 0;
@@ -201,14 +156,14 @@ static void read_during_gc(const struct img *im, const struct elfsym_want *w, st
 
 /* ruby_thread_has_gvl_p: __tls_get_addr of libruby's block (a
  * local-dynamic call); mov TH(%rax),%rax; test; je; cmpq $0,BLOCKING(%rax). */
-static void read_has_gvl(const struct img *im, const struct elfsym_want *w, struct rbfile *rf)
+static void read_has_gvl(const struct elf_img *im, const struct elfsym_want *w, struct rbfile *rf)
 {
 	static const uint16_t p_th[] = { 0x48, 0x8b, 0x80, X, X, X, X, 0x48, 0x85, 0xc0 };
 	static const uint16_t p_cmp[] = { 0x48, 0x83, 0xb8, X, X, X, X, 0x00 };
 	uint8_t c[CODE_MAX];
 	size_t n = w->size, a, b;
 
-	if (!w->found || !n || n > CODE_MAX || rd(im, w->addr, c, n))
+	if (!w->found || !n || n > CODE_MAX || elf_img__read(im, w->addr, c, n))
 		return;
 	a = match(c, n, 0, p_th, 10);
 	b = a ? match(c, n, a, p_cmp, 8) : 0;
@@ -222,7 +177,7 @@ static void read_has_gvl(const struct img *im, const struct elfsym_want *w, stru
 /* rb_id2str: mov %rdi,%rax; shr $SHIFT,%rax; cmp $LAST_OP,%rdi; ...;
  * jmp get_id_serial_entry, whose first instructions compare the serial
  * with symbols->last_id and load symbols->ids (both %rip-relative). */
-static void read_id2str(const struct img *im, const struct elfsym_want *w, struct rbfile *rf)
+static void read_id2str(const struct elf_img *im, const struct elfsym_want *w, struct rbfile *rf)
 {
 	static const uint16_t p_shr[] = { 0x48, 0xc1, 0xe8, X };
 	static const uint16_t p_cmp[] = { 0x48, 0x81, 0xff, X, X, X, X };
@@ -233,7 +188,7 @@ static void read_id2str(const struct img *im, const struct elfsym_want *w, struc
 	size_t n = w->size, a, b, j;
 	uint64_t tgt, last, ids;
 
-	if (!w->found || !n || n > CODE_MAX || rd(im, w->addr, c, n))
+	if (!w->found || !n || n > CODE_MAX || elf_img__read(im, w->addr, c, n))
 		return;
 	a = match(c, n, 0, p_shr, 4);
 	b = a ? match(c, n, a, p_cmp, 7) : 0;
@@ -256,7 +211,7 @@ static void read_id2str(const struct img *im, const struct elfsym_want *w, struc
 	rf->symbols_ids = (int32_t)(ids - last);
 }
 
-static int read_file(struct img *im, struct rbfile *rf)
+static int read_file(struct elf_img *im, struct rbfile *rf)
 {
 	struct elfsym_want w[W_N] = {
 		[W_VERSION] = { "ruby_version" },   [W_EXEC] = { "rb_vm_exec" },
@@ -278,7 +233,7 @@ static int read_file(struct img *im, struct rbfile *rf)
 	if (!w[W_VERSION].found || !w[W_EXEC].found || !w[W_EC].found)
 		return -ENOENT;
 	if (!w[W_VERSION].size || w[W_VERSION].size >= sizeof(v) ||
-	    rd(im, w[W_VERSION].addr, v, w[W_VERSION].size) ||
+	    elf_img__read(im, w[W_VERSION].addr, v, w[W_VERSION].size) ||
 	    sscanf(v, "%d.%d.%d%n", &rf->major, &rf->minor, &rf->teeny, &used) != 3 ||
 	    (size_t)used + 1 != w[W_VERSION].size || rf->major < 1 || rf->major > 9 ||
 	    rf->minor < 0 || rf->minor > 99 || rf->teeny < 0 || rf->teeny > 99)
@@ -296,7 +251,7 @@ static int read_file(struct img *im, struct rbfile *rf)
 
 int rbfile__read(int fd, struct rbfile *rf)
 {
-	struct img im;
+	struct elf_img im;
 	int err;
 
 	memset(rf, 0, sizeof(*rf));
@@ -306,6 +261,6 @@ int rbfile__read(int fd, struct rbfile *rf)
 	err = img_open(fd, &im);
 	if (!err)
 		err = read_file(&im, rf);
-	img_close(&im);
+	elf_img__close(&im);
 	return err;
 }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sampler/symbols/elfsym.h"
 #include "sampler/symbols/gopclntab.h"
@@ -445,4 +447,61 @@ size_t elfsym__want(Elf *elf, uint64_t fsize, unsigned type, bool zero_ok, struc
 							     GELF_ST_TYPE(s.st_info), true };
 	}
 	return elf_ndxscn(scn);
+}
+
+int elf_img__open(int fd, struct elf_img *im)
+{
+	struct stat st;
+	GElf_Ehdr eh;
+	int err;
+
+	memset(im, 0, sizeof(*im));
+	im->fd = fd;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	im->fsize = (uint64_t)st.st_size;
+	err = elfsym__read(fd, false, &im->e);
+	if (err)
+		return err;
+	elf_version(EV_CURRENT);
+	im->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!im->elf || elf_kind(im->elf) != ELF_K_ELF || !gelf_getehdr(im->elf, &eh))
+		err = -ENOEXEC;
+	else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		err = -EOPNOTSUPP;
+	if (err)
+		elf_img__close(im);
+	else
+		im->machine = eh.e_machine;
+	return err;
+}
+
+void elf_img__close(struct elf_img *im)
+{
+	if (im->elf)
+		elf_end(im->elf);
+	elfsym__fini(&im->e);
+	memset(im, 0, sizeof(*im));
+}
+
+bool elf_img__off(const struct elf_img *im, uint64_t vaddr, uint64_t n, uint64_t *off)
+{
+	for (size_t i = 0; i < im->e.nloads; i++) {
+		const struct elf_load *l = &im->e.loads[i];
+
+		if (vaddr >= l->vaddr && vaddr - l->vaddr <= l->filesz && n <= l->filesz - (vaddr - l->vaddr)) {
+			*off = l->off + (vaddr - l->vaddr);
+			return *off <= im->fsize && n <= im->fsize - *off;
+		}
+	}
+	return false;
+}
+
+int elf_img__read(const struct elf_img *im, uint64_t vaddr, void *buf, size_t n)
+{
+	uint64_t off;
+
+	if (!elf_img__off(im, vaddr, n, &off))
+		return -EINVAL;
+	return pread(im->fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -EINVAL;
 }

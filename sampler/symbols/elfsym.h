@@ -47,6 +47,30 @@ struct elf_info {
 #define ELFSYM_MAX_SYMS (1u << 20)
 #define ELFSYM_MAX_STRS (32u << 20)
 
+/*
+ * An ELF file opened for a runtime's detector (sampler/python/interp.c,
+ * sampler/ruby/rbfile.c): libelf's view of it, its loads and build id,
+ * its size, its bytes read by link-time address.
+ */
+struct elf_img {
+	int fd;		/* borrowed */
+	struct Elf *elf;
+	uint64_t fsize;
+	uint16_t machine; /* EM_* */
+	struct elf_info e;
+};
+/* 0 (close im with elf_img__close; twice is fine); -ENOEXEC: not a
+ * regular ELF file; -EOPNOTSUPP: not 64-bit little endian; elfsym__read's
+ * -errno. On error im holds nothing. */
+int elf_img__open(int fd, struct elf_img *im);
+void elf_img__close(struct elf_img *im);
+/* The n bytes at link-time address vaddr, when one PT_LOAD's file bytes
+ * hold them all: their file offset into *off, true; else false. */
+bool elf_img__off(const struct elf_img *im, uint64_t vaddr, uint64_t n, uint64_t *off);
+/* Those n bytes into buf: 0, or -EINVAL (not in the file's loads, or a
+ * short read). */
+int elf_img__read(const struct elf_img *im, uint64_t vaddr, void *buf, size_t n);
+
 /* A symbol a runtime's detector looks for (sampler/python/interp.c,
  * sampler/ruby/rbfile.c): name set, the rest filled when found. */
 struct elfsym_want {
