@@ -89,4 +89,12 @@ static inline int test_scenarios_main(const struct test_scenario *t, size_t n, i
 	}
 	return test_done();
 }
+
+/* The main() of a test that is its scenarios and nothing else: runs the
+ * array t (test_scenarios_main). */
+#define TEST_SCENARIOS_MAIN(t)                                                         \
+	int main(int argc, char **argv)                                                \
+	{                                                                              \
+		return test_scenarios_main(t, sizeof(t) / sizeof((t)[0]), argc, argv); \
+	}
 #endif

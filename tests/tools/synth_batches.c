@@ -30,15 +30,13 @@
 #include "store/profile/profile.h"
 #include "store/db/store.h"
 #include "store/util/util.h"
+#include "tests/xorshift.h"
 
 static uint64_t rs = 0x9E3779B97F4A7C15ULL;
 
 static uint64_t rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
+	return xorshift64(&rs);
 }
 
 static double *zipf_cdf(size_t n, double s)

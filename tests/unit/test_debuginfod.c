@@ -378,7 +378,4 @@ static const struct test_scenario scenarios[] = {
 	{ "dwline", t_dwline },
 };
 
-int main(int argc, char **argv)
-{
-	return test_scenarios_main(scenarios, sizeof(scenarios) / sizeof(scenarios[0]), argc, argv);
-}
+TEST_SCENARIOS_MAIN(scenarios)

@@ -346,29 +346,41 @@ static int build(struct img *im, const struct jvmfile *jf, char *why, size_t wl,
 	return err;
 }
 
+/* Copies the tables of a JDK 17 started for it into t, and stops it
+ * (checked: a JVM that does not start fails with its reason). 0, or
+ * nonzero with nothing in t. */
+static int jdk17_tables(struct vmtables *t)
+{
+	char why[256];
+	struct hsmem m;
+	struct jvm j;
+	int err;
+
+	if (jvm_start(&j, 17, NULL, why, sizeof(why))) {
+		CHECK(0, "%s", why);
+		return -1;
+	}
+	m = (struct hsmem){ hsmem__pid_read, &j.pid };
+	err = vmtables__read(&m, &j.jf, j.bias, t);
+	jvm_stop(&j);
+	CHECK(!err, "JDK 17's tables copied");
+	return err;
+}
+
 static void t_forged(const char *dir)
 {
 	char why[256];
 	struct img im = { .base = 0x10000000, .cap = 4u << 20 };
 	struct jvmfile jf;
 	struct vmtables t, t2;
-	struct jvm j;
-	struct hsmem m, mi = { img_read, &im };
+	struct hsmem mi = { img_read, &im };
 	uint8_t *save;
 	uint64_t e, s;
 	size_t used0;
 	int err, terr;
 
 	(void)dir;
-	if (jvm_start(&j, 17, NULL, why, sizeof(why))) {
-		CHECK(0, "%s", why);
-		return;
-	}
-	m = (struct hsmem){ hsmem__pid_read, &j.pid };
-	err = vmtables__read(&m, &j.jf, j.bias, &t);
-	jvm_stop(&j);
-	CHECK(!err, "JDK 17's tables copied");
-	if (err)
+	if (jdk17_tables(&t))
 		return;
 	im.b = calloc(1, im.cap);
 	save = malloc(im.cap);
@@ -544,12 +556,11 @@ static void t_forged_names(const char *dir)
 {
 	char why[256];
 	struct img im = { .base = 0x10000000, .cap = 4u << 20 };
-	struct hsmem m, mi = { img_read, &im };
+	struct hsmem mi = { img_read, &im };
 	struct hsjframe fr[8];
 	struct vmtables t;
 	struct hsnames *c;
 	struct hsvm vm;
-	struct jvm j;
 	struct jvmfile jf;
 	uint64_t m1, m2, cm1, cm2, nm, str, data, pcs, meta, code;
 	/* lines: (bci 0, line 10), (4, 11), (9, 13) */
@@ -560,15 +571,7 @@ static void t_forged_names(const char *dir)
 	int n, err;
 
 	(void)dir;
-	if (jvm_start(&j, 17, NULL, why, sizeof(why))) {
-		CHECK(0, "%s", why);
-		return;
-	}
-	m = (struct hsmem){ hsmem__pid_read, &j.pid };
-	err = vmtables__read(&m, &j.jf, j.bias, &t);
-	jvm_stop(&j);
-	CHECK(!err, "JDK 17's tables copied");
-	if (err)
+	if (jdk17_tables(&t))
 		return;
 	im.b = calloc(1, im.cap);
 	img_tables(&im, &t, &jf);
@@ -811,7 +814,4 @@ static const struct test_scenario scenarios[] = {
 	{ "leaf", t_leaf },
 };
 
-int main(int argc, char **argv)
-{
-	return test_scenarios_main(scenarios, sizeof(scenarios) / sizeof(scenarios[0]), argc, argv);
-}
+TEST_SCENARIOS_MAIN(scenarios)

@@ -431,6 +431,18 @@ static inline int stop_break(struct stopped *s, uint64_t pc)
 	return 0;
 }
 
+/* The end of a stop that kept its thread (stop_at, stop_step): when err
+ * is 0, the registers and stack taken again; on an error, the thread let
+ * go. Returns err, or stop_snap's. */
+static inline int stop_end(struct stopped *s, int err)
+{
+	if (!err)
+		err = stop_snap(s);
+	if (err)
+		stop_release(s);
+	return err;
+}
+
 /*
  * Stops thread tid of pid when it next runs pc (within ms), and keeps it
  * stopped there with its registers and stack taken. 0 or -errno
@@ -474,11 +486,7 @@ static inline int stop_at(struct stopped *s, pid_t pid, pid_t tid, uint64_t pc, 
 	}
 	if (stop_break(s, 0) && !err)
 		err = -errno;
-	if (!err)
-		err = stop_snap(s);
-	if (err)
-		stop_release(s);
-	return err;
+	return stop_end(s, err);
 }
 
 /* One instruction further (the thread kept by stop_at), registers and
@@ -497,11 +505,7 @@ static inline int stop_step(struct stopped *s)
 			err = -EINTR;
 		}
 	}
-	if (!err)
-		err = stop_snap(s);
-	if (err)
-		stop_release(s);
-	return err;
+	return stop_end(s, err);
 }
 
 /*

@@ -696,7 +696,4 @@ static const struct test_scenario scenarios[] = {
 	{ "jdk25", t_jdk25 },	      { "jdk25_xint", t_jdk25_xint },
 };
 
-int main(int argc, char **argv)
-{
-	return test_scenarios_main(scenarios, sizeof(scenarios) / sizeof(scenarios[0]), argc, argv);
-}
+TEST_SCENARIOS_MAIN(scenarios)

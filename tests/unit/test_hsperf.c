@@ -66,18 +66,28 @@ int main(void)
 	      off, want);
 	CHECK(hsperf__find(buf, used, "sun.cls.unloadedBytes", &off) == -ENOENT, "a name not there: ENOENT");
 
-	buf[7] = 0;
-	CHECK(hsperf__used(buf, HSPERF_PROLOGUE, &u) == -EAGAIN, "not accessible yet: EAGAIN");
-	buf[7] = 1;
-	buf[4] = 0;
-	CHECK(hsperf__used(buf, HSPERF_PROLOGUE, &u) == -EPROTO, "big-endian: refused");
-	buf[4] = 1;
-	buf[5] = 1;
-	CHECK(hsperf__used(buf, HSPERF_PROLOGUE, &u) == -EPROTO, "version 1: refused");
-	buf[5] = 2;
-	buf[0] = 0xc0;
-	CHECK(hsperf__used(buf, HSPERF_PROLOGUE, &u) == -EPROTO, "another magic: refused");
-	buf[0] = 0xca;
+	/* The prologue: each a byte of it set to a lie, then put back. */
+	{
+		static const struct {
+			size_t at;
+			uint8_t lie;
+			int err;
+			const char *what;
+		} lies[] = {
+			{ 7, 0, -EAGAIN, "not accessible yet: EAGAIN" },
+			{ 4, 0, -EPROTO, "big-endian: refused" },
+			{ 5, 1, -EPROTO, "version 1: refused" },
+			{ 0, 0xc0, -EPROTO, "another magic: refused" },
+		};
+
+		for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+			uint8_t was = buf[lies[i].at];
+
+			buf[lies[i].at] = lies[i].lie;
+			CHECK(hsperf__used(buf, HSPERF_PROLOGUE, &u) == lies[i].err, "%s", lies[i].what);
+			buf[lies[i].at] = was;
+		}
+	}
 	put32(8, HSPERF_MAX + 1);
 	CHECK(hsperf__used(buf, HSPERF_PROLOGUE, &u) == -EPROTO, "more used than we read: refused");
 	put32(8, (uint32_t)used);

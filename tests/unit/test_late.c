@@ -273,7 +273,4 @@ static const struct test_scenario scenarios[] = {
 	{ "old_store", t_old_store },
 };
 
-int main(int argc, char **argv)
-{
-	return test_scenarios_main(scenarios, sizeof(scenarios) / sizeof(scenarios[0]), argc, argv);
-}
+TEST_SCENARIOS_MAIN(scenarios)

@@ -5,28 +5,13 @@
 #include "store/profile/profile.h"
 #include "store/util/demangle.h"
 #include "tests/test.h"
+#include "tests/unit/twostacks.h"
 
+/* The stacks main, then a leaf named "work;x" (count a), and main alone
+ * (count b); 10 ns a count; a count of 0 kept as a sample of zeros. */
 static struct profile *mk(int64_t a, int64_t b)
 {
-	struct profile *p = profile__new();
-	const char *t[] = { "samples", "cpu" }, *u[] = { "count", "nanoseconds" };
-	struct prof_mapping m = { .start = 0x1000, .limit = 0x2000, .file = profile__intern_str(p, "/bin/x"), .has_functions = true };
-	uint64_t mid = profile__add_mapping(p, &m);
-	struct prof_function f1 = { .name = profile__intern_str(p, "main") };
-	struct prof_function f2 = { .name = profile__intern_str(p, "work;x") };
-	struct prof_line l1 = { profile__add_function(p, &f1), 3 }, l2 = { profile__add_function(p, &f2), 9 };
-	struct prof_location L1 = { mid, 0x1010, 1, &l1 }, L2 = { mid, 0x1020, 1, &l2 };
-	uint64_t locs[2];
-	int64_t v[2];
-
-	profile__set_value_types(p, 2, t, u);
-	locs[0] = profile__add_location(p, &L2);
-	locs[1] = profile__add_location(p, &L1);
-	v[0] = a; v[1] = a * 10;
-	profile__add_sample(p, locs, 2, NULL, 0, v);
-	v[0] = b; v[1] = b * 10;
-	profile__add_sample(p, locs + 1, 1, NULL, 0, v);
-	return p;
+	return two_stacks("work;x", a, b, 10, false);
 }
 
 int main(void)

@@ -42,37 +42,42 @@
 #include "tests/test.h"
 #include "tests/unit/test_ruby.h"
 
+/* What setup finds of libruby: the path and load bias of its mapping of
+ * offset 0. */
+struct first_map {
+	char path[512];
+	uint64_t bias;
+};
+
+/* libruby_maps' callback for setup: 1, the path and load bias kept, at the
+ * mapping of offset 0. */
+static int at_offset0(void *ctx, unsigned long lo, unsigned long off, const char *p)
+{
+	struct first_map *fm = ctx;
+
+	if (off)
+		return 0;
+	fm->bias = lo; /* its first PT_LOAD: offset 0 at vaddr 0 */
+	snprintf(fm->path, sizeof(fm->path), "%s", p);
+	return 1;
+}
+
 /* The walk's set-up for pid (libruby from its maps), retried while the
  * VM comes up. */
 static int setup(pid_t pid, struct rb_proc *c)
 {
-	char maps[64], line[1024], path[512] = "";
+	struct first_map fm = { "", 0 };
 	const struct rblayout *l;
 	struct rbfile rf;
-	uint64_t bias = 0, sym;
+	uint64_t sym;
 	int fd, err = -ENOENT;
-	FILE *f;
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
-	for (int i = 0; i < 100 && !path[0]; i++) {
-		f = fopen(maps, "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			unsigned long lo, off;
-			char p[512];
-
-			if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %511s", &lo, &off, p) == 3 &&
-			    strstr(p, "libruby") && !off) {
-				bias = lo; /* its first PT_LOAD: offset 0 at vaddr 0 */
-				snprintf(path, sizeof(path), "%s", p);
-				break;
-			}
-		}
-		if (f)
-			fclose(f);
-		if (!path[0])
+	for (int i = 0; i < 100 && !fm.path[0]; i++) {
+		libruby_maps(pid, at_offset0, &fm);
+		if (!fm.path[0])
 			usleep(10000);
 	}
-	fd = path[0] ? open(path, O_RDONLY) : -1;
+	fd = fm.path[0] ? open(fm.path, O_RDONLY) : -1;
 	if (fd < 0)
 		return -ENOENT;
 	err = rbfile__read(fd, &rf);
@@ -83,7 +88,7 @@ static int setup(pid_t pid, struct rb_proc *c)
 	if (!l || rblayout__check(l, &rf, NULL, 0))
 		return -EPROTO;
 	for (int i = 0; i < 100; i++) {
-		err = rbproc__setup(pid, &rf, l, bias, c, &sym);
+		err = rbproc__setup(pid, &rf, l, fm.bias, c, &sym);
 		if (err != -EAGAIN)
 			break;
 		usleep(20000);
@@ -378,17 +383,9 @@ out:
 		close(stats);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct test_scenario t[] = {
-		{ "points", t_points },
-		{ "cost", t_cost },
-	};
+static const struct test_scenario scenarios[] = {
+	{ "points", t_points },
+	{ "cost", t_cost },
+};
 
-	signal(SIGPIPE, SIG_IGN);
-	if (access(RUBY, X_OK)) {
-		CHECK(0, "%s is missing (apt-get install ruby; scripts/deps.sh)", RUBY);
-		return test_done();
-	}
-	return test_scenarios_main(t, sizeof(t) / sizeof(t[0]), argc, argv);
-}
+RUBY_SCENARIOS_MAIN(scenarios)

@@ -28,9 +28,7 @@
 #include "sampler/ruby/rbline.h"
 #include "tests/spawn.h"
 #include "tests/test.h"
-
-
-#define RUBY "/usr/bin/ruby"
+#include "tests/unit/test_ruby.h"
 
 /* ---- synthetic ---- */
 
@@ -250,17 +248,9 @@ static void t_oracle(const char *dir)
 	free(line);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct test_scenario t[] = {
-		{ "synthetic", t_synthetic },
-		{ "oracle", t_oracle },
-	};
+static const struct test_scenario scenarios[] = {
+	{ "synthetic", t_synthetic },
+	{ "oracle", t_oracle },
+};
 
-	signal(SIGPIPE, SIG_IGN);
-	if (access(RUBY, X_OK)) {
-		CHECK(0, "%s is missing (apt-get install ruby; scripts/deps.sh)", RUBY);
-		return test_done();
-	}
-	return test_scenarios_main(t, sizeof(t) / sizeof(t[0]), argc, argv);
-}
+RUBY_SCENARIOS_MAIN(scenarios)

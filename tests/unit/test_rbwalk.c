@@ -73,45 +73,45 @@ struct rb {
 	char lib[512];
 };
 
+/* Where find_lib puts what it finds. */
+struct found_lib {
+	char *path;
+	size_t cap;
+	uint64_t *bias;
+};
+
+/* libruby_maps' callback for find_lib: 1, the path and load bias kept,
+ * when the mapping's file is an ELF file that maps its offset. */
+static int lib_bias(void *ctx, unsigned long lo, unsigned long off, const char *p)
+{
+	struct found_lib *fl = ctx;
+	struct elf_info e;
+	uint64_t va;
+	int fd, found = 0;
+
+	fd = open(p, O_RDONLY);
+	if (fd < 0 || elfsym__read(fd, false, &e)) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	if (elfsym__off_to_vaddr(&e, off, &va)) {
+		*fl->bias = lo - va;
+		snprintf(fl->path, fl->cap, "%s", p);
+		found = 1;
+	}
+	elfsym__fini(&e);
+	close(fd);
+	return found;
+}
+
 /* libruby's mapping in pid: its path and load bias. */
 static int find_lib(pid_t pid, char *path, size_t cap, uint64_t *bias)
 {
-	char maps[64], line[1024];
-	int err = -ENOENT;
-	FILE *f;
+	struct found_lib fl = { path, cap, bias };
+	int r = libruby_maps(pid, lib_bias, &fl);
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
-	f = fopen(maps, "r");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, off;
-		char p[512] = "";
-		struct elf_info e;
-		uint64_t va;
-		int fd;
-
-		if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %511s", &lo, &off, p) != 3 ||
-		    !strstr(p, "libruby"))
-			continue;
-		fd = open(p, O_RDONLY);
-		if (fd < 0 || elfsym__read(fd, false, &e)) {
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		if (elfsym__off_to_vaddr(&e, off, &va)) {
-			*bias = lo - va;
-			snprintf(path, cap, "%s", p);
-			err = 0;
-		}
-		elfsym__fini(&e);
-		close(fd);
-		if (!err)
-			break;
-	}
-	fclose(f);
-	return err;
+	return r < 0 ? r : r ? 0 : -ENOENT;
 }
 
 static int setup(pid_t pid, struct rb *rb)
@@ -423,6 +423,20 @@ static bool has(const struct rbname *nm, int m, const char *label)
 	return false;
 }
 
+/* Reads the first line of ch's ruby, fmt with the ids of its n (at most
+ * 3) threads, into tids, and sets up the walk of it in rb. 0, -EIO
+ * (the line is not there or not that), or setup's error. */
+static int tids_setup(struct child *ch, const char *fmt, pid_t *tids, int n, struct rb *rb)
+{
+	pid_t got[3];
+	char line[256];
+
+	if (!fgets(line, sizeof(line), ch->out) || sscanf(line, fmt, &got[0], &got[1], &got[2]) != n)
+		return -EIO;
+	memcpy(tids, got, n * sizeof(*tids));
+	return setup(ch->pid, rb);
+}
+
 static void t_threads(const char *dir)
 {
 	char *argv[] = { RUBY, "tests/helpers/rb_known.rb", "6", NULL };
@@ -430,7 +444,6 @@ static void t_threads(const char *dir)
 	struct rb_frame rec[RB_MAX_FRAMES];
 	struct rbname nm[RB_MAX_FRAMES];
 	struct rbcodes *codes = rbcodes__new(0);
-	char line[256];
 	pid_t tids[3];
 	struct rb rb;
 	int err, ok[3] = { 0 }, own = 0, other = 0, distinct = 0, asleep = 0;
@@ -438,11 +451,8 @@ static void t_threads(const char *dir)
 	(void)dir;
 	err = spawn_ruby(&ch, argv);
 	CHECK(!err, "ruby %s runs", argv[1]);
-	if (!err && (!fgets(line, sizeof(line), ch.out) ||
-		     sscanf(line, "threads %d %d %d", &tids[0], &tids[1], &tids[2]) != 3))
-		err = -EIO;
 	if (!err)
-		err = setup(ch.pid, &rb);
+		err = tids_setup(&ch, "threads %d %d %d", tids, 3, &rb);
 	CHECK(!err, "rb_known.rb: threads and set-up: %s", strerror(-err));
 	for (int round = 0; !err && round < 8; round++) {
 		uint64_t ec[3] = { 0 };
@@ -513,18 +523,14 @@ static void t_gc(const char *dir)
 	struct rb_frame rec[RB_MAX_FRAMES];
 	struct rbname nm[RB_MAX_FRAMES];
 	struct rbcodes *codes = rbcodes__new(0);
-	char line[64];
 	pid_t tids[2];
 	struct rb rb;
 	int err, gc = 0, named = 0, walked = 0, flagged = 0, wrong = 0;
 
 	(void)dir;
 	err = spawn_ruby(&ch, argv);
-	if (!err && (!fgets(line, sizeof(line), ch.out) ||
-		     sscanf(line, "tids %d %d", &tids[0], &tids[1]) != 2))
-		err = -EIO;
 	if (!err)
-		err = setup(ch.pid, &rb);
+		err = tids_setup(&ch, "tids %d %d", tids, 2, &rb);
 	CHECK(!err, "a thread looping on GC.start, the main one in IO#read: set-up %s",
 	      strerror(-err));
 	for (int i = 0; !err && i < 60; i++) {
@@ -571,19 +577,11 @@ static void t_gc(const char *dir)
 	rbcodes__free(codes);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct test_scenario t[] = {
-		{ "file", t_file },
-		{ "points", t_points },
-		{ "threads", t_threads },
-		{ "gc", t_gc },
-	};
+static const struct test_scenario scenarios[] = {
+	{ "file", t_file },
+	{ "points", t_points },
+	{ "threads", t_threads },
+	{ "gc", t_gc },
+};
 
-	signal(SIGPIPE, SIG_IGN);
-	if (access(RUBY, X_OK)) {
-		CHECK(0, "%s is missing (apt-get install ruby; scripts/deps.sh)", RUBY);
-		return test_done();
-	}
-	return test_scenarios_main(t, sizeof(t) / sizeof(t[0]), argc, argv);
-}
+RUBY_SCENARIOS_MAIN(scenarios)

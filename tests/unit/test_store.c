@@ -21,6 +21,7 @@
 #include "store/db/store_int.h"
 #include "tests/unit/rss.h"
 #include "tests/test.h"
+#include "tests/xorshift.h"
 
 static const char *vt[] = { "samples", "cpu" }, *vu[] = { "count", "nanoseconds" };
 
@@ -68,6 +69,17 @@ static void add(struct profile *p, const char *comm, const char *pid, const char
 		locs[n_++] = profile__add_location(p, &L);
 	}
 	profile__add_sample(p, locs, n_, l, 2, v);
+}
+
+/* Appends the batch p to s as type from t (Unix s) lasting len ns, with the
+ * extra labels ex[0..nex), and frees p. store__append's result. */
+static int append_batch(struct store *s, const char *type, int64_t t, int64_t len,
+			struct profile *p, const struct store_label *ex, size_t nex)
+{
+	int rc = store__append(s, type, t * 1000000000LL, len, p, ex, nex);
+
+	profile__free(p);
+	return rc;
 }
 
 /* Canonical text of a profile: sorted lines "comm pid root;..;leaf v0 v1". */
@@ -183,10 +195,7 @@ static int raw_count(struct store *s, int db)
 static uint64_t rnd = 88172645463325252ULL;
 static uint64_t xr(void)
 {
-	rnd ^= rnd << 13;
-	rnd ^= rnd >> 7;
-	rnd ^= rnd << 17;
-	return rnd;
+	return xorshift64(&rnd);
 }
 
 struct rd {
@@ -257,26 +266,33 @@ static struct store *basic_store(const char *dir)
 	add(p, "api", "100", "main;serve;write", 3);
 	add(p, "apix", "200", "main;loop", 7);
 	add(p, "db", "300", "main;query;scan", 11);
-	rc = store__append(s, "cpu", T0 * 1000000000LL, 10000000000LL, p, extra, 1);
+	rc = append_batch(s, "cpu", T0, 10000000000LL, p, extra, 1);
 	CHECK(rc == 0, "append batch 1 (%d)", rc);
-	profile__free(p);
 	p = mk();
 	add(p, "api", "100", "main;serve;parse", 2);
 	add(p, "db", "300", "main;query", 1);
-	CHECK(store__append(s, "cpu", (T0 + 10) * 1000000000LL, 10000000000LL, p, extra, 1) == 0,
-	      "append batch 2");
-	profile__free(p);
+	CHECK(append_batch(s, "cpu", T0 + 10, 10000000000LL, p, extra, 1) == 0, "append batch 2");
 	p = mk();
 	add(p, "api", "101", "main;serve;parse", 4);
-	CHECK(store__append(s, "cpu", (T0 + 60) * 1000000000LL, 10000000000LL, p, extra, 1) == 0,
+	CHECK(append_batch(s, "cpu", T0 + 60, 10000000000LL, p, extra, 1) == 0,
 	      "append batch 3 (next minute)");
-	profile__free(p);
 	p = mk();
 	add(p, "orig", "5", "main;x", 2);
-	CHECK(store__append(s, "other", T0 * 1000000000LL, 10000000000LL, p, ex2, 1) == 0,
+	CHECK(append_batch(s, "other", T0, 10000000000LL, p, ex2, 1) == 0,
 	      "append with a clashing extra label");
-	profile__free(p);
 	return s;
+}
+
+/* Runs the scenario fn on basic_store's store in dir, closing it after;
+ * nothing when the store could not be made (basic_store's check failed). */
+static void on_basic_store(const char *dir, void (*fn)(struct store *s))
+{
+	struct store *s = basic_store(dir);
+
+	if (!s)
+		return;
+	fn(s);
+	store__close(s);
 }
 
 /* Appends at minute t a batch of one unlabelled sample of 500 under the
@@ -302,14 +318,11 @@ static int append_one_type(struct store *s, const char *type, const char *unit, 
 }
 
 /* A sample label named like an extra label: the extra one wins. */
-static void t_extra_label_clash(const char *dir)
+static void t_extra_label_clash_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct store_matcher m = { "comm", "override", STORE_EQ };
 	struct profile *p;
 
-	if (!s)
-		return;
 	store_matcher__init(&m);
 	p = merge(s, "other", &m, 1, T0, T0 + 60);
 	CHECK(total0(p) == 2 && p->nsamples == 1 &&
@@ -317,27 +330,25 @@ static void t_extra_label_clash(const char *dir)
 	      "extra labels win a name clash");
 	profile__free(p);
 	store_matcher__fini(&m);
-	store__close(s);
 }
 
-static void t_types(const char *dir)
+static void t_extra_label_clash(const char *dir) { on_basic_store(dir, t_extra_label_clash_on); }
+
+static void t_types_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	char **types;
 	size_t nt;
 
-	if (!s)
-		return;
 	CHECK(store__types(s, &types, &nt) == 0 && nt == 2 && !strcmp(types[0], "cpu") &&
 	      !strcmp(types[1], "other"),
 	      "types: cpu and other, sorted");
 	store__free_strv(types, nt);
-	store__close(s);
 }
 
-static void t_list(const char *dir)
+static void t_types(const char *dir) { on_basic_store(dir, t_types_on); }
+
+static void t_list_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct store_sel sel = { "cpu", NULL, 0 };
 	const char *want[] = { "comm=api", "comm=apix", "comm=db", "node=web-3",
 			       "pid=100", "pid=101", "pid=200", "pid=300" };
@@ -347,8 +358,6 @@ static void t_list(const char *dir)
 	bool same;
 	int rc;
 
-	if (!s)
-		return;
 	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
 	CHECK(rc == 0, "list cpu");
 	same = np == 8;
@@ -361,12 +370,12 @@ static void t_list(const char *dir)
 	store__free_strv(pairs, np);
 	free(mins);
 	CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0 + 60, "latest minute");
-	store__close(s);
 }
 
-static void t_list_selection(const char *dir)
+static void t_list(const char *dir) { on_basic_store(dir, t_list_on); }
+
+static void t_list_selection_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct store_matcher m = { "comm", "db", STORE_EQ };
 	struct store_sel sel = { "cpu", &m, 1 };
 	char **pairs;
@@ -374,8 +383,6 @@ static void t_list_selection(const char *dir)
 	size_t np, nmin;
 	int rc;
 
-	if (!s)
-		return;
 	store_matcher__init(&m);
 	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
 	CHECK(rc == 0 && np == 3 && !strcmp(pairs[0], "comm=db") &&
@@ -387,33 +394,29 @@ static void t_list_selection(const char *dir)
 	CHECK(store__latest_minute(s, &sel, &latest) == 0 && latest == T0,
 	      "latest minute under comm=db");
 	store_matcher__fini(&m);
-	store__close(s);
 }
 
-static void t_unknown_type(const char *dir)
+static void t_list_selection(const char *dir) { on_basic_store(dir, t_list_selection_on); }
+
+static void t_unknown_type_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct store_sel sel = { "heap", NULL, 0 };
 	struct profile *p = NULL;
 	char **pairs;
 	int64_t *mins;
 	size_t np, nmin;
 
-	if (!s)
-		return;
 	CHECK(store__list(s, &sel, &pairs, &np, &mins, &nmin) == -ENOENT, "unknown type: -ENOENT");
 	CHECK(store__merge(s, &sel, T0, T0 + 60, &p) == -ENOENT, "merge unknown type: -ENOENT");
-	store__close(s);
 }
 
+static void t_unknown_type(const char *dir) { on_basic_store(dir, t_unknown_type_on); }
+
 /* Merge of the first minute. */
-static void t_merge_minute(const char *dir)
+static void t_merge_minute_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct profile *p;
 
-	if (!s)
-		return;
 	p = merge(s, "cpu", NULL, 0, T0, T0 + 60);
 	CHECK(p && total0(p) == 5 + 3 + 7 + 11 + 2 + 1, "merge minute total %lld", (long long)total0(p));
 	CHECK(p && profile__total(p, 1) == 29 * 10000000LL, "second value type summed");
@@ -449,17 +452,15 @@ static void t_merge_minute(const char *dir)
 		free(c);
 	}
 	profile__free(p);
-	store__close(s);
 }
 
-static void t_selections(const char *dir)
+static void t_merge_minute(const char *dir) { on_basic_store(dir, t_merge_minute_on); }
+
+static void t_selections_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct store_matcher m[2] = { { "comm", "api", STORE_EQ }, { "pid", "100", STORE_EQ } };
 	struct profile *p;
 
-	if (!s)
-		return;
 	CHECK(sel_total(s, "comm", "api", STORE_EQ, T0, T0 + 120) == 5 + 3 + 2 + 4, "comm=api");
 	CHECK(sel_total(s, "comm", "api", STORE_NEQ, T0, T0 + 120) == 7 + 11 + 1, "comm!=api");
 	CHECK(sel_total(s, "comm", "ap", STORE_RE, T0, T0 + 120) == 0, "comm=~ap is anchored");
@@ -475,17 +476,15 @@ static void t_selections(const char *dir)
 	p = merge(s, "cpu", NULL, 0, T0 + 120, T0 + 180);
 	CHECK(p && p->nsamples == 0 && p->nvalues == 2, "empty range: empty valid profile");
 	profile__free(p);
-	store__close(s);
 }
 
+static void t_selections(const char *dir) { on_basic_store(dir, t_selections_on); }
+
 /* Value types: a subset maps by name, an unknown type is refused. */
-static void t_value_types(const char *dir)
+static void t_value_types_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct profile *p;
 
-	if (!s)
-		return;
 	CHECK(append_one_type(s, "cpu", "nanoseconds", T0 + 180) == 0,
 	      "a batch with a subset of the value types is accepted");
 	p = merge(s, "cpu", NULL, 0, T0 + 180, T0 + 240);
@@ -495,17 +494,15 @@ static void t_value_types(const char *dir)
 	profile__free(p);
 	CHECK(append_one_type(s, "alloc_space", "bytes", T0 + 240) == -EINVAL,
 	      "a batch with an unknown value type is refused");
-	store__close(s);
 }
 
+static void t_value_types(const char *dir) { on_basic_store(dir, t_value_types_on); }
+
 /* Diff of two minutes. */
-static void t_diff(const char *dir)
+static void t_diff_on(struct store *s)
 {
-	struct store *s = basic_store(dir);
 	struct profile *a, *b, *d;
 
-	if (!s)
-		return;
 	a = merge(s, "cpu", NULL, 0, T0, T0 + 60);
 	b = merge(s, "cpu", NULL, 0, T0 + 60, T0 + 120);
 	d = a && b ? profile__diff(a, b) : NULL;
@@ -513,21 +510,19 @@ static void t_diff(const char *dir)
 	profile__free(a);
 	profile__free(b);
 	profile__free(d);
-	store__close(s);
 }
 
-/* check on the small store with the subset-of-value-types batch in it. */
-static void t_check_sound(const char *dir)
-{
-	struct store *s = basic_store(dir);
+static void t_diff(const char *dir) { on_basic_store(dir, t_diff_on); }
 
-	if (!s)
-		return;
+/* check on the small store with the subset-of-value-types batch in it. */
+static void t_check_sound_on(struct store *s)
+{
 	CHECK(append_one_type(s, "cpu", "nanoseconds", T0 + 180) == 0,
 	      "a batch with a subset of the value types is accepted");
 	CHECK(store__check(s, stdout) == 0, "check: sound");
-	store__close(s);
 }
+
+static void t_check_sound(const char *dir) { on_basic_store(dir, t_check_sound_on); }
 
 /* Persistence. */
 static void t_reopen_readonly(const char *dir)
@@ -599,9 +594,8 @@ static void append_late(struct store *s)
 	struct profile *p = mk();
 
 	add(p, "a", "1", "main;late", 1000);
-	CHECK(store__append(s, "cpu", (D0 + 7200 + 5) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
+	CHECK(append_batch(s, "cpu", D0 + 7200 + 5, 1000000000LL, p, NULL, 0) == 0,
 	      "late batch into a closed hour");
-	profile__free(p);
 }
 
 /* The day store plus a late batch and a series seen only in data that
@@ -618,9 +612,8 @@ static struct store *expired_store(const char *dir, int64_t *sum)
 	append_late(s);
 	p = mk();
 	add(p, "gone", "77", "main;old", 5);
-	CHECK(store__append(s, "cpu", (D0 + 60) * 1000000000LL, 1000000000LL, p, NULL, 0) == 0,
+	CHECK(append_batch(s, "cpu", D0 + 60, 1000000000LL, p, NULL, 0) == 0,
 	      "batch of a short-lived process");
-	profile__free(p);
 	store__close(s);
 	s = NULL;
 	CHECK(store__open(&s, &o) == 0, "reopen with retention 2h");
@@ -630,73 +623,93 @@ static struct store *expired_store(const char *dir, int64_t *sum)
 	return s;
 }
 
-/* Rollups: a day via rollups == the same day merged minute by minute. */
-static void t_rollups(const char *dir)
+/* Runs the scenario fn on the store make (day_store, expired_store) makes
+ * in dir, with the day's total make counted, closing it after; nothing
+ * when the store could not be made (make's check failed). */
+static void on_day_store(const char *dir, struct store *(*make)(const char *dir, int64_t *sum),
+			 void (*fn)(struct store *s, int64_t sum))
 {
 	int64_t sum;
-	struct store *s = day_store(dir, &sum);
-	struct profile *day, *acc, *p;
-	char *c1, *c2;
-	bool ok = true;
+	struct store *s = make(dir, &sum);
 
 	if (!s)
 		return;
+	fn(s, sum);
+	store__close(s);
+}
+
+/* [from, to) of s's cpu merged minute by minute (a minute's merge never
+ * reads a rollup): the sum of the raw blocks. *ok is set false when a
+ * minute's merge fails. The caller frees it. */
+static struct profile *by_minutes(struct store *s, int64_t from, int64_t to, bool *ok)
+{
+	struct profile *acc = mk(), *p;
+
+	for (int64_t t = from; t < to; t += 60) {
+		p = merge(s, "cpu", NULL, 0, t, t + 60);
+		if (!p || profile__merge(acc, p, 1, NULL, 0))
+			*ok = false;
+		profile__free(p);
+	}
+	return acc;
+}
+
+/* Whether a and b hold the same samples (their canon_sorted texts are
+ * equal); *len, when asked, the length of a's. */
+static bool same_samples(const struct profile *a, const struct profile *b, size_t *len)
+{
+	char *c1 = canon_sorted(a), *c2 = canon_sorted(b);
+	bool same = !strcmp(c1, c2);
+
+	if (len)
+		*len = strlen(c1);
+	free(c1);
+	free(c2);
+	return same;
+}
+
+/* Rollups: a day via rollups == the same day merged minute by minute. */
+static void t_rollups_on(struct store *s, int64_t sum)
+{
+	struct profile *day, *acc;
+	size_t len;
+	bool ok = true;
+
 	CHECK(raw_count(s, DB_ROLLUP) >= 25, "rollups built for closed hours (%d)",
 	      raw_count(s, DB_ROLLUP));
 	CHECK(raw_count(s, DB_DIRTY) == 1, "only the open hour is dirty (%d)",
 	      raw_count(s, DB_DIRTY));
 	day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
-	acc = mk();
-	for (int64_t t = D0; t < D0 + 86400; t += 60) {
-		/* Minute merges never use rollups. */
-		p = merge(s, "cpu", NULL, 0, t, t + 60);
-		if (!p || profile__merge(acc, p, 1, NULL, 0))
-			ok = false;
-		profile__free(p);
-	}
+	acc = by_minutes(s, D0, D0 + 86400, &ok);
 	CHECK(ok, "merged the day minute by minute");
 	CHECK(total0(day) == sum && total0(acc) == sum, "day totals: rollups %lld, raw %lld, expected %lld",
 	      (long long)total0(day), (long long)total0(acc), (long long)sum);
-	c1 = canon_sorted(day);
-	c2 = canon_sorted(acc);
-	CHECK(!strcmp(c1, c2), "day via rollups == day via raw blocks, sample for sample (%zu bytes)",
-	      strlen(c1));
-	free(c1);
-	free(c2);
+	CHECK(same_samples(day, acc, &len),
+	      "day via rollups == day via raw blocks, sample for sample (%zu bytes)", len);
 	profile__free(day);
 	profile__free(acc);
 	/* A half-hour-aligned range mixes rollups and raw blocks. */
 	day = merge(s, "cpu", NULL, 0, D0 + 1800, D0 + 3 * 3600 + 1800);
-	acc = mk();
-	for (int64_t t = D0 + 1800; t < D0 + 3 * 3600 + 1800; t += 60) {
-		p = merge(s, "cpu", NULL, 0, t, t + 60);
-		profile__merge(acc, p, 1, NULL, 0);
-		profile__free(p);
-	}
-	c1 = canon_sorted(day);
-	c2 = canon_sorted(acc);
-	CHECK(!strcmp(c1, c2) && total0(day) > 0, "partial hours + whole hours == raw");
-	free(c1);
-	free(c2);
+	acc = by_minutes(s, D0 + 1800, D0 + 3 * 3600 + 1800, &ok);
+	CHECK(same_samples(day, acc, NULL) && total0(day) > 0, "partial hours + whole hours == raw");
 	profile__free(day);
 	profile__free(acc);
-	store__close(s);
 }
+
+static void t_rollups(const char *dir) { on_day_store(dir, day_store, t_rollups_on); }
 
 /* An hour no later batch closes (the last hour of an import of the past)
  * gets its rollup when asked, once it has ended, and the rollup is its raw
  * blocks' sum. */
-static void t_close_hours(const char *dir)
+static void t_close_hours_on(struct store *s, int64_t sum)
 {
-	int64_t sum, h = D0 + 86400; /* day_store's last hour, still dirty */
-	struct store *s = day_store(dir, &sum);
-	struct profile *whole, *acc, *p;
+	int64_t h = D0 + 86400; /* day_store's last hour, still dirty */
+	struct profile *whole, *acc;
 	size_t n = 99;
+	bool ok = true;
 	int r0;
-	char *c1, *c2;
 
-	if (!s)
-		return;
+	(void)sum;
 	r0 = raw_count(s, DB_ROLLUP);
 	CHECK(store__close_hours(s, h + 3599, &n) == 0 && n == 0 && raw_count(s, DB_DIRTY) == 1,
 	      "an hour not yet ended stays open (%zu built, %d dirty)", n, raw_count(s, DB_DIRTY));
@@ -706,47 +719,34 @@ static void t_close_hours(const char *dir)
 	      raw_count(s, DB_DIRTY), raw_count(s, DB_ROLLUP), r0);
 	CHECK(store__close_hours(s, h + 7200, &n) == 0 && n == 0, "nothing is built twice (%zu)", n);
 	whole = merge(s, "cpu", NULL, 0, h, h + 3600);
-	acc = mk();
-	for (int64_t t = h; t < h + 3600; t += 60) {
-		p = merge(s, "cpu", NULL, 0, t, t + 60);
-		profile__merge(acc, p, 1, NULL, 0);
-		profile__free(p);
-	}
-	c1 = canon_sorted(whole);
-	c2 = canon_sorted(acc);
-	CHECK(total0(whole) > 0 && !strcmp(c1, c2), "the hour via its rollup == minute by minute (%lld)",
-	      (long long)total0(whole));
-	free(c1);
-	free(c2);
+	acc = by_minutes(s, h, h + 3600, &ok);
+	CHECK(total0(whole) > 0 && same_samples(whole, acc, NULL),
+	      "the hour via its rollup == minute by minute (%lld)", (long long)total0(whole));
 	profile__free(whole);
 	profile__free(acc);
-	store__close(s);
 }
+
+static void t_close_hours(const char *dir) { on_day_store(dir, day_store, t_close_hours_on); }
 
 /* An old batch into a closed hour re-dirties it; the rollup is rebuilt in
  * the same transaction. */
-static void t_late_batch(const char *dir)
+static void t_late_batch_on(struct store *s, int64_t sum)
 {
-	int64_t sum;
-	struct store *s = day_store(dir, &sum);
 	struct profile *day;
 
-	if (!s)
-		return;
 	append_late(s);
 	day = merge(s, "cpu", NULL, 0, D0, D0 + 86400);
 	CHECK(total0(day) == sum + 1000, "rollup rebuilt after a late batch (%lld)",
 	      (long long)total0(day));
 	profile__free(day);
 	CHECK(store__check(s, stdout) == 0, "check after rollups: sound");
-	store__close(s);
 }
 
+static void t_late_batch(const char *dir) { on_day_store(dir, day_store, t_late_batch_on); }
+
 /* Retention: keep the last 2 hours relative to "now" = end. */
-static void t_retention(const char *dir)
+static void t_retention_on(struct store *s, int64_t sum)
 {
-	int64_t sum;
-	struct store *s = expired_store(dir, &sum);
 	struct store_sel sel = { "cpu", NULL, 0 };
 	struct store_stats st;
 	struct profile *day;
@@ -755,8 +755,6 @@ static void t_retention(const char *dir)
 	size_t np, nmin;
 	int rc;
 
-	if (!s)
-		return;
 	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
 	CHECK(rc == 0 && nmin > 0 && mins[0] == D0 + 86400 - 3600,
 	      "retention: oldest minute is now-2h (%lld)", nmin ? (long long)mins[0] : 0LL);
@@ -770,14 +768,13 @@ static void t_retention(const char *dir)
 	CHECK(day && total0(day) > 0 && total0(day) < sum / 10, "expired data is gone from merges");
 	profile__free(day);
 	CHECK(store__check(s, stdout) == 0, "check after retention: sound");
-	store__close(s);
 }
 
+static void t_retention(const char *dir) { on_day_store(dir, expired_store, t_retention_on); }
+
 /* Series GC: a series seen only in expired data disappears. */
-static void t_series_gc(const char *dir)
+static void t_series_gc_on(struct store *s, int64_t sum)
 {
-	int64_t sum;
-	struct store *s = expired_store(dir, &sum);
 	struct store_sel sel = { "cpu", NULL, 0 };
 	bool hasb = false;
 	char **pairs;
@@ -785,8 +782,7 @@ static void t_series_gc(const char *dir)
 	size_t np, nmin;
 	int rc;
 
-	if (!s)
-		return;
+	(void)sum;
 	rc = store__list(s, &sel, &pairs, &np, &mins, &nmin);
 	for (size_t i = 0; i < np; i++)
 		hasb |= !strcmp(pairs[i], "comm=b");
@@ -796,8 +792,9 @@ static void t_series_gc(const char *dir)
 	CHECK(hasb, "a series whose data all expired is no longer listed");
 	store__free_strv(pairs, np);
 	free(mins);
-	store__close(s);
 }
+
+static void t_series_gc(const char *dir) { on_day_store(dir, expired_store, t_series_gc_on); }
 
 /* check must find corruption: drop the first group (ids from 1) of
  * strings and of stacks; then store a raw block's bytes as a rollup. */
@@ -1057,14 +1054,11 @@ static void t_label_set_fold(const char *dir)
 	p = mk();
 	add(p, "api", "100", "main;serve", 3);
 	add(p, "api", "100", "main;idle", 1);
-	CHECK(store__append(s, "cpu", T0 * 1000000000LL, 10000000000LL, p, &ea, 1) == 0, "fold: exe /a");
-	profile__free(p);
+	CHECK(append_batch(s, "cpu", T0, 10000000000LL, p, &ea, 1) == 0, "fold: exe /a");
 	p = mk();
 	add(p, "api", "100", "main;serve", 4);
 	add(p, "db", "7", "main;serve", 5);
-	CHECK(store__append(s, "cpu", (T0 + 10) * 1000000000LL, 10000000000LL, p, &eb, 1) == 0,
-	      "fold: exe /b");
-	profile__free(p);
+	CHECK(append_batch(s, "cpu", T0 + 10, 10000000000LL, p, &eb, 1) == 0, "fold: exe /b");
 	rc = store__merge(s, &sel, T0, T0 + 60, &q);
 	CHECK(rc == 0 && q, "fold: merge (%d)", rc);
 	if (q) {
@@ -1337,7 +1331,4 @@ static const struct test_scenario scenarios[] = {
 	{ "label_set_fold", t_label_set_fold },
 };
 
-int main(int argc, char **argv)
-{
-	return test_scenarios_main(scenarios, sizeof(scenarios) / sizeof(scenarios[0]), argc, argv);
-}
+TEST_SCENARIOS_MAIN(scenarios)

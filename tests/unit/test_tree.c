@@ -12,6 +12,7 @@
 #include "store/profile/profile.h"
 #include "store/db/store.h"
 #include "tests/test.h"
+#include "tests/unit/twostacks.h"
 #include "fs/render/render.h"
 #include "fs/tree/tree.h"
 #include "store/util/util.h"
@@ -19,32 +20,14 @@
 #define T_1111 1697022660LL /* 2023-10-11T11:11 */
 
 /* A CPU profile with one stack main;work (count a) and one stack main
- * (count b). */
+ * (count b), 10 ms a sample; a stack of count 0 left out. */
 static struct profile *mk(int64_t a, int64_t b)
 {
-	struct profile *p = profile__new();
-	const char *t[] = { "samples", "cpu" }, *u[] = { "count", "nanoseconds" };
-	struct prof_mapping m = { .start = 0x1000, .limit = 0x2000, .file = profile__intern_str(p, "/bin/x"), .has_functions = true };
-	uint64_t mid = profile__add_mapping(p, &m);
-	struct prof_function f1 = { .name = profile__intern_str(p, "main") };
-	struct prof_function f2 = { .name = profile__intern_str(p, "work") };
-	struct prof_line l1 = { profile__add_function(p, &f1), 3 }, l2 = { profile__add_function(p, &f2), 9 };
-	struct prof_location L1 = { mid, 0x1010, 1, &l1 }, L2 = { mid, 0x1020, 1, &l2 };
-	uint64_t locs[2];
-	int64_t v[2];
+	struct profile *p = two_stacks("work", a, b, 10000000, true);
 
-	profile__set_value_types(p, 2, t, u);
 	p->period = 10000000;
 	p->period_type.type = profile__intern_str(p, "cpu");
 	p->period_type.unit = profile__intern_str(p, "nanoseconds");
-	locs[0] = profile__add_location(p, &L2);
-	locs[1] = profile__add_location(p, &L1);
-	v[0] = a; v[1] = a * 10000000;
-	if (a)
-		profile__add_sample(p, locs, 2, NULL, 0, v);
-	v[0] = b; v[1] = b * 10000000;
-	if (b)
-		profile__add_sample(p, locs + 1, 1, NULL, 0, v);
 	return p;
 }
 
