@@ -58,6 +58,18 @@ idle() {
 	PIDS+=("$BUSY")
 }
 
+# by_rt RUBY JAVA NODE: the one of the three for the runtime $rt.
+by_rt() {
+	case $rt in ruby) echo "$1" ;; java) echo "$2" ;; node*) echo "$3" ;; *) return 1 ;; esac
+}
+
+# crowd KIND N: N processes of $rt started by KIND (busy or idle), the
+# first of a new phase (PIDS0: what stop_phase stops).
+crowd() {
+	PIDS0=${#PIDS[@]}
+	for _ in $(seq "$2"); do "$1" "$rt"; done
+}
+
 # start_daemon: a daemon (99 Hz, default flags otherwise) on a fresh store in $W;
 # its pid in D (and PIDS), once its tree is mounted.
 start_daemon() {
@@ -124,7 +136,7 @@ between() {
 
 declare -A RES WIN MEM ANON WALKED BUSYCPU
 for rt in $RUNTIMES; do
-	case $rt in ruby) RTK=ruby ;; java) RTK=java ;; node*) RTK=js ;; esac
+	RTK=$(by_rt ruby java js)
 	log "$rt: a native pair and two processes of the known-answer program, together"
 	PIDS0=${#PIDS[@]}
 	sh -c 'exec gzip -9 </dev/urandom >/dev/null' & PIDS+=("$!")
@@ -147,10 +159,9 @@ for rt in $RUNTIMES; do
 	stop_phase
 	log "$rt: ${RES[$rt]} (windows: ${WIN[$rt]})"
 	# the daemon's CPU with BUSYN busy processes of the runtime alone
-	case $rt in ruby) busyn=4 ;; node*) busyn=10 ;; java) busyn=4 ;; esac
+	busyn=$(by_rt 4 4 10)
 	log "$rt: daemon CPU with $busyn busy processes"
-	PIDS0=${#PIDS[@]}
-	for _ in $(seq "$busyn"); do busy "$rt"; done
+	crowd busy "$busyn"
 	sleep 3
 	start_daemon
 	sleep 20 # past the first tables and names (one-time: the node binary's unwind table alone is ~0.35 s of CPU)
@@ -160,15 +171,14 @@ for rt in $RUNTIMES; do
 	BUSYCPU[$rt]="$(awk -v a="$a" -v b="$b" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.3f", 100 * (b - a) / 1e9 / (y - x) }')% of a core with $busyn busy"
 	stop_phase
 	log "$rt: ${BUSYCPU[$rt]}"
-	case $rt in ruby) many=50 ;; node*) many=20 ;; java) many=20 ;; esac
+	many=$(by_rt 50 20 20)
 	log "$rt memory: $many processes"
-	PIDS0=${#PIDS[@]}
-	for _ in $(seq "$many"); do idle "$rt"; done
+	crowd idle "$many"
 	start_daemon
 	sleep 20
 	MEM[$rt]=$(daemon_mem_bytes "$D")
 	ANON[$rt]=$(( $(awk '/^RssAnon:/ { print $2 }' "/proc/$D/status") * 1024 + $(bpf_memlock "$D") ))
-	case $rt in ruby) pfx=proffs_ruby ;; java) pfx=proffs_java ;; node*) pfx=proffs_js ;; esac
+	pfx=$(by_rt proffs_ruby proffs_java proffs_js)
 	WALKED[$rt]=$(awk -v k="${pfx}_processes_total{state=\"walked\"}" '$1 == k { print $2 }' "$W/mp/metrics")
 	WALKED[$rt]="${WALKED[$rt]:-0} of $many"
 	stop_phase
@@ -212,7 +222,7 @@ done)
 Metrics of the last walk-on phases:
 
 \`\`\`
-$(for rt in $RUNTIMES; do case $rt in ruby) p=proffs_ruby ;; java) p=proffs_java ;; node*) p=proffs_js ;; esac
+$(for rt in $RUNTIMES; do p=$(by_rt proffs_ruby proffs_java proffs_js)
 	grep -E "^${p}_(processes_total\{state=\"walked|walks_total|steps_total\{end=\"ok|frames_total)" "$W/metrics.on_$rt" 2>/dev/null || true; done)
 \`\`\`
 MD

@@ -15,6 +15,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "tests/bpf/test_maps.h"
+
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 target_tgid = 0;
@@ -29,13 +31,8 @@ struct {
 } leaves SEC(".maps");
 #define HS_CACHE_STATS(hit) __sync_fetch_and_add((hit) ? &cache_hits : &cache_misses, 1)
 
-/* The JVM's set-up, as rt_procs holds it in bpf/profile.bpf.c. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16);
-	__type(key, __u32);
-	__type(value, struct hs_proc);
-} hs_procs SEC(".maps");
+/* The JVM's set-up. */
+TEST_PROCS(hs_procs, struct hs_proc);
 
 #include "bpf/hotspot_walk.h"
 
@@ -52,22 +49,28 @@ __u64 frames_total, samples_java, samples_base, frames_timed, samples_timed;
 __u64 step_ns[2][4], step_cnt[2][4];
 __u64 read8_ns, read8_cnt, clock_ns, code1_ns, stack1_ns;
 
+/* Whether the sample (id: its pid_tgid) is of target_tgid with its pc in
+ * the code cache, the walk begun; its registers in *r. */
+static __always_inline bool java_sample(struct bpf_perf_event_data *ctx, __u64 id, struct hs_regs *r)
+{
+	if ((__u32)(id >> 32) != target_tgid)
+		return false;
+	r->pc = ctx->regs.ip;
+	r->sp = ctx->regs.sp;
+	r->bp = ctx->regs.bp;
+	r->r13 = ctx->regs.r13;
+	r->ax = ctx->regs.ax;
+	r->bx = ctx->regs.bx;
+	return hs_begin(target_tgid, target_proc()) && hs_owns(r->pc);
+}
+
 SEC("perf_event")
 int hs_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	struct hs_regs r;
 	__u32 i;
 
-	if ((__u32)(id >> 32) != target_tgid)
-		return 0;
-	r.pc = ctx->regs.ip;
-	r.sp = ctx->regs.sp;
-	r.bp = ctx->regs.bp;
-	r.r13 = ctx->regs.r13;
-	r.ax = ctx->regs.ax;
-	r.bx = ctx->regs.bx;
-	if (!hs_begin(target_tgid, target_proc()) || !hs_owns(r.pc))
+	if (!java_sample(ctx, bpf_get_current_pid_tgid(), &r))
 		return 0;
 	__sync_fetch_and_add(&samples_java, 1);
 	for (i = 0; i < 32; i++) {
@@ -87,15 +90,7 @@ int hs_sample_timed(struct bpf_perf_event_data *ctx)
 	struct hs_regs r;
 	__u32 i;
 
-	if ((__u32)(id >> 32) != target_tgid)
-		return 0;
-	r.pc = ctx->regs.ip;
-	r.sp = ctx->regs.sp;
-	r.bp = ctx->regs.bp;
-	r.r13 = ctx->regs.r13;
-	r.ax = ctx->regs.ax;
-	r.bx = ctx->regs.bx;
-	if (!hs_begin(target_tgid, target_proc()) || !hs_owns(r.pc))
+	if (!java_sample(ctx, id, &r))
 		return 0;
 	__sync_fetch_and_add(&samples_timed, 1);
 	for (i = 0; i < 32; i++) {

@@ -14,6 +14,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "tests/bpf/test_maps.h"
+
 char LICENSE[] SEC("license") = "GPL";
 
 __u32 target_tid = 0;
@@ -37,13 +39,8 @@ static __always_inline long test_read(void *dst, __u32 size, const void *src)
 
 #define HS_READ_USER(dst, size, src) test_read(dst, size, (const void *)(src))
 
-/* The JVM's set-up, as rt_procs holds it in bpf/profile.bpf.c. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16);
-	__type(key, __u32);
-	__type(value, struct hs_proc);
-} hs_procs SEC(".maps");
+/* The JVM's set-up. */
+TEST_PROCS(hs_procs, struct hs_proc);
 
 #include "bpf/hotspot_walk.h"
 #include "tests/bpf/hs_test.h"

@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "bpf/profile.h"
+#include "tests/bpf/test_maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -24,20 +25,10 @@ struct {
 	__uint(max_entries, 1 << 20);
 } rb_events SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct prof_sample_ev);
-} scratch SEC(".maps");
+TEST_SCRATCH(scratch, struct prof_sample_ev);
 
-/* The process's entry, as rt_procs holds it in profile.bpf.c. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16);
-	__type(key, __u32);
-	__type(value, struct rb_proc);
-} rb_procs SEC(".maps");
+/* The process's entry. */
+TEST_PROCS(rb_procs, struct rb_proc);
 
 #include "bpf/ruby_walk.h"
 

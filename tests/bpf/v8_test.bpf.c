@@ -25,13 +25,9 @@
 
 #include "bpf/profile.h"
 #include "bpf/maple_walk.h"
-/* The process's set-up, as rt_procs holds it in bpf/profile.bpf.c. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16);
-	__type(key, __u32);
-	__type(value, struct v8_proc);
-} v8_procs SEC(".maps");
+#include "tests/bpf/test_maps.h"
+/* The process's set-up. */
+TEST_PROCS(v8_procs, struct v8_proc);
 
 #include "bpf/v8_walk.h"
 #include "tests/bpf/v8_test.h"

@@ -19,35 +19,16 @@
 #include "sampler/java/hsvm.h"
 #include "sampler/java/hswalk.h"
 #include "sampler/java/vmtables.h"
+#include "tests/fuzz/fake_mem.h"
 
 #define BASE 0x10000000ull
-
-struct img {
-	const uint8_t *b;
-	size_t len;
-};
-
-static int img_read(void *ctx, uint64_t addr, void *buf, size_t n)
-{
-	const struct img *im = ctx;
-	size_t end = (im->len + 4095) & ~(size_t)4095;
-
-	if (addr < BASE || addr - BASE > end || n > end - (addr - BASE))
-		return -EFAULT;
-	/* bytes past the input, up to the page's end, read as 0 */
-	memset(buf, 0, n);
-	if (addr - BASE < im->len)
-		memcpy(buf, im->b + (addr - BASE),
-		       n < im->len - (addr - BASE) ? n : im->len - (addr - BASE));
-	return 0;
-}
 
 static struct hsnames *names;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct img im;
-	struct hsmem m = { img_read, &im };
+	struct fake_mem im;
+	struct hsmem m = { fake_mem_read, &im };
 	struct jvmfile jf = { 0 };
 	struct vmtables t;
 	struct hsvm vm, vm2;
@@ -58,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < sizeof(ctl))
 		return 0;
 	memcpy(ctl, data, sizeof(ctl));
-	im.b = data + sizeof(ctl);
-	im.len = size - sizeof(ctl);
+	/* bytes past the input, up to the page's end, read as 0 */
+	im = (struct fake_mem){ data + sizeof(ctl), size - sizeof(ctl), BASE, 4096 };
 	for (int k = 0; k < JS_N; k++)
 		jf.sym[k] = BASE + 8 * (uint64_t)k;
 	if (!names)

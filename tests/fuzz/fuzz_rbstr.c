@@ -12,40 +12,7 @@
 
 #include "sampler/ruby/rbcode.h"
 #include "sampler/ruby/rblayout.h"
-
-/* Strict UTF-8 without NUL: true when p[0..n) is. */
-static bool valid(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		size_t k;
-
-		if (!p[i])
-			return false;
-		if (p[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if ((p[i] & 0xe0) == 0xc0)
-			k = 1, cp = p[i] & 0x1f;
-		else if ((p[i] & 0xf0) == 0xe0)
-			k = 2, cp = p[i] & 0x0f;
-		else if ((p[i] & 0xf8) == 0xf0)
-			k = 3, cp = p[i] & 0x07;
-		else
-			return false;
-		for (size_t j = 1; j <= k; j++) {
-			if (i + j >= n || (p[i + j] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (p[i + j] & 0x3f);
-		}
-		if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += k + 1;
-	}
-	return true;
-}
+#include "tests/fuzz/strict_utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -80,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (err && err != -EINVAL && err != -EBADMSG)
 		abort();
 	w = rbstr__utf8(obj, size, out, cap, &cut);
-	if (w >= cap || out[w] || strlen(out) != w || !valid((uint8_t *)out, w) ||
+	if (w >= cap || out[w] || strlen(out) != w || utf8_chars((uint8_t *)out, w) < 0 ||
 	    (!cut && w < size))
 		abort();
 done:

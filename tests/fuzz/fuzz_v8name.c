@@ -11,23 +11,9 @@
 #include <string.h>
 
 #include "sampler/v8/v8name.h"
+#include "tests/fuzz/fake_mem.h"
 
 #define FAKE_BASE 0x100000ull
-
-struct heap {
-	const uint8_t *p;
-	size_t n;
-};
-
-static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct heap *h = ctx;
-
-	if (addr < FAKE_BASE || addr - FAKE_BASE > h->n || h->n - (addr - FAKE_BASE) < len)
-		return -EFAULT;
-	memcpy(buf, h->p + (addr - FAKE_BASE), len);
-	return 0;
-}
 
 /* node 20 (V8 11.3) as v8layout__init fills it from the file. */
 static const struct v8layout L = {
@@ -52,7 +38,7 @@ static const struct v8layout L = {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct v8file f;
-	struct heap h;
+	struct fake_mem h;
 	struct v8_frame fr;
 	struct v8name_frame out[4];
 	struct v8names *c;
@@ -63,8 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 24)
 		return 0;
 	memcpy(&fr, data, 16);
-	h.p = data + 24;
-	h.n = size - 24;
+	h = (struct fake_mem){ data + 24, size - 24, FAKE_BASE, 1 };
 	f.nbytecodes = 200;
 	for (int s = 0; s < 3; s++)
 		for (int k = 0; k < 256; k++)
@@ -75,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!c)
 		return 0;
 	for (int pass = 0; pass < 2; pass++) { /* the second from the cache */
-		n = v8names__frame(c, 1, &L, &f, rd, &h, &fr, data[20] & 1, out, 4);
+		n = v8names__frame(c, 1, &L, &f, fake_mem_read, &h, &fr, data[20] & 1, out, 4);
 		if (n > 4 || n == 0)
 			abort();
 		for (int i = 0; i < n; i++)
@@ -84,8 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	v8names__forget(c, 1);
 	v8names__free(c);
-	for (size_t a = 0; a + 8 <= h.n && a < 512; a += 8) {
-		long k = v8name__string(&L, rd, &h, FAKE_BASE + a + 1, units, 64, &st);
+	for (size_t a = 0; a + 8 <= h.len && a < 512; a += 8) {
+		long k = v8name__string(&L, fake_mem_read, &h, FAKE_BASE + a + 1, units, 64, &st);
 
 		if (k > 64)
 			abort();

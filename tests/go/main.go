@@ -99,6 +99,14 @@ func contend() {
 	wg.Wait()
 }
 
+// check exits with err on stderr, if there is one.
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
 func main() {
 	cpu := flag.String("cpu", "", "write the CPU profile here")
 	heap := flag.String("heap", "", "write the heap profile here")
@@ -119,14 +127,8 @@ func main() {
 	runtime.MemProfileRate = 512
 
 	f, err := os.Create(*cpu)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	check(err)
+	check(pprof.StartCPUProfile(f))
 	deadline := time.Now().Add(*dur)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -149,14 +151,8 @@ func main() {
 	small := allocSmall(20000)
 	runtime.GC()
 	h, err := os.Create(*heap)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := pprof.WriteHeapProfile(h); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	check(err)
+	check(pprof.WriteHeapProfile(h))
 	h.Close()
 	contend()
 	for _, name := range []string{"allocs", "goroutine", "mutex", "block"} {
@@ -168,10 +164,7 @@ func main() {
 			err = pprof.Lookup(name).WriteTo(f, 0)
 			f.Close()
 		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		check(err)
 	}
 	runtime.KeepAlive(big)
 	runtime.KeepAlive(small)

@@ -10,29 +10,18 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "workload.h"
+
 volatile unsigned long sink;
 static double secs = 10;
-
-__attribute__((noinline)) void touch(void)
-{
-	__asm__ volatile("");
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* Not a leaf (touch), so it keeps its frame pointer. */
 __attribute__((noinline)) void burn(void)
 {
-	double end = now() + secs;
+	double end = clock_s(CLOCK_MONOTONIC) + secs;
 
 	touch();
-	while (now() < end)
+	while (clock_s(CLOCK_MONOTONIC) < end)
 		for (unsigned long i = 0; i < 1000000; i++)
 			sink = sink * 31 + i;
 }

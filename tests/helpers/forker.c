@@ -14,28 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 volatile unsigned long sink;
-
-__attribute__((noinline)) void touch(void)
-{
-	__asm__ volatile("");
-}
-
-static double cpu_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* Burns ms of this process's CPU time (not wall time: the host is busy). */
 __attribute__((noinline)) void childWork(int ms)
 {
-	double end = cpu_now() + ms / 1000.0;
+	double end = clock_s(CLOCK_PROCESS_CPUTIME_ID) + ms / 1000.0;
 
 	touch();
-	while (cpu_now() < end)
+	while (clock_s(CLOCK_PROCESS_CPUTIME_ID) < end)
 		for (unsigned long i = 0; i < 20000; i++)
 			sink = sink * 31 + i;
 	sink++;

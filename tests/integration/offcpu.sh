@@ -83,8 +83,7 @@ wait "$SP" || fail "sleep failed"
 wait "$GZ" || fail "gzip failed"
 wait "$LL" || fail "late_lib failed"
 [[ -z $PY ]] || wait "$PY" || fail "py_sleep.py failed"
-sleep 5 # two batch intervals: every block is stored
-kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+flushed 5 # two batch intervals: every block is stored
 
 R=last-15m
 ms() { awk -v v="$1" 'BEGIN { printf "%.0f\n", v / 1000 }'; } # folded counts are µs

@@ -151,14 +151,8 @@ for i in 0 1; do
 	java_rooted "$jdk" "$F"
 
 	# --- lines ---
-	cp "$MP/merged/cpu/pid=${JP[i]}/$R/profile.pb" "$WORK/jvm$i.pb" || { fail "$jdk: read its profile.pb"; continue; }
-	HOME=$WORK go tool pprof -traces -lines "$WORK/jvm$i.pb" >"$WORK/jvm$i.traces" 2>/dev/null || fail "$jdk: go tool pprof -traces -lines"
 	# Each trace as "name:line;..." leaf first, Known.java's frames only.
-	awk '/^-+\+/ { if (t != "") print t; t = ""; next }
-		/ \(Known\.java\) Known\.java(:[0-9]+)?$/ { n = $0; sub(/^ *[0-9.]+[a-z]* +/, "", n); sub(/^ +/, "", n)
-		  l = n ~ /:[0-9]+$/ ? n : "0"; sub(/.*:/, "", l); sub(/ \(Known\.java\) .*/, "", n)
-		  t = t (t == "" ? "" : ";") n ":" l }
-		END { if (t != "") print t }' "$WORK/jvm$i.traces" >"$WORK/jvm$i.lines"
+	trace_lines "$jdk" "${JP[i]}" "$WORK/jvm$i" 'Known\.java' || continue
 	for c in "Known.heavy:[0-9]*;Known.hot:$hot_line" "Known.down:0;Known.jniLoop:$jni_line"; do
 		callee=${c%%:*} caller=${c#*;}; caller=${caller%%:*}
 		n=$(grep -c "$callee:[0-9]*;$caller:" "$WORK/jvm$i.lines")

@@ -128,12 +128,53 @@ run_stop_log() {
 	if grep -q '^==[0-9]*==ERROR' "$log"; then grep -A 30 '^==[0-9]*==ERROR' "$log" | head -40; else tail -n 12 "$log"; fi
 }
 
+# flushed SECS: waits SECS (a batch interval or more: what was sampled
+# is stored by then), then dies, with the daemon's whole log, unless the
+# latest daemon still runs.
+flushed() {
+	sleep "$1"
+	kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+}
+
 # fsum FILE [ERE]: sum of the counts of folded lines (matching ERE).
 # A cpu folded.txt counts samples; a test that compares with CPU time
 # sets FOLDED_SCALE to the sampling period in ns (1e9 / Hz), so sums read
 # as sampled CPU nanoseconds.
 fsum() {
 	awk -v re="${2:-}" -v k="${FOLDED_SCALE:-1}" '{ n = $NF; sub(/ [0-9]+$/, "") } re == "" || $0 ~ re { s += n } END { printf "%.0f\n", s * k }' "$1"
+}
+
+# burst_samples RANGE FRAME_ERE CODE_ERE PID...: "ALL FRAMES RAN" of the
+# PIDs' cpu samples in the store $STORE over RANGE (a tree range, e.g.
+# last-15m): all of them, those with a frame matching FRAME_ERE (the
+# runtime's own frames), and those that ran the runtime's code (matching
+# FRAME_ERE or CODE_ERE, its VM's loop in the native stack).
+burst_samples() {
+	local range=$1 b
+	for b in "${@:4}"; do
+		printf '%s\n' "$("$PROFFS" cat --store "$STORE" "/merged/cpu/pid=$b/$range/folded.txt" 2>/dev/null)"
+	done | FRAME=$2 CODE=$3 awk '{ n = $NF; all += n }
+		$0 ~ ENVIRON["FRAME"] { fr += n }
+		$0 ~ ENVIRON["FRAME"] || $0 ~ ENVIRON["CODE"] { ran += n }
+		END { print all + 0, fr + 0, ran + 0 }'
+}
+
+# trace_lines WHAT PID STEM SRC_ERE [PATH_ERE]: PID's profile.pb over $R
+# read into STEM.pb (else fail "WHAT: read its profile.pb", return 1),
+# its `go tool pprof -traces -lines` into STEM.traces, and each trace into
+# STEM.lines as "name:line;..." leaf first, the frames of source file
+# SRC_ERE only: pprof's "name (SRC) PATH_ERE SRC[:line]" (line 0 when it
+# has none).
+trace_lines() {
+	local what=$1 pid=$2 stem=$3
+	cp "$MP/merged/cpu/pid=$pid/$R/profile.pb" "$stem.pb" || { fail "$what: read its profile.pb"; return 1; }
+	HOME=$WORK go tool pprof -traces -lines "$stem.pb" >"$stem.traces" 2>/dev/null || fail "$what: go tool pprof -traces -lines"
+	SRC=$4 PRE=${5:-} awk 'BEGIN { src = ENVIRON["SRC"]; frame = " \\(" src "\\) " ENVIRON["PRE"] src "(:[0-9]+)?$"; tail = " \\(" src "\\) .*" }
+		/^-+\+/ { if (t != "") print t; t = ""; next }
+		$0 ~ frame { n = $0; sub(/^ *[0-9.]+[a-z]* +/, "", n); sub(/^ +/, "", n)
+		  l = n ~ /:[0-9]+$/ ? n : "0"; sub(/.*:/, "", l); sub(tail, "", n)
+		  t = t (t == "" ? "" : ";") n ":" l }
+		END { if (t != "") print t }' "$stem.traces" >"$stem.lines"
 }
 
 # pct A B: 100*A/B with one decimal ("nan" if B is 0).

@@ -105,6 +105,21 @@ heavy_line=$(grep -n '^  heavy(n);' "$JS" | cut -d: -f1)
 outer_line=$(grep -n '^    outer(n);' "$JS" | cut -d: -f1)
 [[ -n $heavy_line && -n $outer_line ]] || die "known.js lacks the calls whose lines are checked"
 K='\(known\.js\)'
+# called_back NM CB VIA NATIVE_ERE NATIVE HOW: all (>= 3) of the samples
+# of JS function CB in $F run under VIA, called back from native code
+# (a frame matching NATIVE_ERE) between them; HOW says so in the ok line.
+# (VIA may be inlined into runLoop's optimized code; where TurboFan kept
+# no position for the call, the frame is runLoop alone: the function
+# whose code ran, never a guess.)
+called_back() {
+	local nm=$1 cb=$2 via=$3 nat=$4 short=$5 how=$6 n nw nv
+	n=$(fsum "$F" ";$cb $K(;|\$)")
+	nw=$(fsum "$F" ";($via|runLoop) $K;([^;]*;)*[^;]*$nat[^;]*;(.*;)?$cb $K(;|\$)")
+	nv=$(fsum "$F" ";$via $K;([^;]*;)*[^;]*$nat[^;]*;(.*;)?$cb $K(;|\$)")
+	((n >= 3 && nw == n)) && ok "$nm: all $n samples of $cb run under $via ($nv) or runLoop $how" ||
+		{ fail "$nm: $nw of $n samples of $cb under $via|runLoop;...$short...;$cb (want all, >= 3)"
+		  grep "$cb (known" "$F" | grep -Ev "($via|runLoop) \\(known\\.js\\);.*$nat" | head -2 | cut -c1-600; }
+}
 # The process's name, the stacks' first frame: node 24 names its main
 # thread (the leader) MainThread.
 COMM='(node|MainThread)'
@@ -135,21 +150,8 @@ for i in "${!EXES[@]}"; do
 	done
 
 	# --- C++ and builtins between JS frames ---
-	# (viaParse and viaSort may be inlined into runLoop's optimized code;
-	# where TurboFan kept no position for the call, the frame is runLoop
-	# alone: the function whose code ran, never a guess)
-	r=$(fsum "$F" ";reviver $K(;|\$)")
-	rw=$(fsum "$F" ";(viaParse|runLoop) $K;([^;]*;)*[^;]*JsonParse[^;]*;(.*;)?reviver $K(;|\$)")
-	rv=$(fsum "$F" ";viaParse $K;([^;]*;)*[^;]*JsonParse[^;]*;(.*;)?reviver $K(;|\$)")
-	((r >= 3 && rw == r)) && ok "$nm: all $r samples of reviver run under viaParse ($rv) or runLoop with V8's C++ JSON parser between them" ||
-		{ fail "$nm: $rw of $r samples of reviver under viaParse|runLoop;...JsonParse...;reviver (want all, >= 3)"
-		  grep "reviver (known" "$F" | grep -Ev '(viaParse|runLoop) \(known\.js\);.*JsonParse' | head -2 | cut -c1-600; }
-	c=$(fsum "$F" ";comparator $K(;|\$)")
-	cw=$(fsum "$F" ";(viaSort|runLoop) $K;([^;]*;)*[^;]*[Ss]ort[^;]*;(.*;)?comparator $K(;|\$)")
-	cv=$(fsum "$F" ";viaSort $K;([^;]*;)*[^;]*[Ss]ort[^;]*;(.*;)?comparator $K(;|\$)")
-	((c >= 3 && cw == c)) && ok "$nm: all $c samples of comparator run under viaSort ($cv) or runLoop and the sort builtin" ||
-		{ fail "$nm: $cw of $c samples of comparator under viaSort|runLoop;...sort...;comparator (want all, >= 3)"
-		  grep "comparator (known" "$F" | grep -Ev '(viaSort|runLoop) \(known\.js\);.*[Ss]ort' | head -2 | cut -c1-600; }
+	called_back "$nm" reviver viaParse JsonParse JsonParse "with V8's C++ JSON parser between them"
+	called_back "$nm" comparator viaSort '[Ss]ort' sort "and the sort builtin"
 
 	# --- whole stacks ---
 	j=$(fsum "$F" " $K(;|\$)")
@@ -171,14 +173,8 @@ for i in "${!EXES[@]}"; do
 		  grep -E ' \(known\.js\)(;| )' "$F" | grep -oE '([^;]*;){1,2}\[[^];]*\][^; ]*' | sort | uniq -c | sort -rn | head -5 | cut -c1-300; }
 
 	# --- lines ---
-	cp "$MP/merged/cpu/pid=${NP[i]}/$R/profile.pb" "$WORK/node$i.pb" || { fail "$nm: read its profile.pb"; continue; }
-	HOME=$WORK go tool pprof -traces -lines "$WORK/node$i.pb" >"$WORK/node$i.traces" 2>/dev/null || fail "$nm: go tool pprof -traces -lines"
 	# Each trace as "name:line;..." leaf first, known.js's frames only.
-	awk '/^-+\+/ { if (t != "") print t; t = ""; next }
-		/ \(known\.js\) .*known\.js(:[0-9]+)?$/ { n = $0; sub(/^ *[0-9.]+[a-z]* +/, "", n); sub(/^ +/, "", n)
-		  l = n ~ /:[0-9]+$/ ? n : "0"; sub(/.*:/, "", l); sub(/ \(known\.js\) .*/, "", n)
-		  t = t (t == "" ? "" : ";") n ":" l }
-		END { if (t != "") print t }' "$WORK/node$i.traces" >"$WORK/node$i.lines"
+	trace_lines "$nm" "${NP[i]}" "$WORK/node$i" 'known\.js' '.*' || continue
 	for want in "heavy:[0-9]*;outer:$heavy_line" "outer:[0-9]*;runLoop:$outer_line"; do
 		callee=${want%%:*} caller=${want#*;}; caller=${caller%%:*}
 		n=$(grep -c "\(^\|;\)$callee:[0-9]*;$caller:[1-9]" "$WORK/node$i.lines")

@@ -123,8 +123,7 @@ for v in "${!KPID[@]}"; do wait "${KPID[$v]}" || fail "py_known.py on $v failed"
 wait "$LP" || fail "py_lines.py failed"
 wait "$TH" || fail "py_threads.py failed"
 wait "$W" || fail "py_known.py on 3.10 failed"
-sleep 6
-kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+flushed 6
 
 for v in 3.11 3.12 3.13; do [[ -n ${KPID[$v]:-} ]] && known "$v" "${KPID[$v]}" "$WORK/out-$v"; done
 
@@ -232,13 +231,7 @@ while time.time() < t: pass' & BURST+=($!); PIDS+=($!)
 		# stack, or Python frames) carry Python frames: set up from the
 		# maps read at exec, not when the first samples are drained
 		# (those of a 0.4 s interpreter once all came without).
-		all=0 py=0 ran=0
-		for b in "${BURST[@]}"; do
-			f=$("$PROFFS" cat --store "$STORE" "/merged/cpu/pid=$b/last-15m/folded.txt" 2>/dev/null)
-			all=$((all + $(awk '{ s += $NF } END { print s + 0 }' <<<"$f")))
-			py=$((py + $(awk '/ \([^();]*\.py|<string>\)(;| )/ { s += $NF } END { print s + 0 }' <<<"$f")))
-			ran=$((ran + $(awk '/ \([^();]*\.py|<string>\)(;| )/ || /;_PyEval_EvalFrameDefault(;| )/ { s += $NF } END { print s + 0 }' <<<"$f")))
-		done
+		read -r all py ran < <(burst_samples last-15m ' \([^();]*\.py|<string>\)(;| )' ';_PyEval_EvalFrameDefault(;| )' "${BURST[@]}")
 		((all >= 200)) && within "$(pct "$py" "$ran")" 98 100 &&
 			ok "burst: $(pct "$py" "$ran")% of the $ran samples that ran Python code carry Python frames ($(pct "$py" "$all")% of all $all)" ||
 			fail "burst: $(pct "$py" "$ran")% of the $ran samples that ran Python code carry Python frames (want >= 98; $all in all)"

@@ -115,14 +115,8 @@ g=$(FOLDED_SCALE=1 fsum "$F" ';start \([^)]*\);\[ruby: gc\](;|$)'); gt=$(FOLDED_
 # (ld.so, ruby_setup, option parsing) and after (the VM's teardown) a
 # process runs C only: ~3.5% of a 0.3 s script's samples, measured here,
 # whatever the profiler does. Judged: the samples that ran Ruby code.
-all=0 rb=0 vm=0
-for b in "${BURST[@]}"; do
-	f=$("$PROFFS" cat --store "$STORE" "/merged/cpu/pid=$b/$R/folded.txt" 2>/dev/null)
-	all=$((all + $(awk '{ s += $NF } END { print s + 0 }' <<<"$f")))
-	# a Ruby frame: "label (file.rb)", "(-e)", or Ruby's own "(<internal:...>)"
-	rb=$((rb + $(awk '/ \(([^();]*\.rb|-e|<internal:[^();]*>)\)(;| )/ { s += $NF } END { print s + 0 }' <<<"$f")))
-	vm=$((vm + $(awk '/ \(([^();]*\.rb|-e|<internal:[^();]*>)\)(;| )/ || /;rb_vm_exec(;| )/ { s += $NF } END { print s + 0 }' <<<"$f")))
-done
+# (a Ruby frame: "label (file.rb)", "(-e)", or Ruby's own "(<internal:...>)")
+read -r all rb vm < <(burst_samples "$R" ' \(([^();]*\.rb|-e|<internal:[^();]*>)\)(;| )' ';rb_vm_exec(;| )' "${BURST[@]}")
 log "burst: $rb of $all samples of 40 short scripts carry Ruby frames; $vm ran Ruby code"
 ((all >= 200)) && within "$(pct "$rb" "$vm")" 98 100 &&
 	ok "40 short scripts on a busy host: $(pct "$rb" "$vm")% of the $vm samples that ran Ruby code carry Ruby frames ($(pct "$rb" "$all")% of all $all)" ||

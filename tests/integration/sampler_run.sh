@@ -112,8 +112,7 @@ log "forker done after $((SECONDS - T0)) s: $(cat "$WORK/forker.out")"
 
 # Let truth run its course, then one more batch interval for the flush.
 wait "$TP" || fail "truth failed"
-sleep 6
-kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+flushed 6
 
 R=last-15m
 # --- ground truth ---

@@ -118,8 +118,7 @@ wait "$TP" || fail "truth_nofp failed"
 "$TESTS_BIN/remap" 1 "$WORK/libremapA.so" "$WORK/libremapB.so" >/dev/null || fail "remap (first run) failed"
 "$TESTS_BIN/remap" 6 "$WORK/libremapA.so" "$WORK/libremapB.so" >"$WORK/remap.out" & RP=$!
 wait "$RP" || fail "remap failed"
-sleep 6
-kill -0 "$RUN_PID" 2>/dev/null || { cat "$RUN_LOG"; die "daemon died"; }
+flushed 6
 R=last-15m
 
 # --- the 10:1 truth without frame pointers ---

@@ -23,21 +23,7 @@
 #include "fs/render/render.h"
 #include "store/db/store.h"
 #include "fs/tree/tree.h"
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "tests/tools/bench.h"
 
 /* Prints key_first_ms and key_median_ms from t[0..n) (t[0] = first). */
 static void report(const char *key, double *t, int n)
@@ -57,6 +43,57 @@ static void keyof(const char *path, char *key, size_t size)
 	for (i = 0; key[i]; i++)
 		if (!((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= '0' && key[i] <= '9')))
 			key[i] = '_';
+}
+
+/* The parts on their own over [from, to), each timed repeat + 1 times in
+ * t: store__merge of all cpu series, pprof__encode of the result and
+ * render__folded of it. The exit status: 0, or 1 when one fails. */
+static int parts(struct store *s, int64_t from, int64_t to, double *t, int repeat)
+{
+	struct store_sel sel = { .type = "cpu" };
+	struct profile *p = NULL;
+
+	for (int i = 0; i <= repeat; i++) {
+		double t0 = now();
+
+		profile__free(p);
+		p = NULL;
+		if (store__merge(s, &sel, from, to, &p)) {
+			fprintf(stderr, "bench_render: store__merge failed\n");
+			return 1;
+		}
+		t[i] = now() - t0;
+	}
+	report("merge", t, repeat + 1);
+	printf("merge_samples=%u\nmerge_locations=%u\nmerge_total=%lld\n",
+	       p->nsamples, p->nlocations, (long long)profile__total(p, 0));
+	for (int i = 0; i <= repeat; i++) {
+		double t0 = now();
+		uint8_t *enc;
+		size_t n;
+
+		if (pprof__encode(p, &enc, &n))
+			return 1;
+		t[i] = now() - t0;
+		free(enc);
+		if (!i)
+			printf("encode_bytes=%zu\n", n);
+	}
+	report("encode", t, repeat + 1);
+	for (int i = 0; i <= repeat; i++) {
+		double t0 = now();
+		struct buf b = { 0 };
+
+		if (render__folded(p, &b))
+			return 1;
+		t[i] = now() - t0;
+		if (!i)
+			printf("folded_bytes=%zu\n", b.len);
+		buf__free(&b);
+	}
+	report("folded", t, repeat + 1);
+	profile__free(p);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -124,52 +161,7 @@ int main(int argc, char **argv)
 		printf("%s_bytes=%zu\n", key, len);
 		report(key, t, repeat + 1);
 	}
-	if (from >= 0 && to > from) {
-		struct store_sel sel = { .type = "cpu" };
-		struct profile *p = NULL;
-
-		for (int i = 0; i <= repeat; i++) {
-			double t0 = now();
-
-			profile__free(p);
-			p = NULL;
-			if (store__merge(s, &sel, from, to, &p)) {
-				fprintf(stderr, "bench_render: store__merge failed\n");
-				goto out;
-			}
-			t[i] = now() - t0;
-		}
-		report("merge", t, repeat + 1);
-		printf("merge_samples=%u\nmerge_locations=%u\nmerge_total=%lld\n",
-		       p->nsamples, p->nlocations, (long long)profile__total(p, 0));
-		for (int i = 0; i <= repeat; i++) {
-			double t0 = now();
-			uint8_t *enc;
-			size_t n;
-
-			if (pprof__encode(p, &enc, &n))
-				goto out;
-			t[i] = now() - t0;
-			free(enc);
-			if (!i)
-				printf("encode_bytes=%zu\n", n);
-		}
-		report("encode", t, repeat + 1);
-		for (int i = 0; i <= repeat; i++) {
-			double t0 = now();
-			struct buf b = { 0 };
-
-			if (render__folded(p, &b))
-				goto out;
-			t[i] = now() - t0;
-			if (!i)
-				printf("folded_bytes=%zu\n", b.len);
-			buf__free(&b);
-		}
-		report("folded", t, repeat + 1);
-		profile__free(p);
-	}
-	rc = 0;
+	rc = from >= 0 && to > from ? parts(s, from, to, t, repeat) : 0;
 out:
 	tree__free(tr);
 	store__close(s);

@@ -17,16 +17,7 @@
 
 #include "store/profile/pprof.h"
 #include "store/profile/profile.h"
-
-static uint64_t rng;
-
-static uint64_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#include "tests/tools/xorshift.h"
 
 int main(int argc, char **argv)
 {
@@ -119,13 +110,13 @@ int main(int argc, char **argv)
 		};
 		for (int i = 0; i < nsamples; i++) {
 			uint64_t locs[8];
-			uint32_t depth = 2 + next() % 6;
-			int64_t count = 1 + next() % 20;
+			uint32_t depth = 2 + rnd() % 6;
+			int64_t count = 1 + rnd() % 20;
 			int64_t v[2] = { count, count * p->period };
 
 			/* leaf first; root is always fn0 (main) */
 			for (uint32_t d = 0; d < depth; d++)
-				locs[d] = loc[d == depth - 1 ? 0 : 1 + next() % 11];
+				locs[d] = loc[d == depth - 1 ? 0 : 1 + rnd() % 11];
 			if (profile__add_sample(p, locs, depth, lb, 2, v))
 				return 1;
 		}

@@ -22,15 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#include "tests/tools/xorshift.h"
 
 static const char *const valid[] = {
 	"cpu", "merged", "diff", "vs", "latest", "README", "metrics",
@@ -134,6 +126,40 @@ static void check_dir(const char *p, long *lists)
 	(*lists)++;
 }
 
+/* What the lookups found. */
+struct counts {
+	long ok, enoent, toolong, notdir, reads, lists;
+};
+
+/* Stats path and counts what it finds: found (a regular file then read
+ * whole; with fuzzed, a directory listed one time in four, by rnd()) or
+ * ENOENT, and with fuzzed ENAMETOOLONG and ENOTDIR too. Anything else is
+ * a failure, printed; then returns errno as it is after the printing,
+ * else 0. */
+static int lookup(const char *path, int fuzzed, struct counts *c)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0) {
+		c->ok++;
+		if (S_ISREG(st.st_mode))
+			check_file(path, &st, &c->reads);
+		else if (fuzzed && S_ISDIR(st.st_mode) && rnd() % 4 == 0)
+			check_dir(path, &c->lists);
+	} else if (errno == ENOENT) {
+		c->enoent++;
+	} else if (fuzzed && errno == ENAMETOOLONG) {
+		c->toolong++;
+	} else if (fuzzed && errno == ENOTDIR) {
+		c->notdir++;
+	} else {
+		printf("FAIL stat %.300s: %s\n", path, strerror(errno));
+		failures++;
+		return errno;
+	}
+	return 0;
+}
+
 /* Appends one component to path (with its leading '/'). */
 static void add_component(char *path, size_t size, int hostile_pct)
 {
@@ -171,7 +197,8 @@ static void add_component(char *path, size_t size, int hostile_pct)
 
 int main(int argc, char **argv)
 {
-	long iters, ok = 0, enoent = 0, toolong = 0, notdir = 0, reads = 0, lists = 0;
+	struct counts tally = { 0 };
+	long iters;
 	static char path[65536];
 	const char *mp;
 	struct stat st;
@@ -185,24 +212,19 @@ int main(int argc, char **argv)
 	rng = (argc > 3 ? strtoull(argv[3], NULL, 0) : 42) * 0x9e3779b97f4a7c15ULL + 7;
 
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		int err;
+
 		snprintf(path, sizeof(path), "%s/%s", mp, fixed[i]);
-		if (stat(path, &st) == 0) {
-			ok++;
-			if (S_ISREG(st.st_mode))
-				check_file(path, &st, &reads);
-		} else if (errno == ENOENT) {
-			enoent++;
-		} else {
-			printf("FAIL stat %.300s: %s\n", path, strerror(errno));
-			failures++;
-			if (errno == ENOTCONN || errno == ECONNABORTED)
+		err = lookup(path, 0, &tally);
+		if (err) {
+			if (err == ENOTCONN || err == ECONNABORTED)
 				iters = 0; /* the daemon is gone */
 			break;
 		}
 	}
 	for (long i = 0; i < iters; i++) {
 		uint64_t shape = rnd() % 10;
-		int ncomp, hostile_pct;
+		int ncomp, hostile_pct, err;
 
 		snprintf(path, sizeof(path), "%s", mp);
 		if (shape < 5) { /* mostly valid, one hostile somewhere */
@@ -233,24 +255,9 @@ int main(int argc, char **argv)
 		for (int c = 0; c < ncomp; c++)
 			add_component(path, sizeof(path), hostile_pct);
 
-		if (stat(path, &st) == 0) {
-			ok++;
-			if (S_ISREG(st.st_mode))
-				check_file(path, &st, &reads);
-			else if (S_ISDIR(st.st_mode) && rnd() % 4 == 0)
-				check_dir(path, &lists);
-		} else if (errno == ENOENT) {
-			enoent++;
-		} else if (errno == ENAMETOOLONG) {
-			toolong++;
-		} else if (errno == ENOTDIR) {
-			notdir++;
-		} else {
-			printf("FAIL stat %.300s: %s\n", path, strerror(errno));
-			failures++;
-			if (errno == ENOTCONN || errno == ECONNABORTED)
-				break;
-		}
+		err = lookup(path, 1, &tally);
+		if (err == ENOTCONN || err == ECONNABORTED)
+			break;
 		if (failures > 20)
 			break;
 	}
@@ -259,10 +266,10 @@ int main(int argc, char **argv)
 		printf("FAIL mount no longer answers: %s\n", strerror(errno));
 		failures++;
 	} else {
-		check_file(path, &st, &reads);
+		check_file(path, &st, &tally.reads);
 	}
 	printf("%ld lookups: %ld found (%ld files read, %ld dirs listed), %ld ENOENT, "
 	       "%ld ENAMETOOLONG, %ld ENOTDIR, %d failures\n",
-	       iters, ok, reads, lists, enoent, toolong, notdir, failures);
+	       iters, tally.ok, tally.reads, tally.lists, tally.enoent, tally.toolong, tally.notdir, failures);
 	return failures ? 1 : 0;
 }
