@@ -25,7 +25,11 @@ done < <(git ls-files '*.c' '*.h' '*.sh' '*.bash' '*.py' 'Makefile' | grep -v '^
 echo "$n references to files checked"
 ((n > 100)) || { echo "FAIL: only $n references found: the scan is broken"; FAILS=$((FAILS + 1)); }
 
-maps=$(grep -rhoE '^\} *[a-z_0-9]+ SEC\("\.maps"\)' bpf tests/bpf | sed -E 's/^\} *//; s/ SEC.*//' | sort -u)
+# (tests/bpf/test_maps.h's TEST_PROCS and TEST_SCRATCH define maps too)
+maps=$({
+	grep -rhoE '^\} *[a-z_0-9]+ SEC\("\.maps"\)' bpf tests/bpf | sed -E 's/^\} *//; s/ SEC.*//'
+	grep -rhoE '^TEST_(PROCS|SCRATCH)\([a-z_0-9]+,' tests/bpf | sed -E 's/^TEST_[A-Z]+\(//; s/,$//'
+} | sort -u)
 nm=$(grep -c . <<<"$maps")
 ((nm >= 20)) || { echo "FAIL: only $nm BPF maps found: the scan is broken"; FAILS=$((FAILS + 1)); }
 k=0
