@@ -180,9 +180,21 @@ trace_lines() {
 # pct A B: 100*A/B with one decimal ("nan" if B is 0).
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.1f\n", 100 * a / b }'; }
 
-# band PCT N: the half-width in pp of a 3-sigma band for a share of PCT%
-# measured from N samples, at least 3 pp.
-band() { awk -v p="$1" -v n="$2" 'BEGIN { s = n > 0 ? 3 * sqrt(p * (100 - p) / n) : 100; if (s < 3) s = 3; printf "%.1f\n", s }'; }
+# band PCT N [NT]: the half-width in pp of a 3-sigma band for a share of
+# PCT% measured from N samples, at least 3 pp; NT > 0: the figure it is
+# judged against is itself a sample of NT (a thread clock that advances
+# by ticks), whose variance adds to the samples'.
+band() { awk -v p="$1" -v n="$2" -v t="${3:-0}" 'BEGIN { v = n > 0 ? p * (100 - p) / n : 1e4; if (t > 0) v += p * (100 - p) / t; s = 3 * sqrt(v); if (s < 3) s = 3; printf "%.1f\n", s }'; }
+
+# tick_ns: the scheduler tick (1 / CONFIG_HZ) in ns: the step by which
+# /proc/PID/schedstat's run time of a thread that keeps running advances
+# (its value is the one the last tick or switch wrote).
+tick_ns() {
+	local hz
+	hz=$({ zcat /proc/config.gz 2>/dev/null || cat "/boot/config-$(uname -r)" 2>/dev/null; } | sed -n 's/^CONFIG_HZ=//p')
+	[[ $hz =~ ^[0-9]+$ ]] || die "tick_ns: no CONFIG_HZ in /proc/config.gz or /boot/config-$(uname -r)"
+	echo $((1000000000 / hz))
+}
 
 # within X LO HI: LO <= X <= HI (decimals).
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "nan" && x >= lo && x <= hi) }'; }

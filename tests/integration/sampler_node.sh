@@ -9,8 +9,10 @@
 #  - a known answer: heavy() and light() run the same loop 10:1, on the
 #    main thread and on a worker thread, each call timed with the thread's
 #    own CPU clock (/proc/thread-self/schedstat); per thread, heavy's
-#    share of heavy + light in the samples is within 3 pp of the
-#    program's own figure; names are `function (file.js)`;
+#    share of heavy + light in the samples is within 3 sigma (at least 3
+#    pp) of the program's own figure, the sigma of both: that clock
+#    advances by scheduler ticks, so the figure is itself a sample of its
+#    (heavy + light) / tick ticks; names are `function (file.js)`;
 #  - C++ and builtins between JS frames stay: reviver (JSON.parse's, a
 #    JS function called from C++) runs under viaParse with V8's C++ JSON
 #    parser between them; comparator under viaSort and the sort builtin
@@ -105,6 +107,15 @@ heavy_line=$(grep -n '^  heavy(n);' "$JS" | cut -d: -f1)
 outer_line=$(grep -n '^    outer(n);' "$JS" | cut -d: -f1)
 [[ -n $heavy_line && -n $outer_line ]] || die "known.js lacks the calls whose lines are checked"
 K='\(known\.js\)'
+# The program's clock, schedstat, advances by whole scheduler ticks (4 ms
+# at CONFIG_HZ=250: measured, a thread reading its own schedstat in a
+# loop sees steps of up to 4.04 ms), so a call's time is the ticks that
+# fell in it: its figure is a sample of (heavy + light) / TICK_NS ticks,
+# about 1,800 against our ~720 at 99 Hz. Judged with our samples' sigma
+# alone, node 20's main thread failed one CI run at 3.1 of those sigma
+# (93.6% against 90.2%, 731 samples; no frame misnamed: every heavy and
+# light sample sat under outer, none unnamed, in the runs looked at).
+TICK_NS=$(tick_ns)
 # called_back NM CB VIA NATIVE_ERE NATIVE HOW: all (>= 3) of the samples
 # of JS function CB in $F run under VIA, called back from native code
 # (a frame matching NATIVE_ERE) between them; HOW says so in the ok line.
@@ -142,7 +153,7 @@ for i in "${!EXES[@]}"; do
 		h=$(fsum "$F" "$root(.*;)?outer $K;heavy $K(;|\$)")
 		l=$(fsum "$F" "$root(.*;)?outer $K;light $K(;|\$)")
 		got=$(pct "$h" $((h + l)))
-		tol=$(band "$want" $((h + l)))
+		tol=$(band "$want" $((h + l)) $(((hn + ln) / TICK_NS)))
 		((h + l >= MIN_N)) && within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
 			ok "$nm $th thread: heavy (known.js) is $got% of heavy + light's $((h + l)) samples (the program: $want% +- $tol pp)" ||
 			{ fail "$nm $th thread: heavy is $got% of heavy + light's $((h + l)) samples, the program says $want% (+- ${tol:-?} pp, >= $MIN_N samples)"
@@ -276,7 +287,7 @@ for th in main worker; do
 	want=$(awk -v h="${hn:-0}" -v l="${ln:-0}" 'BEGIN { if (h + l) printf "%.1f", 100 * h / (h + l) }')
 	h=$(fsum "$F" "$root(.*;)?outer $K;heavy $K(;|\$)")
 	l=$(fsum "$F" "$root(.*;)?outer $K;light $K(;|\$)")
-	got=$(pct "$h" $((h + l))); tol=$(band "${want:-0}" $((h + l)))
+	got=$(pct "$h" $((h + l))); tol=$(band "${want:-0}" $((h + l)) $(((${hn:-0} + ${ln:-0}) / TICK_NS)))
 	# the samples that make 3 sigma of this share at most 3 pp
 	need=$(awk -v w="${want:-0}" 'BEGIN { printf "%d", 9 * (w / 100) * (1 - w / 100) / 0.0009 + 1 }')
 	((h + l >= need)) && within "$got" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w-t}')" "$(awk -v w="$want" -v t="$tol" 'BEGIN{print w+t}')" &&
